@@ -1,0 +1,108 @@
+//! `ddshark dissect FILE`: one line or JSON object per RTPS submessage.
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rtps_dissect::{Dissector, FrameOutcome};
+
+use crate::capture::file::FileSource;
+use crate::capture::PacketSource;
+use crate::output::{text, write_or_stop};
+use crate::record::SubmessageRecord;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DissectFormat {
+    Text,
+    Jsonl,
+}
+
+/// What a whole dissect run saw, printed to stderr at the end.
+pub struct DissectSummary {
+    pub stats: rtps_dissect::DissectorStats,
+    pub truncated: Option<String>,
+}
+
+/// Run the dissector over `source`, calling `sink` for every submessage record.
+/// Returns the summary; a truncated last record ends the input without an error.
+pub fn dissect_source(
+    source: &mut dyn PacketSource,
+    mut sink: impl FnMut(&SubmessageRecord) -> Result<bool>,
+) -> Result<DissectSummary> {
+    let mut dissector = Dissector::default();
+    let mut truncated = None;
+    loop {
+        let frame = match source.next_frame() {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) if e.is_truncation() => {
+                truncated = Some(e.to_string());
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let FrameOutcome::Rtps(d) = dissector.process(&frame) {
+            for r in SubmessageRecord::all(&d) {
+                if !sink(&r)? {
+                    return Ok(DissectSummary {
+                        stats: dissector.stats(),
+                        truncated,
+                    });
+                }
+            }
+        }
+    }
+    dissector.finish();
+    Ok(DissectSummary {
+        stats: dissector.stats(),
+        truncated,
+    })
+}
+
+pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
+    let mut source = FileSource::open(file)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut line = Vec::with_capacity(1024);
+    let summary = dissect_source(&mut source, |r| {
+        line.clear();
+        match format {
+            DissectFormat::Jsonl => {
+                serde_json::to_writer(&mut line, r)?;
+                line.push(b'\n');
+            }
+            DissectFormat::Text => line.extend_from_slice(text::submessage_line(r).as_bytes()),
+        }
+        Ok(write_or_stop(&mut out, &line)?)
+    })?;
+    match out.flush() {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            return Err(e).context("writing to standard output")
+        }
+        _ => {}
+    }
+    if let Some(t) = &summary.truncated {
+        eprintln!("ddshark: warning: {t}; dissected what came before it");
+    }
+    if !quiet {
+        let s = summary.stats;
+        eprintln!(
+            "ddshark: {}: {} frames, {} RTPS datagrams, {} submessages ({} undecodable), {} discovery records; skipped {} non-IP, {} non-UDP, {} non-RTPS UDP, {} ICMP quoting RTPS; {} malformed; IP fragments {} (reassembled {}, incomplete {})",
+            file.display(),
+            s.frames,
+            s.rtps_datagrams,
+            s.submessages,
+            s.submessage_errors,
+            s.discovery_records,
+            s.skipped_not_ip,
+            s.skipped_not_udp,
+            s.skipped_not_rtps,
+            s.skipped_icmp_quoted_rtps,
+            s.malformed,
+            s.ip.fragments,
+            s.ip.reassembled,
+            s.ip.evicted_idle.saturating_add(s.ip.evicted_capacity).saturating_add(s.ip.inconsistent),
+        );
+    }
+    Ok(())
+}

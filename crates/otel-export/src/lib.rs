@@ -1,0 +1,1 @@
+//! OpenTelemetry export of dissected RTPS traffic.

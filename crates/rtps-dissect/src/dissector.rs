@@ -1,0 +1,463 @@
+//! The dissector: frames in, RTPS datagrams (with their submessages and discovery
+//! records) out. It owns the IP-fragment tracker, the discovery DATA_FRAG
+//! reassembly and the GUID → topic map; it never looks at a clock.
+
+use std::net::SocketAddr;
+
+use crate::discovery::{
+    decode_discovery, DiscoveryFragLimits, DiscoveryFragStats, DiscoveryReassembly,
+    DiscoveryRecord, FragmentPiece, TopicInfo, TopicMap,
+};
+use crate::error::DissectError;
+use crate::frag::{
+    FragmentFrame, FragmentLimits, FragmentResult, FragmentStats, FragmentTracker,
+    IncompleteDatagram,
+};
+use crate::link::{parse_link, LinkType, Network};
+use crate::net::{
+    icmp_quotes_rtps, parse_ipv4, parse_ipv6, parse_udp, IpPacket, PROTO_ICMP, PROTO_ICMPV6,
+    PROTO_UDP,
+};
+use crate::plist::{PID_KEY_HASH, PID_STATUS_INFO};
+use crate::rtps::{
+    is_rtps_magic, RtpsHeader, SerializedPayload, Submessage, SubmessageBody, SubmessageError,
+    SubmessageIter,
+};
+use crate::types::{Guid, VendorId};
+
+/// One captured frame, as any packet source hands it over.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    /// 1-based frame number in the capture.
+    pub number: u64,
+    /// Capture time, nanoseconds since the epoch.
+    pub ts_ns: u64,
+    pub link: LinkType,
+    pub data: &'a [u8],
+    /// Length on the wire (may exceed `data.len()` when the snaplen cut it).
+    pub orig_len: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct DissectorConfig {
+    pub fragments: FragmentLimits,
+    pub discovery_fragments: DiscoveryFragLimits,
+    /// Most endpoints the GUID → topic map holds.
+    pub max_endpoints: usize,
+}
+
+impl Default for DissectorConfig {
+    fn default() -> Self {
+        Self {
+            fragments: FragmentLimits::default(),
+            discovery_fragments: DiscoveryFragLimits::default(),
+            max_endpoints: 65_536,
+        }
+    }
+}
+
+/// Why a frame carried no RTPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkipReason {
+    /// Not IPv4/IPv6 (ARP, LLDP, ...).
+    NotIp,
+    /// IP but not UDP (TCP, IGMP, ICMP that quotes no RTPS, ...).
+    NotUdp,
+    /// UDP whose payload is not RTPS.
+    NotRtps,
+    /// An ICMP error quoting an RTPS datagram: not traffic.
+    IcmpQuotedRtps,
+}
+
+impl SkipReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::NotIp => "not_ip",
+            SkipReason::NotUdp => "not_udp",
+            SkipReason::NotRtps => "not_rtps",
+            SkipReason::IcmpQuotedRtps => "icmp_quoted_rtps",
+        }
+    }
+}
+
+/// What one frame turned into. Every frame ends in exactly one of these.
+#[derive(Debug)]
+pub enum FrameOutcome<'a> {
+    Skipped(SkipReason),
+    /// An IP fragment, held until its datagram is whole.
+    FragmentHeld,
+    /// An IP fragment that could not belong to a valid datagram.
+    FragmentDropped(IncompleteDatagram),
+    /// The frame could not be parsed at some layer.
+    Malformed(DissectError),
+    /// A whole RTPS datagram (this frame, or the fragment that completed it).
+    Rtps(Datagram<'a>),
+}
+
+/// A whole RTPS datagram with its timing, addresses and submessages.
+#[derive(Debug)]
+pub struct Datagram<'a> {
+    /// Capture time and frame number of the datagram's first IP fragment.
+    pub ts_first_ns: u64,
+    pub frame_first: u64,
+    /// Capture time and frame number of its last IP fragment (= first when unfragmented).
+    pub ts_last_ns: u64,
+    pub frame_last: u64,
+    /// IP fragments it was made of (1 when unfragmented).
+    pub ip_fragments: u32,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// Outer 802.1Q PCP of the frame that carried the first fragment.
+    pub pcp: Option<u8>,
+    pub vlan_id: Option<u16>,
+    /// UDP length field (header included).
+    pub udp_len: usize,
+    /// The capture holds less than the datagram (snaplen).
+    pub truncated: bool,
+    pub header: RtpsHeader,
+    /// The RTPS message bytes, header included.
+    pub message: &'a [u8],
+    pub submessages: Vec<Result<Submessage<'a>, SubmessageError>>,
+    /// Discovery records decoded from this datagram (SPDP/SEDP, reassembled DATA_FRAG).
+    pub discovery: Vec<DiscoveryRecord>,
+    topics: &'a TopicMap,
+}
+
+impl<'a> Datagram<'a> {
+    /// Topic and type of a writer or reader, from the SEDP seen so far.
+    pub fn topic_of(&self, guid: &Guid) -> Option<&'a TopicInfo> {
+        self.topics.get(guid)
+    }
+}
+
+/// Frame-level counters; every frame is counted in exactly one outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DissectorStats {
+    pub frames: u64,
+    pub frames_truncated: u64,
+    pub skipped_not_ip: u64,
+    pub skipped_not_udp: u64,
+    pub skipped_not_rtps: u64,
+    pub skipped_icmp_quoted_rtps: u64,
+    pub fragments_held: u64,
+    pub fragments_dropped: u64,
+    pub malformed: u64,
+    /// Frames that yielded an RTPS datagram (unfragmented, or the completing fragment).
+    pub rtps_frames: u64,
+    pub rtps_datagrams: u64,
+    pub submessages: u64,
+    pub submessage_errors: u64,
+    pub discovery_records: u64,
+    pub ip: FragmentStats,
+    pub discovery_fragments: DiscoveryFragStats,
+    pub endpoints_known: u64,
+    pub endpoints_evicted: u64,
+}
+
+impl DissectorStats {
+    /// Every frame is accounted for by exactly one outcome.
+    pub fn reconciles(&self) -> bool {
+        let outcomes = [
+            self.skipped_not_ip,
+            self.skipped_not_udp,
+            self.skipped_not_rtps,
+            self.skipped_icmp_quoted_rtps,
+            self.fragments_held,
+            self.fragments_dropped,
+            self.malformed,
+            self.rtps_frames,
+        ];
+        outcomes.iter().fold(0u64, |a, b| a.saturating_add(*b)) == self.frames
+    }
+}
+
+pub struct Dissector {
+    fragments: FragmentTracker,
+    discovery_fragments: DiscoveryReassembly,
+    topics: TopicMap,
+    stats: DissectorStats,
+}
+
+impl Default for Dissector {
+    fn default() -> Self {
+        Self::new(DissectorConfig::default())
+    }
+}
+
+/// Where the datagram came from and when, before RTPS is looked at.
+struct Envelope {
+    ts_first_ns: u64,
+    frame_first: u64,
+    ts_last_ns: u64,
+    frame_last: u64,
+    ip_fragments: u32,
+    pcp: Option<u8>,
+    vlan_id: Option<u16>,
+    truncated: bool,
+}
+
+fn inc(c: &mut u64) {
+    *c = c.saturating_add(1);
+}
+
+impl Dissector {
+    pub fn new(config: DissectorConfig) -> Self {
+        Self {
+            fragments: FragmentTracker::new(config.fragments),
+            discovery_fragments: DiscoveryReassembly::new(config.discovery_fragments),
+            topics: TopicMap::new(config.max_endpoints),
+            stats: DissectorStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> DissectorStats {
+        DissectorStats {
+            ip: self.fragments.stats(),
+            discovery_fragments: self.discovery_fragments.stats(),
+            endpoints_known: self.topics.len() as u64,
+            endpoints_evicted: self.topics.evicted(),
+            ..self.stats
+        }
+    }
+
+    pub fn topics(&self) -> &TopicMap {
+        &self.topics
+    }
+
+    /// Teach the topic map endpoints learnt elsewhere (a discovery cache).
+    pub fn topics_mut(&mut self) -> &mut TopicMap {
+        &mut self.topics
+    }
+
+    /// IP datagrams given up since the last call (idle timeout or capacity).
+    pub fn take_incomplete(&mut self) -> Vec<IncompleteDatagram> {
+        self.fragments.take_evicted()
+    }
+
+    /// End of input: every datagram still missing fragments is given up and returned.
+    pub fn finish(&mut self) -> Vec<IncompleteDatagram> {
+        self.fragments.flush()
+    }
+
+    pub fn process<'a>(&'a mut self, frame: &Frame<'a>) -> FrameOutcome<'a> {
+        let Dissector {
+            fragments,
+            discovery_fragments,
+            topics,
+            stats: s,
+        } = self;
+        let outcome = process_frame(fragments, discovery_fragments, topics, frame);
+        inc(&mut s.frames);
+        if u64::from(frame.orig_len) > frame.data.len() as u64 {
+            inc(&mut s.frames_truncated);
+        }
+        match &outcome {
+            FrameOutcome::Skipped(SkipReason::NotIp) => inc(&mut s.skipped_not_ip),
+            FrameOutcome::Skipped(SkipReason::NotUdp) => inc(&mut s.skipped_not_udp),
+            FrameOutcome::Skipped(SkipReason::NotRtps) => inc(&mut s.skipped_not_rtps),
+            FrameOutcome::Skipped(SkipReason::IcmpQuotedRtps) => {
+                inc(&mut s.skipped_icmp_quoted_rtps)
+            }
+            FrameOutcome::FragmentHeld => inc(&mut s.fragments_held),
+            FrameOutcome::FragmentDropped(_) => inc(&mut s.fragments_dropped),
+            FrameOutcome::Malformed(_) => inc(&mut s.malformed),
+            FrameOutcome::Rtps(d) => {
+                inc(&mut s.rtps_frames);
+                inc(&mut s.rtps_datagrams);
+                for sm in &d.submessages {
+                    match sm {
+                        Ok(_) => inc(&mut s.submessages),
+                        Err(_) => inc(&mut s.submessage_errors),
+                    }
+                }
+                s.discovery_records = s.discovery_records.saturating_add(d.discovery.len() as u64);
+            }
+        }
+        outcome
+    }
+}
+
+fn process_frame<'a>(
+    fragments: &'a mut FragmentTracker,
+    discovery_fragments: &mut DiscoveryReassembly,
+    topics: &'a mut TopicMap,
+    frame: &Frame<'a>,
+) -> FrameOutcome<'a> {
+    {
+        let link = match parse_link(frame.link, frame.data) {
+            Ok(l) => l,
+            Err(e) => return FrameOutcome::Malformed(e),
+        };
+        let ip = match link.network {
+            Network::Ipv4 => parse_ipv4(link.payload),
+            Network::Ipv6 => parse_ipv6(link.payload),
+            Network::Other(_) => return FrameOutcome::Skipped(SkipReason::NotIp),
+        };
+        let ip: IpPacket<'a> = match ip {
+            Ok(ip) => ip,
+            Err(e) => return FrameOutcome::Malformed(e),
+        };
+        let (payload, envelope) = match ip.fragment {
+            None => (
+                ip.payload,
+                Envelope {
+                    ts_first_ns: frame.ts_ns,
+                    frame_first: frame.number,
+                    ts_last_ns: frame.ts_ns,
+                    frame_last: frame.number,
+                    ip_fragments: 1,
+                    pcp: link.pcp,
+                    vlan_id: link.vlan_id,
+                    truncated: ip.truncated,
+                },
+            ),
+            Some(info) => {
+                if ip.truncated {
+                    // A fragment cut by the snaplen can never complete its datagram.
+                    return FrameOutcome::Malformed(DissectError::BadLength {
+                        layer: crate::error::Layer::Ipv4,
+                        offset: 2,
+                        claimed: ip.payload.len().saturating_add(1),
+                        available: ip.payload.len(),
+                    });
+                }
+                let ff = FragmentFrame {
+                    ts_ns: frame.ts_ns,
+                    frame: frame.number,
+                    pcp: link.pcp,
+                    vlan_id: link.vlan_id,
+                };
+                match fragments.push(&ip, info, ff) {
+                    FragmentResult::Pending => return FrameOutcome::FragmentHeld,
+                    FragmentResult::Dropped(d) => return FrameOutcome::FragmentDropped(d),
+                    FragmentResult::Complete(span) => (
+                        fragments.completed(),
+                        Envelope {
+                            ts_first_ns: span.ts_first_ns,
+                            frame_first: span.frame_first,
+                            ts_last_ns: span.ts_last_ns,
+                            frame_last: span.frame_last,
+                            ip_fragments: span.fragments,
+                            pcp: span.pcp,
+                            vlan_id: span.vlan_id,
+                            truncated: false,
+                        },
+                    ),
+                }
+            }
+        };
+        match ip.protocol {
+            PROTO_UDP => {}
+            PROTO_ICMP | PROTO_ICMPV6 if icmp_quotes_rtps(ip.protocol, payload) => {
+                return FrameOutcome::Skipped(SkipReason::IcmpQuotedRtps)
+            }
+            _ => return FrameOutcome::Skipped(SkipReason::NotUdp),
+        }
+        let udp = match parse_udp(payload) {
+            Ok(u) => u,
+            Err(e) => return FrameOutcome::Malformed(e),
+        };
+        if !udp.payload.get(..4).is_some_and(is_rtps_magic) {
+            return FrameOutcome::Skipped(SkipReason::NotRtps);
+        }
+        let header = match RtpsHeader::parse(udp.payload) {
+            Ok(h) => h,
+            Err(e) => return FrameOutcome::Malformed(e),
+        };
+        let submessages: Vec<_> = SubmessageIter::new(udp.payload, &header).collect();
+        let mut discovery = Vec::new();
+        for sm in submessages.iter().flatten() {
+            if let Some(rec) =
+                discovery_of(sm, header.vendor, envelope.ts_last_ns, discovery_fragments)
+            {
+                if let DiscoveryRecord::Endpoint(e) = &rec {
+                    topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
+                }
+                discovery.push(rec);
+            }
+        }
+        FrameOutcome::Rtps(Datagram {
+            ts_first_ns: envelope.ts_first_ns,
+            frame_first: envelope.frame_first,
+            ts_last_ns: envelope.ts_last_ns,
+            frame_last: envelope.frame_last,
+            ip_fragments: envelope.ip_fragments,
+            src: SocketAddr::new(ip.src, udp.src_port),
+            dst: SocketAddr::new(ip.dst, udp.dst_port),
+            pcp: envelope.pcp,
+            vlan_id: envelope.vlan_id,
+            udp_len: udp.length,
+            truncated: envelope.truncated || udp.truncated,
+            header,
+            message: udp.payload,
+            submessages,
+            discovery,
+            topics: &*topics,
+        })
+    }
+}
+
+/// Decode the discovery content of a DATA/DATA_FRAG from a built-in discovery writer.
+fn discovery_of(
+    sm: &Submessage<'_>,
+    vendor: VendorId,
+    ts_ns: u64,
+    reassembly: &mut DiscoveryReassembly,
+) -> Option<DiscoveryRecord> {
+    let vendor = if sm.ctx.src_vendor == VendorId::default() {
+        vendor
+    } else {
+        sm.ctx.src_vendor
+    };
+    match &sm.body {
+        SubmessageBody::Data {
+            writer,
+            inline_qos,
+            payload,
+            ..
+        } => {
+            let role = writer.builtin_writer_role()?;
+            let status = inline_qos
+                .and_then(|q| q.find(PID_STATUS_INFO))
+                .and_then(|p| p.status_info().ok())
+                .unwrap_or(0);
+            let key = inline_qos
+                .and_then(|q| q.find(PID_KEY_HASH))
+                .and_then(|p| p.guid().ok());
+            let plist = payload.and_then(|p| p.parameter_list());
+            decode_discovery(role, vendor, plist, status, key)
+        }
+        SubmessageBody::DataFrag {
+            writer,
+            writer_sn,
+            fragment_starting_num,
+            fragment_size,
+            sample_size,
+            fragments,
+            ..
+        } => {
+            let role = writer.builtin_writer_role()?;
+            let whole = reassembly.push(FragmentPiece {
+                writer: Guid::new(sm.ctx.src_prefix, *writer),
+                sn: *writer_sn,
+                fragment_starting_num: *fragment_starting_num,
+                fragment_size: *fragment_size,
+                sample_size: *sample_size,
+                data: fragments,
+                ts_ns,
+            })?;
+            let payload = SerializedPayload {
+                representation: whole.get(..2).map(|b| {
+                    u16::from_be_bytes([
+                        b.first().copied().unwrap_or(0),
+                        b.get(1).copied().unwrap_or(0),
+                    ])
+                }),
+                options: None,
+                bytes: &whole,
+            };
+            decode_discovery(role, vendor, payload.parameter_list(), 0, None)
+        }
+        _ => None,
+    }
+}

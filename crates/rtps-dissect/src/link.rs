@@ -1,0 +1,282 @@
+//! Link layers: Ethernet II with 802.1Q/802.1ad tags, Linux cooked v1/v2,
+//! BSD loopback (NULL and LOOP), raw IPv4/IPv6.
+
+use crate::bytes::Bytes;
+use crate::error::{DissectError, Layer, Result};
+
+/// pcap/pcapng link-layer header types (LINKTYPE_* / DLT_* values) that we decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkType {
+    /// BSD loopback: 4-byte address family in the capturing host's byte order.
+    Null,
+    Ethernet,
+    /// Raw IP (101, and the platform aliases 12 and 14).
+    Raw,
+    /// OpenBSD loopback: 4-byte address family in network byte order.
+    Loop,
+    LinuxSll,
+    LinuxSll2,
+    Ipv4,
+    Ipv6,
+    Other(u32),
+}
+
+impl LinkType {
+    pub fn from_dlt(dlt: u32) -> Self {
+        match dlt {
+            0 => LinkType::Null,
+            1 => LinkType::Ethernet,
+            12 | 14 | 101 => LinkType::Raw,
+            108 => LinkType::Loop,
+            113 => LinkType::LinuxSll,
+            228 => LinkType::Ipv4,
+            229 => LinkType::Ipv6,
+            276 => LinkType::LinuxSll2,
+            other => LinkType::Other(other),
+        }
+    }
+
+    pub fn to_dlt(self) -> u32 {
+        match self {
+            LinkType::Null => 0,
+            LinkType::Ethernet => 1,
+            LinkType::Raw => 101,
+            LinkType::Loop => 108,
+            LinkType::LinuxSll => 113,
+            LinkType::Ipv4 => 228,
+            LinkType::Ipv6 => 229,
+            LinkType::LinuxSll2 => 276,
+            LinkType::Other(v) => v,
+        }
+    }
+}
+
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+pub const ETHERTYPE_VLAN: u16 = 0x8100;
+pub const ETHERTYPE_QINQ: u16 = 0x88a8;
+pub const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
+
+/// Most VLAN tags one frame may stack before we stop looking.
+const MAX_VLAN_TAGS: usize = 4;
+
+/// What the network layer of a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    Ipv4,
+    Ipv6,
+    Other(u16),
+}
+
+/// The link layer's contribution: the outer 802.1Q tag, and where the network layer starts.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkInfo<'a> {
+    pub network: Network,
+    pub payload: &'a [u8],
+    /// Priority code point of the outermost VLAN tag (the TSN priority).
+    pub pcp: Option<u8>,
+    pub vlan_id: Option<u16>,
+}
+
+fn network_of_ethertype(t: u16) -> Network {
+    match t {
+        ETHERTYPE_IPV4 => Network::Ipv4,
+        ETHERTYPE_IPV6 => Network::Ipv6,
+        other => Network::Other(other),
+    }
+}
+
+/// Follow an ethertype through stacked VLAN tags starting at `offset`.
+fn after_ethertype<'a>(
+    b: Bytes<'a>,
+    mut ethertype: u16,
+    mut offset: usize,
+) -> Result<LinkInfo<'a>> {
+    let mut pcp = None;
+    let mut vlan_id = None;
+    let mut tags = 0usize;
+    while matches!(
+        ethertype,
+        ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD
+    ) {
+        if tags >= MAX_VLAN_TAGS {
+            return Err(DissectError::Invalid {
+                layer: Layer::Vlan,
+                offset,
+                what: "number of stacked VLAN tags",
+                value: tags as u64,
+            });
+        }
+        let vb = Bytes::big(b.data(), Layer::Vlan);
+        let tci = vb.be_u16(offset)?;
+        if pcp.is_none() {
+            pcp = Some((tci >> 13) as u8);
+            vlan_id = Some(tci & 0x0fff);
+        }
+        ethertype = vb.be_u16(offset.saturating_add(2))?;
+        offset = offset.saturating_add(4);
+        tags = tags.saturating_add(1);
+    }
+    Ok(LinkInfo {
+        network: network_of_ethertype(ethertype),
+        payload: b.rest(offset)?,
+        pcp,
+        vlan_id,
+    })
+}
+
+/// BSD address families that mean IPv6 (Linux 10, BSDs 24/28/30).
+fn network_of_family(family: u32) -> Network {
+    match family {
+        2 => Network::Ipv4,
+        10 | 24 | 28 | 30 => Network::Ipv6,
+        other => Network::Other(u16::try_from(other).unwrap_or(u16::MAX)),
+    }
+}
+
+/// Raw IP: the version nibble says which.
+fn raw_ip(data: &[u8]) -> Result<LinkInfo<'_>> {
+    let b = Bytes::big(data, Layer::Link);
+    let version = b.u8(0)? >> 4;
+    let network = match version {
+        4 => Network::Ipv4,
+        6 => Network::Ipv6,
+        v => Network::Other(u16::from(v)),
+    };
+    Ok(LinkInfo {
+        network,
+        payload: data,
+        pcp: None,
+        vlan_id: None,
+    })
+}
+
+/// Decode the link layer of one captured frame.
+pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
+    let b = Bytes::big(data, Layer::Link);
+    match link {
+        LinkType::Ethernet => {
+            let ethertype = b.be_u16(12)?;
+            after_ethertype(b, ethertype, 14)
+        }
+        LinkType::LinuxSll => {
+            let protocol = b.be_u16(14)?;
+            after_ethertype(b, protocol, 16)
+        }
+        LinkType::LinuxSll2 => {
+            let protocol = b.be_u16(0)?;
+            after_ethertype(b, protocol, 20)
+        }
+        LinkType::Null => {
+            // Host byte order of the capturing machine: a family value fits in the
+            // low bytes, so whichever order gives a small number is the right one.
+            let raw = b.array::<4>(0)?;
+            let le = u32::from_le_bytes(raw);
+            let be = u32::from_be_bytes(raw);
+            let family = le.min(be);
+            Ok(LinkInfo {
+                network: network_of_family(family),
+                payload: b.rest(4)?,
+                pcp: None,
+                vlan_id: None,
+            })
+        }
+        LinkType::Loop => {
+            let family = b.be_u32(0)?;
+            Ok(LinkInfo {
+                network: network_of_family(family),
+                payload: b.rest(4)?,
+                pcp: None,
+                vlan_id: None,
+            })
+        }
+        LinkType::Raw => raw_ip(data),
+        LinkType::Ipv4 => Ok(LinkInfo {
+            network: Network::Ipv4,
+            payload: data,
+            pcp: None,
+            vlan_id: None,
+        }),
+        LinkType::Ipv6 => Ok(LinkInfo {
+            network: Network::Ipv6,
+            payload: data,
+            pcp: None,
+            vlan_id: None,
+        }),
+        LinkType::Other(v) => Err(DissectError::UnsupportedLinkType(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethernet_with_vlan_keeps_outer_pcp() {
+        let frame = hex::decode(concat!(
+            "ffffffffffff",
+            "020000000001",
+            "8100",
+            "a00a", // PCP 5, VID 10
+            "8100",
+            "4014", // inner tag PCP 2, VID 20
+            "0800",
+            "45"
+        ))
+        .unwrap();
+        let li = parse_link(LinkType::Ethernet, &frame).unwrap();
+        assert_eq!(li.pcp, Some(5));
+        assert_eq!(li.vlan_id, Some(10));
+        assert_eq!(li.network, Network::Ipv4);
+        assert_eq!(li.payload, &[0x45]);
+    }
+
+    #[test]
+    fn null_loopback_both_byte_orders() {
+        let le = [2u8, 0, 0, 0, 0x45];
+        let be = [0u8, 0, 0, 30, 0x60];
+        assert_eq!(
+            parse_link(LinkType::Null, &le).unwrap().network,
+            Network::Ipv4
+        );
+        assert_eq!(
+            parse_link(LinkType::Null, &be).unwrap().network,
+            Network::Ipv6
+        );
+    }
+
+    #[test]
+    fn cooked_v1_and_v2() {
+        let mut v1 = vec![0u8; 16];
+        v1[14] = 0x08;
+        v1.push(0x45);
+        assert_eq!(
+            parse_link(LinkType::LinuxSll, &v1).unwrap().network,
+            Network::Ipv4
+        );
+        let mut v2 = vec![0u8; 20];
+        v2[0] = 0x86;
+        v2[1] = 0xdd;
+        v2.push(0x60);
+        assert_eq!(
+            parse_link(LinkType::LinuxSll2, &v2).unwrap().network,
+            Network::Ipv6
+        );
+    }
+
+    #[test]
+    fn truncated_ethernet_is_an_error_not_a_panic() {
+        let err = parse_link(LinkType::Ethernet, &[0u8; 5]).unwrap_err();
+        assert_eq!(err.layer(), Layer::Link);
+    }
+
+    #[test]
+    fn too_many_vlan_tags_rejected() {
+        let mut frame = vec![0u8; 12];
+        for _ in 0..6 {
+            frame.extend_from_slice(&[0x81, 0x00, 0x00, 0x01]);
+        }
+        frame.extend_from_slice(&[0x08, 0x00]);
+        assert!(parse_link(LinkType::Ethernet, &frame).is_err());
+    }
+}

@@ -1,0 +1,267 @@
+//! RTPS value types: GUIDs, entity ids, sequence numbers, time, vendor ids, locators.
+
+use std::fmt;
+
+/// 12-byte GUID prefix that names a participant.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct GuidPrefix(pub [u8; 12]);
+
+/// 4-byte entity id (3-byte key + kind).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct EntityId(pub [u8; 4]);
+
+/// A full 16-byte GUID: participant prefix + entity id.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Guid {
+    pub prefix: GuidPrefix,
+    pub entity: EntityId,
+}
+
+/// The two-byte vendor id of the RTPS header.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct VendorId(pub [u8; 2]);
+
+/// RTPS sequence numbers are a signed 64-bit value sent as (high: i32, low: u32).
+pub type SequenceNumber = i64;
+
+pub const ENTITYID_UNKNOWN: EntityId = EntityId([0, 0, 0, 0]);
+pub const ENTITYID_PARTICIPANT: EntityId = EntityId([0, 0, 1, 0xc1]);
+pub const ENTITYID_SEDP_TOPIC_WRITER: EntityId = EntityId([0, 0, 2, 0xc2]);
+pub const ENTITYID_SEDP_PUBLICATIONS_WRITER: EntityId = EntityId([0, 0, 3, 0xc2]);
+pub const ENTITYID_SEDP_SUBSCRIPTIONS_WRITER: EntityId = EntityId([0, 0, 4, 0xc2]);
+pub const ENTITYID_SPDP_WRITER: EntityId = EntityId([0, 1, 0, 0xc2]);
+pub const ENTITYID_SEDP_PUBLICATIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 3, 0xc2]);
+pub const ENTITYID_SEDP_SUBSCRIPTIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 4, 0xc2]);
+pub const ENTITYID_SPDP_SECURE_WRITER: EntityId = EntityId([0xff, 1, 1, 0xc2]);
+
+impl EntityId {
+    pub fn kind(&self) -> u8 {
+        self.0[3]
+    }
+
+    /// Built-in entities (discovery, liveliness, ...) have kind bits 0b11xx_xxxx.
+    pub fn is_builtin(&self) -> bool {
+        self.kind() & 0xc0 == 0xc0
+    }
+
+    pub fn is_vendor_specific(&self) -> bool {
+        self.kind() & 0xc0 == 0x40
+    }
+
+    pub fn to_u32(self) -> u32 {
+        u32::from_be_bytes(self.0)
+    }
+
+    /// Which discovery stream a built-in writer belongs to, if any.
+    pub fn builtin_writer_role(&self) -> Option<BuiltinWriter> {
+        match *self {
+            ENTITYID_SPDP_WRITER | ENTITYID_SPDP_SECURE_WRITER => Some(BuiltinWriter::Participant),
+            ENTITYID_SEDP_PUBLICATIONS_WRITER | ENTITYID_SEDP_PUBLICATIONS_SECURE_WRITER => {
+                Some(BuiltinWriter::Publication)
+            }
+            ENTITYID_SEDP_SUBSCRIPTIONS_WRITER | ENTITYID_SEDP_SUBSCRIPTIONS_SECURE_WRITER => {
+                Some(BuiltinWriter::Subscription)
+            }
+            ENTITYID_SEDP_TOPIC_WRITER => Some(BuiltinWriter::Topic),
+            _ => None,
+        }
+    }
+}
+
+/// The discovery stream a built-in writer publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuiltinWriter {
+    Participant,
+    Publication,
+    Subscription,
+    Topic,
+}
+
+impl Guid {
+    pub fn new(prefix: GuidPrefix, entity: EntityId) -> Self {
+        Self { prefix, entity }
+    }
+
+    pub fn from_bytes(b: [u8; 16]) -> Self {
+        let mut prefix = [0u8; 12];
+        let mut entity = [0u8; 4];
+        let (p, e) = b.split_at(12);
+        prefix.copy_from_slice(p);
+        entity.copy_from_slice(e);
+        Self {
+            prefix: GuidPrefix(prefix),
+            entity: EntityId(entity),
+        }
+    }
+
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        let (p, e) = out.split_at_mut(12);
+        p.copy_from_slice(&self.prefix.0);
+        e.copy_from_slice(&self.entity.0);
+        out
+    }
+}
+
+fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    for b in bytes {
+        write!(f, "{b:02x}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for GuidPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_hex(f, &self.0)
+    }
+}
+impl fmt::Debug for GuidPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+impl fmt::Display for EntityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_hex(f, &self.0)
+    }
+}
+impl fmt::Debug for EntityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+impl fmt::Display for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.prefix, self.entity)
+    }
+}
+impl fmt::Debug for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+impl fmt::Display for VendorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{:02x}{:02x}", self.0[0], self.0[1])
+    }
+}
+impl fmt::Debug for VendorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl VendorId {
+    pub const RTI_CONNEXT: VendorId = VendorId([0x01, 0x01]);
+    pub const OPENDDS: VendorId = VendorId([0x01, 0x03]);
+    pub const RUSTDDS: VendorId = VendorId([0x01, 0x0c]);
+    pub const DUST_DDS: VendorId = VendorId([0x01, 0x0e]);
+    pub const FAST_DDS: VendorId = VendorId([0x01, 0x0f]);
+    pub const CYCLONE_DDS: VendorId = VendorId([0x01, 0x10]);
+
+    pub fn to_u16(self) -> u16 {
+        u16::from_be_bytes(self.0)
+    }
+
+    /// A human name for the vendors seen in practice (OMG DDSI-RTPS vendor id list).
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            [0x01, 0x01] => "RTI Connext DDS",
+            [0x01, 0x02] => "OpenSplice DDS",
+            [0x01, 0x03] => "OpenDDS",
+            [0x01, 0x06] => "CoreDX DDS",
+            [0x01, 0x0a] => "RTI Connext Micro",
+            [0x01, 0x0c] => "RustDDS",
+            [0x01, 0x0e] => "Dust DDS",
+            [0x01, 0x0f] => "Fast DDS",
+            [0x01, 0x10] => "Cyclone DDS",
+            [0x01, 0x11] => "GurumDDS",
+            _ => "unknown",
+        }
+    }
+}
+
+/// RTPS Time_t: seconds and 2^-32 fractions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Time {
+    pub seconds: i32,
+    pub fraction: u32,
+}
+
+impl Time {
+    pub const INVALID: Time = Time {
+        seconds: -1,
+        fraction: 0xffff_ffff,
+    };
+    pub const INFINITE: Time = Time {
+        seconds: 0x7fff_ffff,
+        fraction: 0xffff_ffff,
+    };
+
+    /// Nanoseconds since the epoch (fractions rounded down), `None` for negative times.
+    pub fn to_ns(self) -> Option<i64> {
+        let secs = i64::from(self.seconds);
+        let frac_ns = (u64::from(self.fraction).checked_mul(1_000_000_000)?) >> 32;
+        secs.checked_mul(1_000_000_000)?
+            .checked_add(i64::try_from(frac_ns).ok()?)
+    }
+}
+
+/// A transport locator as sent in SPDP/SEDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Locator {
+    pub kind: i32,
+    pub port: u32,
+    pub address: [u8; 16],
+}
+
+impl Locator {
+    pub const KIND_UDPV4: i32 = 1;
+    pub const KIND_UDPV6: i32 = 2;
+    pub const KIND_TCPV4: i32 = 4;
+    pub const KIND_TCPV6: i32 = 8;
+    /// Cyclone DDS shared memory (iceoryx), `DDSI_LOCATOR_KIND_SHEM`.
+    pub const KIND_CYCLONE_SHEM: i32 = 16;
+    /// Fast DDS shared memory transport, `LOCATOR_KIND_SHM`.
+    pub const KIND_FASTDDS_SHM: i32 = 0x0100_0000;
+
+    /// True for locator kinds whose traffic never reaches the network.
+    pub fn is_shared_memory(&self) -> bool {
+        matches!(self.kind, Self::KIND_CYCLONE_SHEM | Self::KIND_FASTDDS_SHM)
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            Self::KIND_UDPV4 => "udpv4",
+            Self::KIND_UDPV6 => "udpv6",
+            Self::KIND_TCPV4 => "tcpv4",
+            Self::KIND_TCPV6 => "tcpv6",
+            Self::KIND_CYCLONE_SHEM | Self::KIND_FASTDDS_SHM => "shm",
+            _ => "other",
+        }
+    }
+}
+
+impl fmt::Display for Locator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Self::KIND_UDPV4 => {
+                let a = &self.address;
+                write!(
+                    f,
+                    "udpv4:{}.{}.{}.{}:{}",
+                    a[12], a[13], a[14], a[15], self.port
+                )
+            }
+            Self::KIND_UDPV6 => {
+                let ip = std::net::Ipv6Addr::from(self.address);
+                write!(f, "udpv6:[{ip}]:{}", self.port)
+            }
+            _ => {
+                write!(f, "{}({}):", self.kind_name(), self.kind)?;
+                write_hex(f, &self.address)?;
+                write!(f, ":{}", self.port)
+            }
+        }
+    }
+}
