@@ -1,0 +1,34 @@
+//! Errors of configuration and start-up. Export failures at run time are never
+//! errors to the caller: they are counted in [`crate::ExportStats`].
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("unsupported OTLP protocol {0:?} (use grpc or http/protobuf)")]
+    Protocol(String),
+    #[error("unsupported OTLP compression {0:?} (use gzip or none)")]
+    Compression(String),
+    #[error("OTLP endpoint {0:?} must be an http:// or https:// URL")]
+    Endpoint(String),
+    #[error("{source_name}: {item:?} is not KEY=VALUE")]
+    KeyValue { source_name: String, item: String },
+    #[error("invalid header name {0:?}")]
+    HeaderName(String),
+    #[error("OTLP timeout {0:?} is not a number of milliseconds")]
+    Timeout(String),
+    #[error("topic pattern {pattern:?}: {message}")]
+    TopicPattern { pattern: String, message: String },
+}
+
+#[derive(Debug, Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{path}: cannot read TLS file: {message}")]
+    TlsFile { path: String, message: String },
+    #[error("OTLP endpoint {endpoint}: {message}")]
+    Transport { endpoint: String, message: String },
+    #[error("cannot start the exporter runtime: {0}")]
+    Runtime(String),
+}

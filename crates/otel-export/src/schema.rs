@@ -1,0 +1,407 @@
+//! The span schema: how one DATA or DATA_FRAG submessage seen on one host becomes
+//! one span. See `docs/span-schema.md` for the user-facing description.
+//!
+//! * name: `DATA` or `DATA_FRAG`;
+//! * start: capture time of the datagram's first IP fragment, end: of its last (ns);
+//! * trace id: `SHA-256(writer GUID (16 bytes) ‖ SN (8 bytes, big-endian, two's
+//!   complement))[0..16]`, so every host that captures the same sample (and every
+//!   fragment of it) lands in the same trace;
+//! * span id: `SHA-256("ddshark-span" ‖ host.name ‖ 0 ‖ capture.interface ‖ 0 ‖
+//!   ts_last_ns ‖ frame_last ‖ submessage index)[0..8]` (integers big-endian), unique
+//!   per host and submessage and stable across replays of the same capture.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rtps_dissect::types::BuiltinWriter;
+use rtps_dissect::{
+    Datagram, DiscoveryRecord, EntityId, Guid, GuidPrefix, SubmessageBody, VendorId,
+};
+use sha2::{Digest, Sha256};
+
+/// Attribute keys, shared by the encoder, the docs and the tests.
+pub mod attr {
+    pub const SERVICE_NAME: &str = "service.name";
+    pub const SERVICE_VERSION: &str = "service.version";
+    pub const HOST_NAME: &str = "host.name";
+    pub const CAPTURE_INTERFACE: &str = "capture.interface";
+    pub const TRAFFIC_TYPE: &str = "traffic_type";
+    pub const TOPIC_NAME: &str = "topic_name";
+    pub const TYPE_NAME: &str = "type_name";
+    pub const WRITER_ID: &str = "writer_id";
+    pub const SN: &str = "sn";
+    pub const FRAGMENT_STARTING_NUM: &str = "fragment_starting_num";
+    pub const FRAGS_IN_SUBMESSAGE: &str = "frags_in_submessage";
+    pub const FRAGMENT_SIZE: &str = "fragment_size";
+    pub const SAMPLE_SIZE: &str = "sample_size";
+    pub const PAYLOAD_SIZE: &str = "payload_size";
+    pub const PCP: &str = "pcp";
+    pub const VLAN_ID: &str = "vlan_id";
+    pub const VENDOR_ID: &str = "vendor_id";
+    pub const VENDOR_NAME: &str = "vendor_name";
+    pub const SRC: &str = "src";
+    pub const DST: &str = "dst";
+    pub const DOMAIN_ID: &str = "domain_id";
+    pub const SOURCE_TIMESTAMP_NS: &str = "source_timestamp_ns";
+    pub const FRAME: &str = "frame";
+    pub const FRAME_FIRST: &str = "frame_first";
+    pub const IP_FRAGMENTS: &str = "ip_fragments";
+    pub const SUBMESSAGE_INDEX: &str = "submessage_index";
+}
+
+/// The default InfluxDB span dimensions (tags) for this schema, as in
+/// `deploy/otelcol/config.yaml`.
+pub const INFLUX_SPAN_DIMENSIONS: [&str; 8] = [
+    attr::SERVICE_NAME,
+    attr::HOST_NAME,
+    attr::CAPTURE_INTERFACE,
+    attr::TRAFFIC_TYPE,
+    attr::TOPIC_NAME,
+    attr::WRITER_ID,
+    attr::SN,
+    attr::FRAGMENT_STARTING_NUM,
+];
+
+/// `DATA` or `DATA_FRAG`: the span name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SampleKind {
+    Data,
+    DataFrag,
+}
+
+impl SampleKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleKind::Data => "DATA",
+            SampleKind::DataFrag => "DATA_FRAG",
+        }
+    }
+}
+
+/// `traffic_type`: discovery (built-in writers: SPDP, SEDP, participant messages) or user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TrafficType {
+    Discovery,
+    User,
+}
+
+impl TrafficType {
+    pub fn name(self) -> &'static str {
+        match self {
+            TrafficType::Discovery => "discovery",
+            TrafficType::User => "user",
+        }
+    }
+}
+
+/// One span to export: everything the encoder needs, owned, about 200 bytes.
+/// Host-wide values (`host.name`, `service.name`) live in the exporter's resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanRecord {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub kind: SampleKind,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub traffic: TrafficType,
+    pub topic: Option<Arc<str>>,
+    pub type_name: Option<Arc<str>>,
+    pub writer: Guid,
+    pub sn: i64,
+    /// 0 for DATA.
+    pub fragment_starting_num: u32,
+    /// 1 for DATA.
+    pub frags_in_submessage: u16,
+    /// DATA_FRAG only.
+    pub fragment_size: Option<u16>,
+    /// DATA_FRAG: sampleSize; DATA: serialized payload bytes.
+    pub sample_size: u64,
+    pub payload_size: u64,
+    pub pcp: Option<u8>,
+    pub vlan_id: Option<u16>,
+    pub vendor: VendorId,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub domain_id: Option<u32>,
+    /// INFO_TS of the submessage, ns since the epoch (the writer's clock).
+    pub source_timestamp_ns: Option<i64>,
+    pub interface: Option<Arc<str>>,
+    pub frame: u64,
+    pub frame_first: u64,
+    pub ip_fragments: u32,
+    pub submessage_index: u32,
+}
+
+/// Trace id of a sample: the first 16 bytes of SHA-256(writer GUID ‖ SN big-endian).
+pub fn trace_id(writer: &Guid, sn: i64) -> [u8; 16] {
+    let mut h = Sha256::new();
+    h.update(writer.to_bytes());
+    h.update(sn.to_be_bytes());
+    let digest = h.finalize();
+    let mut out = [0u8; 16];
+    for (o, d) in out.iter_mut().zip(digest.iter()) {
+        *o = *d;
+    }
+    if out == [0u8; 16] {
+        // All-zero is an invalid trace id in OTLP; astronomically unlikely.
+        out[15] = 1;
+    }
+    out
+}
+
+/// Span id of one submessage on one host (see the module docs).
+pub fn span_id(
+    host: &str,
+    interface: &str,
+    ts_last_ns: u64,
+    frame_last: u64,
+    index: u32,
+) -> [u8; 8] {
+    let mut h = Sha256::new();
+    h.update(b"ddshark-span");
+    h.update(host.as_bytes());
+    h.update([0u8]);
+    h.update(interface.as_bytes());
+    h.update([0u8]);
+    h.update(ts_last_ns.to_be_bytes());
+    h.update(frame_last.to_be_bytes());
+    h.update(index.to_be_bytes());
+    let digest = h.finalize();
+    let mut out = [0u8; 8];
+    for (o, d) in out.iter_mut().zip(digest.iter()) {
+        *o = *d;
+    }
+    if out == [0u8; 8] {
+        out[7] = 1;
+    }
+    out
+}
+
+/// Lower-case hex of a GUID: the `writer_id` attribute (32 characters).
+pub fn guid_hex(g: &Guid) -> String {
+    g.to_string()
+}
+
+const ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
+const ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER: EntityId = EntityId([0xff, 2, 0, 0xc2]);
+
+/// Names of the built-in discovery topics, by writer entity.
+pub fn builtin_topic(entity: &EntityId) -> Option<(&'static str, &'static str)> {
+    match entity.builtin_writer_role() {
+        Some(BuiltinWriter::Participant) => {
+            Some(("DCPSParticipant", "ParticipantBuiltinTopicData"))
+        }
+        Some(BuiltinWriter::Publication) => {
+            Some(("DCPSPublication", "PublicationBuiltinTopicData"))
+        }
+        Some(BuiltinWriter::Subscription) => {
+            Some(("DCPSSubscription", "SubscriptionBuiltinTopicData"))
+        }
+        Some(BuiltinWriter::Topic) => Some(("DCPSTopic", "TopicBuiltinTopicData")),
+        None => match *entity {
+            ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER
+            | ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER => {
+                Some(("DCPSParticipantMessage", "ParticipantMessageData"))
+            }
+            _ => None,
+        },
+    }
+}
+
+/// Domain id implied by a UDP port under the RTPS default port mapping
+/// (PB 7400, DG 250, at most 233 domains), if the port is in that range.
+pub fn domain_from_port(port: u16) -> Option<u32> {
+    let p = u32::from(port).checked_sub(7400)?;
+    let d = p / 250;
+    (d < 233).then_some(d)
+}
+
+/// Most participants whose SPDP domain id is remembered.
+const MAX_PARTICIPANT_DOMAINS: usize = 4096;
+
+/// Turns datagrams into span records for one host and interface. Keeps a bounded
+/// map of participant → domain id from SPDP (the only state), and shares the
+/// topic/type strings of the dissector's topic map.
+#[derive(Debug)]
+pub struct SpanMapper {
+    host: Arc<str>,
+    interface: Option<Arc<str>>,
+    domains: HashMap<GuidPrefix, u32>,
+    builtin_names: HashMap<&'static str, Arc<str>>,
+    /// Last topic/type seen, to share the `Arc` instead of reallocating.
+    last_topic: Option<(Arc<str>, Arc<str>)>,
+}
+
+impl SpanMapper {
+    pub fn new(host: &str, interface: Option<&str>) -> Self {
+        Self {
+            host: Arc::from(host),
+            interface: interface.map(Arc::from),
+            domains: HashMap::new(),
+            builtin_names: HashMap::new(),
+            last_topic: None,
+        }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn interface(&self) -> Option<&str> {
+        self.interface.as_deref()
+    }
+
+    fn builtin_name(&mut self, name: &'static str) -> Arc<str> {
+        self.builtin_names
+            .entry(name)
+            .or_insert_with(|| Arc::from(name))
+            .clone()
+    }
+
+    fn learn(&mut self, d: &Datagram<'_>) {
+        for rec in &d.discovery {
+            if let DiscoveryRecord::Participant(p) = rec {
+                if let Some(dom) = p.domain_id {
+                    if self.domains.len() >= MAX_PARTICIPANT_DOMAINS
+                        && !self.domains.contains_key(&p.guid_prefix)
+                    {
+                        self.domains.clear();
+                    }
+                    self.domains.insert(p.guid_prefix, dom);
+                }
+            }
+        }
+    }
+
+    /// Calls `out` with one span record per DATA/DATA_FRAG submessage of `d`, in order.
+    pub fn map(&mut self, d: &Datagram<'_>, mut out: impl FnMut(SpanRecord)) {
+        self.learn(d);
+        let iface = self.interface.clone();
+        let iface = iface.as_deref().unwrap_or("");
+        for sm in d.submessages.iter().flatten() {
+            let (kind, writer_entity, sn, frag_start, frags, frag_size, sample_size, payload) =
+                match &sm.body {
+                    SubmessageBody::Data {
+                        writer,
+                        writer_sn,
+                        payload,
+                        ..
+                    } => {
+                        let len = payload.map_or(0, |p| p.bytes.len()) as u64;
+                        (SampleKind::Data, *writer, *writer_sn, 0, 1, None, len, len)
+                    }
+                    SubmessageBody::DataFrag {
+                        writer,
+                        writer_sn,
+                        fragment_starting_num,
+                        fragments_in_submessage,
+                        fragment_size,
+                        sample_size,
+                        fragments,
+                        ..
+                    } => (
+                        SampleKind::DataFrag,
+                        *writer,
+                        *writer_sn,
+                        *fragment_starting_num,
+                        *fragments_in_submessage,
+                        Some(*fragment_size),
+                        u64::from(*sample_size),
+                        fragments.len() as u64,
+                    ),
+                    _ => continue,
+                };
+            let writer = Guid::new(sm.ctx.src_prefix, writer_entity);
+            let traffic = if writer_entity.is_builtin() {
+                TrafficType::Discovery
+            } else {
+                TrafficType::User
+            };
+            let (topic, type_name) = if let Some(info) = d.topic_of(&writer) {
+                match &self.last_topic {
+                    Some((t, ty)) if **t == *info.topic && **ty == *info.type_name => {
+                        (Some(t.clone()), Some(ty.clone()))
+                    }
+                    _ => {
+                        let pair = (info.topic.clone(), info.type_name.clone());
+                        self.last_topic = Some(pair.clone());
+                        (Some(pair.0), Some(pair.1))
+                    }
+                }
+            } else if let Some((t, ty)) = builtin_topic(&writer_entity) {
+                (Some(self.builtin_name(t)), Some(self.builtin_name(ty)))
+            } else {
+                (None, None)
+            };
+            let domain_id = self
+                .domains
+                .get(&sm.ctx.src_prefix)
+                .copied()
+                .or_else(|| domain_from_port(d.dst.port()));
+            let index = u32::try_from(sm.index).unwrap_or(u32::MAX);
+            out(SpanRecord {
+                trace_id: trace_id(&writer, sn),
+                span_id: span_id(&self.host, iface, d.ts_last_ns, d.frame_last, index),
+                kind,
+                start_ns: d.ts_first_ns,
+                end_ns: d.ts_last_ns,
+                traffic,
+                topic,
+                type_name,
+                writer,
+                sn,
+                fragment_starting_num: frag_start,
+                frags_in_submessage: frags,
+                fragment_size: frag_size,
+                sample_size,
+                payload_size: payload,
+                pcp: d.pcp,
+                vlan_id: d.vlan_id,
+                vendor: sm.ctx.src_vendor,
+                src: d.src,
+                dst: d.dst,
+                domain_id,
+                source_timestamp_ns: sm.ctx.timestamp.and_then(|t| t.to_ns()),
+                interface: self.interface.clone(),
+                frame: d.frame_last,
+                frame_first: d.frame_first,
+                ip_fragments: d.ip_fragments,
+                submessage_index: index,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_id_is_deterministic_and_sn_sensitive() {
+        let g = Guid::from_bytes([7u8; 16]);
+        assert_eq!(trace_id(&g, 1), trace_id(&g, 1));
+        assert_ne!(trace_id(&g, 1), trace_id(&g, 2));
+        let h = Guid::from_bytes([8u8; 16]);
+        assert_ne!(trace_id(&g, 1), trace_id(&h, 1));
+    }
+
+    #[test]
+    fn span_ids_differ_per_host_and_submessage() {
+        let a = span_id("a", "eth0", 10, 1, 0);
+        assert_ne!(a, span_id("b", "eth0", 10, 1, 0));
+        assert_ne!(a, span_id("a", "eth0", 10, 1, 1));
+        assert_ne!(a, span_id("a", "eth0", 10, 2, 0));
+        assert_eq!(a, span_id("a", "eth0", 10, 1, 0));
+    }
+
+    #[test]
+    fn domain_from_default_ports() {
+        assert_eq!(domain_from_port(7400), Some(0));
+        assert_eq!(domain_from_port(7411), Some(0));
+        assert_eq!(domain_from_port(7650), Some(1));
+        assert_eq!(domain_from_port(7399), None);
+        assert_eq!(domain_from_port(65535), Some(232));
+        assert_eq!(domain_from_port(53), None);
+    }
+}
