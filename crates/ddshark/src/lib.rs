@@ -3,5 +3,6 @@
 
 pub mod capture;
 pub mod dissect;
+pub mod latency;
 pub mod output;
 pub mod record;

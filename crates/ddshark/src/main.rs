@@ -32,6 +32,8 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
     },
+    /// One-way latency of every DDS sample between captures of two (or more) hosts.
+    Latency(ddshark::latency::LatencyArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
             format,
             quiet,
         } => dissect::run(&file, format, quiet),
+        Command::Latency(args) => ddshark::latency::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

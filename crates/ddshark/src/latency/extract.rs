@@ -1,0 +1,175 @@
+//! From RTPS datagrams to owned "this capture saw (part of) this sample" observations.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rtps_dissect::{Datagram, Guid, SequenceNumber, SubmessageBody};
+
+use super::Level;
+
+/// Most DDS fragments one sample may have to be tracked (8192 × 256 B = 2 MiB RustDDS;
+/// larger counts are counted and skipped rather than allocated).
+pub const MAX_UNITS: u32 = 1 << 17;
+
+/// Join key: a sample (fragment start 0) or one DATA_FRAG submessage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub writer: Guid,
+    pub sn: SequenceNumber,
+    /// DATA_FRAG fragmentStartingNum at submessage level; 0 for DATA and at sample level.
+    pub frag_start: u32,
+}
+
+/// One DATA/DATA_FRAG submessage seen in one capture.
+#[derive(Debug, Clone)]
+pub struct Obs {
+    pub key: Key,
+    /// First unit (1-based) and count of units this submessage carries.
+    pub unit_start: u32,
+    pub unit_count: u32,
+    /// Units that make the whole (sample: DDS fragments; submessage: 1).
+    pub units_total: u32,
+    pub sample_size: u64,
+    /// DATA_FRAG (true) or DATA.
+    pub fragmented: bool,
+    /// Capture times of the datagram's first and last IP fragment, on the first capture's clock.
+    pub ts_first: i64,
+    pub ts_last: i64,
+    pub frame_first: u64,
+    pub frame_last: u64,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub pcp: Option<u8>,
+    pub topic: Option<Arc<str>>,
+}
+
+/// Why a DATA/DATA_FRAG submessage was not used.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct ExtractStats {
+    pub data_submessages: u64,
+    pub data_frag_submessages: u64,
+    /// DATA_FRAG with impossible numbers (Wireshark's oracle ignores those too).
+    pub unusable_data_frag: u64,
+    /// Samples with more than [`MAX_UNITS`] fragments.
+    pub too_many_fragments: u64,
+    /// Datagrams cut by the snaplen (their submessages are not trusted for timing).
+    pub truncated_datagrams: u64,
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        return 0;
+    }
+    a / b + u64::from(a % b != 0)
+}
+
+/// Observations of one datagram. `shift_ns` maps this capture's clock onto the first one's.
+pub fn observations(
+    d: &Datagram<'_>,
+    level: Level,
+    shift_ns: i64,
+    stats: &mut ExtractStats,
+    out: &mut Vec<Obs>,
+) {
+    if d.truncated {
+        stats.truncated_datagrams = stats.truncated_datagrams.saturating_add(1);
+        return;
+    }
+    let ts_first = clock(d.ts_first_ns, shift_ns);
+    let ts_last = clock(d.ts_last_ns, shift_ns);
+    for sm in d.submessages.iter().flatten() {
+        let (writer_entity, sn, unit_start, unit_count, units_total, sample_size, frag_start) =
+            match &sm.body {
+                SubmessageBody::Data {
+                    writer,
+                    writer_sn,
+                    payload,
+                    ..
+                } => {
+                    stats.data_submessages = stats.data_submessages.saturating_add(1);
+                    let size = payload.map_or(0, |p| p.bytes.len() as u64);
+                    (*writer, *writer_sn, 1, 1, 1, size, 0)
+                }
+                SubmessageBody::DataFrag {
+                    writer,
+                    writer_sn,
+                    fragment_starting_num,
+                    fragments_in_submessage,
+                    fragment_size,
+                    sample_size,
+                    ..
+                } => {
+                    stats.data_frag_submessages = stats.data_frag_submessages.saturating_add(1);
+                    let fs = u64::from(*fragment_starting_num);
+                    let nf = u64::from(*fragments_in_submessage);
+                    let total = ceil_div(u64::from(*sample_size), u64::from(*fragment_size));
+                    let usable = fs >= 1
+                        && nf >= 1
+                        && *fragment_size > 0
+                        && *sample_size > 0
+                        && fs + nf - 1 <= total;
+                    if !usable {
+                        stats.unusable_data_frag = stats.unusable_data_frag.saturating_add(1);
+                        continue;
+                    }
+                    match level {
+                        Level::Sample => {
+                            if total > u64::from(MAX_UNITS) {
+                                stats.too_many_fragments =
+                                    stats.too_many_fragments.saturating_add(1);
+                                continue;
+                            }
+                            // total ≤ MAX_UNITS and fs + nf - 1 ≤ total: all fit in u32.
+                            (
+                                *writer,
+                                *writer_sn,
+                                u32::try_from(fs).unwrap_or(1),
+                                u32::try_from(nf).unwrap_or(1),
+                                u32::try_from(total).unwrap_or(1),
+                                u64::from(*sample_size),
+                                0,
+                            )
+                        }
+                        Level::Submessage => (
+                            *writer,
+                            *writer_sn,
+                            1,
+                            1,
+                            1,
+                            u64::from(*sample_size),
+                            *fragment_starting_num,
+                        ),
+                    }
+                }
+                _ => continue,
+            };
+        let writer = Guid::new(sm.ctx.src_prefix, writer_entity);
+        out.push(Obs {
+            key: Key {
+                writer,
+                sn,
+                frag_start,
+            },
+            unit_start,
+            unit_count,
+            units_total,
+            sample_size,
+            fragmented: matches!(sm.body, SubmessageBody::DataFrag { .. }),
+            ts_first,
+            ts_last,
+            frame_first: d.frame_first,
+            frame_last: d.frame_last,
+            src: d.src,
+            dst: d.dst,
+            pcp: d.pcp,
+            topic: d.topic_of(&writer).map(|t| t.topic.clone()),
+        });
+    }
+}
+
+/// Capture time (ns since the epoch) moved onto the reference clock.
+pub fn clock(ts_ns: u64, shift_ns: i64) -> i64 {
+    i64::try_from(ts_ns)
+        .unwrap_or(i64::MAX)
+        .saturating_sub(shift_ns)
+}

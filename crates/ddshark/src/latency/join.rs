@@ -1,0 +1,556 @@
+//! The join: observations of the same (writer GUID, SN[, fragment start]) from
+//! several captures meet here, in a bounded window of capture time.
+//!
+//! Definitions (the tshark oracle's, `shared/traffic/oracle.py`):
+//! - `t_send` = capture time of the first IP fragment of the earliest datagram that
+//!   carries any part of the sample, in the writer's own capture;
+//! - `t_recv` = in the receiving capture, for every DDS fragment 1..N the earliest
+//!   time a datagram carrying it was complete (its last IP fragment), then the max of
+//!   those; only complete samples have a latency.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use rtps_dissect::GuidPrefix;
+use serde::Serialize;
+
+use super::extract::{Key, Obs};
+
+/// Most destinations tracked per sample and capture for repair detection.
+const MAX_DSTS: usize = 16;
+/// Most participants / addresses whose home capture is remembered.
+const MAX_HOMES: usize = 65_536;
+/// Most unicast destination addresses remembered per capture.
+const MAX_DST_IPS: usize = 4_096;
+
+#[derive(Debug, Clone, Copy)]
+pub struct JoinConfig {
+    pub captures: usize,
+    /// A sample is finalised when nothing happened to it for this long (capture time).
+    pub window_ns: i64,
+    pub max_pending: usize,
+    pub max_bytes: usize,
+    /// A sample sent this close to the end of the receiving capture is not called lost.
+    pub lost_grace_ns: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Complete at the receiver: has a latency.
+    Ok,
+    /// Some but not all of its fragments reached the receiver.
+    Incomplete,
+    /// Sent towards the receiver, never seen there.
+    Lost,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Incomplete => "incomplete",
+            Status::Lost => "lost",
+        }
+    }
+}
+
+/// One sample (or submessage) from its writer's capture to one other capture.
+#[derive(Debug, Clone)]
+pub struct SampleRow {
+    pub sender: usize,
+    pub receiver: usize,
+    pub key: Key,
+    pub fragmented: bool,
+    pub topic: Option<Arc<str>>,
+    pub status: Status,
+    pub t_send: i64,
+    pub frame_send: u64,
+    pub t_recv: Option<i64>,
+    pub frame_recv: Option<u64>,
+    /// Earliest complete datagram carrying any part of it at the receiver.
+    pub t_recv_first: Option<i64>,
+    pub latency_ns: Option<i64>,
+    /// DATA/DATA_FRAG submessages carrying it in the sender's capture.
+    pub tx_sender: u32,
+    /// Of those, retransmissions (a fragment sent again to the same or after a multicast destination).
+    pub repairs_sender: u32,
+    pub rx_receiver: u32,
+    /// The receiver completed it with data from a retransmission.
+    pub repaired: bool,
+    pub sample_size: u64,
+    pub units: u32,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    pub pcp: Option<u8>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct JoinStats {
+    pub observations: u64,
+    pub keys: u64,
+    pub pending: u64,
+    pub pending_peak: u64,
+    pub bytes_held: u64,
+    pub bytes_peak: u64,
+    /// Finalised after the window of inactivity (the normal way) or at end of input.
+    pub finalised: u64,
+    /// Finalised early because the pending table was full (counted evictions).
+    pub evicted_capacity: u64,
+    /// Seen only in a capture that is not its writer's (sender capture missed it).
+    pub receiver_only: u64,
+    /// Seen only by the writer's capture, not addressed to or outside of the other capture.
+    pub not_expected: u64,
+    /// Homes (participant/address → capture) not remembered because the table was full.
+    pub homes_not_remembered: u64,
+}
+
+#[derive(Debug)]
+struct DstBits {
+    addr: SocketAddr,
+    multicast: bool,
+    bits: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct CapObs {
+    seen: bool,
+    t_first: i64,
+    frame_first: u64,
+    src: Option<SocketAddr>,
+    dst: Option<SocketAddr>,
+    pcp: Option<u8>,
+    subs: u32,
+    /// Per unit: earliest (ts_last, frame_last) of a complete datagram carrying it.
+    done: Vec<(i64, u64)>,
+    filled: u32,
+    dsts: Vec<DstBits>,
+    repairs: u32,
+    /// Per unit: earliest retransmission (empty until one happens).
+    first_repair: Vec<i64>,
+}
+
+impl CapObs {
+    fn new() -> Self {
+        Self {
+            seen: false,
+            t_first: i64::MAX,
+            frame_first: 0,
+            src: None,
+            dst: None,
+            pcp: None,
+            subs: 0,
+            done: Vec::new(),
+            filled: 0,
+            dsts: Vec::new(),
+            repairs: 0,
+            first_repair: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Pending {
+    last_activity: i64,
+    topic: Option<Arc<str>>,
+    sample_size: u64,
+    fragmented: bool,
+    units: u32,
+    bytes: usize,
+    caps: Vec<CapObs>,
+}
+
+fn bit(bits: &[u64], u: usize) -> bool {
+    bits.get(u / 64).is_some_and(|w| w & (1u64 << (u % 64)) != 0)
+}
+
+fn set_bit(bits: &mut Vec<u64>, u: usize) {
+    let w = u / 64;
+    if bits.len() <= w {
+        bits.resize(w + 1, 0);
+    }
+    if let Some(x) = bits.get_mut(w) {
+        *x |= 1u64 << (u % 64);
+    }
+}
+
+fn is_multicast(a: &SocketAddr) -> bool {
+    a.ip().is_multicast()
+}
+
+fn pending_bytes(captures: usize, units: u32) -> usize {
+    // done (16 B) + repair times (8 B) + one destination bitmap per unit and capture, roughly.
+    256usize.saturating_add(
+        captures
+            .saturating_mul(units as usize)
+            .saturating_mul(26)
+            .saturating_add(captures.saturating_mul(160)),
+    )
+}
+
+/// Votes for the capture that is a participant's (or address's) own host.
+#[derive(Debug)]
+struct Homes<K: std::hash::Hash + Eq> {
+    votes: HashMap<K, Vec<u32>>,
+}
+
+impl<K: std::hash::Hash + Eq> Default for Homes<K> {
+    fn default() -> Self {
+        Self {
+            votes: HashMap::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Homes<K> {
+    fn vote(&mut self, k: K, capture: usize, n: usize, stats: &mut JoinStats) {
+        if !self.votes.contains_key(&k) && self.votes.len() >= MAX_HOMES {
+            stats.homes_not_remembered = stats.homes_not_remembered.saturating_add(1);
+            return;
+        }
+        let v = self.votes.entry(k).or_insert_with(|| vec![0; n]);
+        if let Some(c) = v.get_mut(capture) {
+            *c = c.saturating_add(1);
+        }
+    }
+
+    fn best(&self, k: &K) -> Option<usize> {
+        let v = self.votes.get(k)?;
+        let (i, max) = v
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))?;
+        (*max > 0).then_some(i)
+    }
+}
+
+pub struct Join {
+    cfg: JoinConfig,
+    pending: HashMap<Key, Pending>,
+    queue: VecDeque<(Key, i64)>,
+    homes: Homes<GuidPrefix>,
+    ip_homes: Homes<IpAddr>,
+    /// Per capture: capture-time range seen so far (reference clock).
+    range: Vec<Option<(i64, i64)>>,
+    /// Per capture: unicast destination addresses of RTPS seen there.
+    dst_ips: Vec<HashSet<IpAddr>>,
+    stats: JoinStats,
+    now: i64,
+}
+
+impl Join {
+    pub fn new(cfg: JoinConfig) -> Self {
+        Self {
+            cfg,
+            pending: HashMap::new(),
+            queue: VecDeque::new(),
+            homes: Homes::default(),
+            ip_homes: Homes::default(),
+            range: vec![None; cfg.captures],
+            dst_ips: vec![HashSet::new(); cfg.captures],
+            stats: JoinStats::default(),
+            now: i64::MIN,
+        }
+    }
+
+    pub fn stats(&self) -> JoinStats {
+        JoinStats {
+            pending: self.pending.len() as u64,
+            ..self.stats
+        }
+    }
+
+    /// A frame of `capture` was read at `ts` (reference clock): extends its time range.
+    pub fn saw_frame(&mut self, capture: usize, ts: i64) {
+        if let Some(r) = self.range.get_mut(capture) {
+            *r = Some(match *r {
+                None => (ts, ts),
+                Some((a, b)) => (a.min(ts), b.max(ts)),
+            });
+        }
+    }
+
+    /// Add one observation of `capture`.
+    pub fn push(&mut self, capture: usize, o: Obs, out: &mut Vec<SampleRow>) {
+        self.stats.observations = self.stats.observations.saturating_add(1);
+        self.now = self.now.max(o.ts_last);
+        if !is_multicast(&o.dst) {
+            if let Some(s) = self.dst_ips.get_mut(capture) {
+                if s.len() < MAX_DST_IPS {
+                    s.insert(o.dst.ip());
+                }
+            }
+        }
+        let n = self.cfg.captures;
+        if !self.pending.contains_key(&o.key) {
+            let bytes = pending_bytes(n, o.units_total);
+            self.make_room(bytes, out);
+            self.stats.keys = self.stats.keys.saturating_add(1);
+            self.stats.bytes_held = self.stats.bytes_held.saturating_add(bytes as u64);
+            self.pending.insert(
+                o.key,
+                Pending {
+                    last_activity: o.ts_last,
+                    topic: None,
+                    sample_size: o.sample_size,
+                    fragmented: o.fragmented,
+                    units: o.units_total,
+                    bytes,
+                    caps: (0..n).map(|_| CapObs::new()).collect(),
+                },
+            );
+            self.queue.push_back((o.key, o.ts_last));
+            self.stats.pending_peak = self.stats.pending_peak.max(self.pending.len() as u64);
+        }
+        let Some(p) = self.pending.get_mut(&o.key) else {
+            return;
+        };
+        p.last_activity = p.last_activity.max(o.ts_last);
+        if p.topic.is_none() {
+            p.topic = o.topic.clone();
+        }
+        p.fragmented |= o.fragmented;
+        if o.units_total > p.units {
+            let nb = pending_bytes(n, o.units_total);
+            self.stats.bytes_held = self
+                .stats
+                .bytes_held
+                .saturating_add(nb.saturating_sub(p.bytes) as u64);
+            p.bytes = nb;
+            p.units = o.units_total;
+        }
+        let units = p.units as usize;
+        let Some(c) = p.caps.get_mut(capture) else {
+            return;
+        };
+        c.seen = true;
+        c.subs = c.subs.saturating_add(1);
+        if o.ts_first < c.t_first {
+            c.t_first = o.ts_first;
+            c.frame_first = o.frame_first;
+            c.src = Some(o.src);
+            c.dst = Some(o.dst);
+            c.pcp = o.pcp;
+        }
+        if c.done.len() < units {
+            c.done.resize(units, (i64::MAX, 0));
+        }
+        // Destination bitmap for repair detection.
+        let di = match c.dsts.iter().position(|d| d.addr == o.dst) {
+            Some(i) => Some(i),
+            None if c.dsts.len() < MAX_DSTS => {
+                c.dsts.push(DstBits {
+                    addr: o.dst,
+                    multicast: is_multicast(&o.dst),
+                    bits: Vec::new(),
+                });
+                Some(c.dsts.len() - 1)
+            }
+            None => None,
+        };
+        let mut repair = false;
+        let start = o.unit_start.saturating_sub(1) as usize;
+        let end = start.saturating_add(o.unit_count as usize).min(units);
+        for u in start..end {
+            if let Some(slot) = c.done.get_mut(u) {
+                if slot.0 == i64::MAX {
+                    c.filled = c.filled.saturating_add(1);
+                }
+                if o.ts_last < slot.0 {
+                    *slot = (o.ts_last, o.frame_last);
+                }
+            }
+            let again = c
+                .dsts
+                .iter()
+                .any(|d| (d.addr == o.dst || d.multicast) && bit(&d.bits, u));
+            if again {
+                repair = true;
+                if c.first_repair.len() < units {
+                    c.first_repair.resize(units, i64::MAX);
+                }
+                if let Some(r) = c.first_repair.get_mut(u) {
+                    *r = (*r).min(o.ts_first);
+                }
+            }
+            if let Some(d) = di.and_then(|i| c.dsts.get_mut(i)) {
+                set_bit(&mut d.bits, u);
+            }
+        }
+        if repair {
+            c.repairs = c.repairs.saturating_add(1);
+        }
+        self.stats.bytes_peak = self.stats.bytes_peak.max(self.stats.bytes_held);
+    }
+
+    fn make_room(&mut self, extra: usize, out: &mut Vec<SampleRow>) {
+        while !self.pending.is_empty()
+            && (self.pending.len() >= self.cfg.max_pending
+                || (self.stats.bytes_held as usize).saturating_add(extra) > self.cfg.max_bytes)
+        {
+            let Some((key, _)) = self.queue.pop_front() else {
+                break;
+            };
+            if self.finalise(key, out) {
+                self.stats.evicted_capacity = self.stats.evicted_capacity.saturating_add(1);
+            }
+        }
+    }
+
+    /// Finalise every sample idle for longer than the window before `now`.
+    pub fn advance(&mut self, now: i64, out: &mut Vec<SampleRow>) {
+        self.now = self.now.max(now);
+        let limit = self.now.saturating_sub(self.cfg.window_ns);
+        while let Some(&(key, stamp)) = self.queue.front() {
+            if stamp >= limit {
+                break;
+            }
+            self.queue.pop_front();
+            let last = match self.pending.get(&key) {
+                Some(p) => p.last_activity,
+                None => continue,
+            };
+            if last >= limit {
+                self.queue.push_back((key, last));
+            } else {
+                self.finalise(key, out);
+            }
+        }
+    }
+
+    /// End of input: finalise everything, oldest first.
+    pub fn finish(&mut self, out: &mut Vec<SampleRow>) {
+        while let Some((key, _)) = self.queue.pop_front() {
+            self.finalise(key, out);
+        }
+    }
+
+    fn home_of(&mut self, key: &Key, p: &Pending) -> Option<usize> {
+        let n = self.cfg.captures;
+        let seen: Vec<usize> = (0..n)
+            .filter(|&i| p.caps.get(i).is_some_and(|c| c.seen))
+            .collect();
+        let prefix = key.writer.prefix;
+        if seen.len() >= 2 {
+            // The writer's own capture sees the sample first (latency > 0 on one clock).
+            let first = seen
+                .iter()
+                .copied()
+                .min_by_key(|&i| (p.caps.get(i).map_or(i64::MAX, |c| c.t_first), i))?;
+            let earliest = p.caps.get(first).map_or(i64::MAX, |c| c.t_first);
+            let tie = seen
+                .iter()
+                .filter(|&&i| p.caps.get(i).is_some_and(|c| c.t_first == earliest))
+                .count()
+                > 1;
+            if !tie {
+                self.homes.vote(prefix, first, n, &mut self.stats);
+                if let Some(src) = p.caps.get(first).and_then(|c| c.src) {
+                    self.ip_homes.vote(src.ip(), first, n, &mut self.stats);
+                }
+            }
+            return self.homes.best(&prefix).or(Some(first));
+        }
+        let only = *seen.first()?;
+        self.homes
+            .best(&prefix)
+            .or_else(|| {
+                p.caps
+                    .get(only)
+                    .and_then(|c| c.src)
+                    .and_then(|s| self.ip_homes.best(&s.ip()))
+            })
+            .or(Some(only))
+    }
+
+    fn finalise(&mut self, key: Key, out: &mut Vec<SampleRow>) -> bool {
+        let Some(p) = self.pending.remove(&key) else {
+            return false;
+        };
+        self.stats.bytes_held = self.stats.bytes_held.saturating_sub(p.bytes as u64);
+        self.stats.finalised = self.stats.finalised.saturating_add(1);
+        let Some(home) = self.home_of(&key, &p) else {
+            return true;
+        };
+        let Some(s) = p.caps.get(home) else {
+            return true;
+        };
+        if !s.seen {
+            self.stats.receiver_only = self.stats.receiver_only.saturating_add(1);
+            return true;
+        }
+        for (r, c) in p.caps.iter().enumerate() {
+            if r == home {
+                continue;
+            }
+            let complete = c.seen && c.filled >= p.units && p.units > 0;
+            let status = if complete {
+                Status::Ok
+            } else if c.seen {
+                Status::Incomplete
+            } else if self.expected_at(r, s) {
+                Status::Lost
+            } else {
+                self.stats.not_expected = self.stats.not_expected.saturating_add(1);
+                continue;
+            };
+            let (t_recv, frame_recv) = if complete {
+                match c.done.iter().max() {
+                    Some(&(t, f)) => (Some(t), Some(f)),
+                    None => (None, None),
+                }
+            } else {
+                (None, None)
+            };
+            let t_recv_first = c
+                .done
+                .iter()
+                .map(|d| d.0)
+                .filter(|&t| t != i64::MAX)
+                .min();
+            let repaired = complete
+                && c.done.iter().zip(s.first_repair.iter()).any(|(d, r)| *r <= d.0);
+            out.push(SampleRow {
+                sender: home,
+                receiver: r,
+                key,
+                fragmented: p.fragmented,
+                topic: p.topic.clone(),
+                status,
+                t_send: s.t_first,
+                frame_send: s.frame_first,
+                t_recv,
+                frame_recv,
+                t_recv_first,
+                latency_ns: t_recv.map(|t| t.saturating_sub(s.t_first)),
+                tx_sender: s.subs,
+                repairs_sender: s.repairs,
+                rx_receiver: c.subs,
+                repaired,
+                sample_size: p.sample_size,
+                units: p.units,
+                src: s.src,
+                dst: if c.seen { c.dst } else { s.dst },
+                pcp: s.pcp,
+            });
+        }
+        true
+    }
+
+    /// Should capture `r` have seen a sample its writer's capture saw as `s`?
+    fn expected_at(&self, r: usize, s: &CapObs) -> bool {
+        let Some(Some((first, last))) = self.range.get(r).copied() else {
+            return false;
+        };
+        if s.t_first < first || s.t_first > last.saturating_sub(self.cfg.lost_grace_ns) {
+            return false;
+        }
+        let Some(ips) = self.dst_ips.get(r) else {
+            return false;
+        };
+        s.dsts
+            .iter()
+            .any(|d| d.multicast || ips.contains(&d.addr.ip()))
+    }
+}

@@ -1,0 +1,312 @@
+//! Text, TSV and JSON-lines forms of latency rows and statistics.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::join::SampleRow;
+use super::stats::{histogram, human_ns, topic_label, TopicStats};
+use super::{direction, label, LatencyFormat, Level, RunSummary};
+
+/// `seconds.nanoseconds` of a capture time.
+pub fn fmt_ts(ns: i64) -> String {
+    let s = ns.div_euclid(1_000_000_000);
+    let f = ns.rem_euclid(1_000_000_000);
+    format!("{s}.{f:09}")
+}
+
+pub const TSV_COLUMNS: &[&str] = &[
+    "direction",
+    "writer_guid",
+    "topic",
+    "sn",
+    "frag_start",
+    "status",
+    "t_send_ns",
+    "t_recv_ns",
+    "latency_ns",
+    "t_recv_first_ns",
+    "tx_sender",
+    "repairs_sender",
+    "rx_receiver",
+    "repaired",
+    "sample_size",
+    "n_frags",
+    "frame_send",
+    "frame_recv",
+    "src",
+    "dst",
+    "pcp",
+];
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    kind: &'static str,
+    direction: String,
+    writer_guid: String,
+    topic: Option<&'a str>,
+    builtin: bool,
+    sn: i64,
+    frag_start: Option<u32>,
+    status: &'static str,
+    t_send_ns: i64,
+    t_recv_ns: Option<i64>,
+    latency_ns: Option<i64>,
+    t_recv_first_ns: Option<i64>,
+    tx_sender: u32,
+    repairs_sender: u32,
+    rx_receiver: u32,
+    repaired: bool,
+    sample_size: u64,
+    n_frags: u32,
+    frame_send: u64,
+    frame_recv: Option<u64>,
+    src: Option<String>,
+    dst: Option<String>,
+    pcp: Option<u8>,
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+fn frag_col(level: Level, r: &SampleRow) -> Option<u32> {
+    (level == Level::Submessage && r.fragmented).then_some(r.key.frag_start)
+}
+
+pub fn header(format: LatencyFormat, level: Level, out: &mut String) {
+    match format {
+        LatencyFormat::Tsv => {
+            out.push_str(&TSV_COLUMNS.join("\t"));
+            out.push('\n');
+        }
+        LatencyFormat::Text => {
+            let frag = if level == Level::Submessage {
+                " frag "
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>12} {:>6} topic",
+                "dir", "writer", "sn", "status", "t_send", "latency", "tx/rep"
+            );
+        }
+        LatencyFormat::Json => {}
+    }
+}
+
+pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String) {
+    match format {
+        LatencyFormat::Tsv => {
+            let cols = [
+                direction(r.sender, r.receiver),
+                r.key.writer.to_string(),
+                opt(r.topic.as_deref()).replace(['\t', '\n'], " "),
+                r.key.sn.to_string(),
+                opt(frag_col(level, r)),
+                r.status.name().to_string(),
+                r.t_send.to_string(),
+                opt(r.t_recv),
+                opt(r.latency_ns),
+                opt(r.t_recv_first),
+                r.tx_sender.to_string(),
+                r.repairs_sender.to_string(),
+                r.rx_receiver.to_string(),
+                u8::from(r.repaired).to_string(),
+                r.sample_size.to_string(),
+                r.units.to_string(),
+                r.frame_send.to_string(),
+                opt(r.frame_recv),
+                opt(r.src),
+                opt(r.dst),
+                opt(r.pcp),
+            ];
+            out.push_str(&cols.join("\t"));
+            out.push('\n');
+        }
+        LatencyFormat::Json => {
+            let j = JsonRow {
+                kind: "sample",
+                direction: direction(r.sender, r.receiver),
+                writer_guid: r.key.writer.to_string(),
+                topic: r.topic.as_deref(),
+                builtin: r.key.writer.entity.is_builtin(),
+                sn: r.key.sn,
+                frag_start: frag_col(level, r),
+                status: r.status.name(),
+                t_send_ns: r.t_send,
+                t_recv_ns: r.t_recv,
+                latency_ns: r.latency_ns,
+                t_recv_first_ns: r.t_recv_first,
+                tx_sender: r.tx_sender,
+                repairs_sender: r.repairs_sender,
+                rx_receiver: r.rx_receiver,
+                repaired: r.repaired,
+                sample_size: r.sample_size,
+                n_frags: r.units,
+                frame_send: r.frame_send,
+                frame_recv: r.frame_recv,
+                src: r.src.map(|s| s.to_string()),
+                dst: r.dst.map(|s| s.to_string()),
+                pcp: r.pcp,
+            };
+            if let Ok(s) = serde_json::to_string(&j) {
+                out.push_str(&s);
+                out.push('\n');
+            }
+        }
+        LatencyFormat::Text => {
+            let frag = match frag_col(level, r) {
+                Some(f) => format!(" {f:>5}"),
+                None if level == Level::Submessage => "      ".to_string(),
+                None => String::new(),
+            };
+            let lat = r.latency_ns.map(human_ns).unwrap_or_else(|| "-".into());
+            let rep = if r.repaired { " repaired" } else { "" };
+            let _ = writeln!(
+                out,
+                "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>12} {:>3}/{:<2} {}{rep}",
+                direction(r.sender, r.receiver),
+                r.key.writer.to_string(),
+                r.key.sn,
+                r.status.name(),
+                fmt_ts(r.t_send),
+                lat,
+                r.tx_sender,
+                r.repairs_sender,
+                topic_label(r),
+            );
+        }
+    }
+}
+
+/// Per-topic statistics table (and histograms) for people.
+pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
+    let _ = writeln!(out);
+    for (i, c) in run.captures.iter().enumerate() {
+        let _ = writeln!(out, "capture {} = {c}", label(i));
+    }
+    let level = match run.level {
+        Some(Level::Submessage) => "submessage (per DATA_FRAG)",
+        _ => "sample (DDS layer)",
+    };
+    let _ = writeln!(out, "latency per {level}: first IP fragment at the sender -> last IP fragment at the receiver");
+    let _ = writeln!(
+        out,
+        "{:<6} {:<40} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "dir", "topic", "count", "lost", "incpl", "rep", "min", "p50", "p90", "p99", "max"
+    );
+    for (k, g) in &run.summary.groups {
+        let t = TopicStats::of(direction(k.sender, k.receiver), k, g);
+        let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "{:<6} {:<40} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}",
+            t.direction,
+            t.topic,
+            t.count,
+            t.lost,
+            t.incomplete,
+            t.repaired,
+            f(t.min_ns),
+            f(t.p50_ns),
+            f(t.p90_ns),
+            f(t.p99_ns),
+            f(t.max_ns),
+            if t.exact { "" } else { " (sampled)" }
+        );
+    }
+    if !histograms {
+        return;
+    }
+    for (k, g) in &run.summary.groups {
+        let sorted = g.sorted();
+        let bins = histogram(&sorted);
+        if bins.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\nhistogram {} {} ({} samples)",
+            direction(k.sender, k.receiver),
+            k.topic,
+            sorted.len()
+        );
+        let peak = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+        for (lo, hi, n) in bins {
+            let w = ((n as f64 / peak as f64) * 50.0).ceil() as usize;
+            let _ = writeln!(
+                out,
+                "  {:>10} .. {:<10} {:>7} {}",
+                human_ns(lo),
+                human_ns(hi),
+                n,
+                "#".repeat(if n > 0 { w.max(1) } else { 0 })
+            );
+        }
+    }
+}
+
+/// Counters of the run (join bounds, evictions, what was skipped).
+pub fn stats_text(run: &RunSummary, out: &mut String) {
+    let j = &run.join;
+    let _ = writeln!(
+        out,
+        "ddshark latency: {} observations, {} keys; join peak {} samples / {} bytes; evicted early (capacity) {}; receiver-only {}; sender-only not expected at the receiver {}",
+        j.observations, j.keys, j.pending_peak, j.bytes_peak, j.evicted_capacity, j.receiver_only, j.not_expected
+    );
+    for (i, e) in run.extract.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  {}: {} DATA, {} DATA_FRAG; skipped {} unusable DATA_FRAG, {} samples with too many fragments, {} truncated datagrams",
+            label(i),
+            e.data_submessages,
+            e.data_frag_submessages,
+            e.unusable_data_frag,
+            e.too_many_fragments,
+            e.truncated_datagrams
+        );
+    }
+    if run.summary.groups_overflow > 0 {
+        let _ = writeln!(
+            out,
+            "  {} rows grouped as \"(other topics)\" (too many topics)",
+            run.summary.groups_overflow
+        );
+    }
+}
+
+#[derive(Serialize)]
+struct JsonStats<'a> {
+    kind: &'static str,
+    captures: &'a [String],
+    join: &'a super::join::JoinStats,
+    extract: &'a [super::extract::ExtractStats],
+}
+
+pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
+    match format {
+        LatencyFormat::Text => summary_text(run, out, true),
+        LatencyFormat::Tsv => {}
+        LatencyFormat::Json => {
+            for (k, g) in &run.summary.groups {
+                let t = TopicStats::of(direction(k.sender, k.receiver), k, g);
+                if let Ok(s) = serde_json::to_string(&t) {
+                    out.push_str(&s);
+                    out.push('\n');
+                }
+            }
+            let s = JsonStats {
+                kind: "stats",
+                captures: &run.captures,
+                join: &run.join,
+                extract: &run.extract,
+            };
+            if let Ok(s) = serde_json::to_string(&s) {
+                out.push_str(&s);
+                out.push('\n');
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Per (direction, topic) statistics: exact count/min/max, percentiles over a bounded
+//! reservoir (exact while it is not full), a log histogram and a time series for the report.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::join::{SampleRow, Status};
+
+/// Latency values kept per group for percentiles and pictures; beyond it, reservoir sampling.
+pub const RESERVOIR: usize = 1_000_000;
+/// Most groups (direction × topic); further topics fall into "(other topics)".
+pub const MAX_GROUPS: usize = 4_096;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GroupKey {
+    pub sender: usize,
+    pub receiver: usize,
+    pub topic: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    pub ok: u64,
+    pub lost: u64,
+    pub incomplete: u64,
+    pub repaired: u64,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub sum: i128,
+    /// (t_send, latency) samples, exact while `ok <= RESERVOIR`.
+    pub points: Vec<(i64, i64)>,
+    /// t_send of lost/incomplete samples (bounded like `points`).
+    pub lost_at: Vec<i64>,
+    rng: u64,
+}
+
+impl Group {
+    fn next_rand(&mut self) -> u64 {
+        // xorshift64*, fixed seed: the same input gives the same report.
+        if self.rng == 0 {
+            self.rng = 0x9E37_79B9_7F4A_7C15;
+        }
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn add_point(&mut self, t: i64, lat: i64) {
+        if self.points.len() < RESERVOIR {
+            self.points.push((t, lat));
+            return;
+        }
+        let r = self.next_rand() % self.ok.max(1);
+        if let Some(slot) = self.points.get_mut(r as usize) {
+            *slot = (t, lat);
+        }
+    }
+
+    pub fn exact(&self) -> bool {
+        self.ok as usize <= RESERVOIR
+    }
+
+    /// Sorted latencies of the kept points.
+    pub fn sorted(&self) -> Vec<i64> {
+        let mut v: Vec<i64> = self.points.iter().map(|p| p.1).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// The oracle's percentile: element `round(p/100·(n−1))` of the sorted values,
+/// with Python's round-half-to-even.
+pub fn pct(sorted: &[i64], p: f64) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let x = p / 100.0 * (sorted.len() - 1) as f64;
+    let f = x.floor();
+    let frac = x - f;
+    let mut i = if (frac - 0.5).abs() < 1e-9 {
+        if (f as i64) % 2 == 0 {
+            f
+        } else {
+            f + 1.0
+        }
+    } else {
+        x.round()
+    } as usize;
+    i = i.min(sorted.len() - 1);
+    sorted.get(i).copied()
+}
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub groups: BTreeMap<GroupKey, Group>,
+    pub groups_overflow: u64,
+}
+
+/// Topic label of a row for grouping.
+pub fn topic_label(r: &SampleRow) -> String {
+    if let Some(t) = &r.topic {
+        return t.to_string();
+    }
+    let e = r.key.writer.entity;
+    if e.is_builtin() {
+        return match e.0 {
+            [0, 1, 0, 0xc2] | [0xff, 1, 1, 0xc2] => "DCPSParticipant".into(),
+            [0, 0, 3, 0xc2] | [0xff, 0, 3, 0xc2] => "DCPSPublication".into(),
+            [0, 0, 4, 0xc2] | [0xff, 0, 4, 0xc2] => "DCPSSubscription".into(),
+            [0, 0, 2, 0xc2] => "DCPSTopic".into(),
+            [0, 2, 0, 0xc2] | [0xff, 2, 0, 0xc2] => "DCPSParticipantMessage".into(),
+            _ => format!("(builtin {e})"),
+        };
+    }
+    "(unknown topic)".into()
+}
+
+impl Summary {
+    pub fn add(&mut self, r: &SampleRow) {
+        let mut key = GroupKey {
+            sender: r.sender,
+            receiver: r.receiver,
+            topic: topic_label(r),
+        };
+        if !self.groups.contains_key(&key) && self.groups.len() >= MAX_GROUPS {
+            self.groups_overflow = self.groups_overflow.saturating_add(1);
+            key.topic = "(other topics)".into();
+        }
+        let g = self.groups.entry(key).or_default();
+        match r.status {
+            Status::Ok => {
+                if let Some(l) = r.latency_ns {
+                    g.ok = g.ok.saturating_add(1);
+                    g.min = Some(g.min.map_or(l, |m| m.min(l)));
+                    g.max = Some(g.max.map_or(l, |m| m.max(l)));
+                    g.sum = g.sum.saturating_add(i128::from(l));
+                    g.add_point(r.t_send, l);
+                }
+                if r.repaired {
+                    g.repaired = g.repaired.saturating_add(1);
+                }
+            }
+            Status::Lost | Status::Incomplete => {
+                if r.status == Status::Lost {
+                    g.lost = g.lost.saturating_add(1);
+                } else {
+                    g.incomplete = g.incomplete.saturating_add(1);
+                }
+                if g.lost_at.len() < RESERVOIR {
+                    g.lost_at.push(r.t_send);
+                }
+            }
+        }
+    }
+}
+
+/// Log histogram with 1-2-5 bin edges (ns): the bins between the smallest and largest value.
+pub fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
+        return Vec::new();
+    };
+    let mut edges: Vec<i64> = Vec::new();
+    let mut decade: i64 = 1;
+    'outer: while decade < i64::MAX / 10 {
+        for m in [1i64, 2, 5] {
+            let e = decade.saturating_mul(m);
+            edges.push(e);
+            if e > hi {
+                break 'outer;
+            }
+        }
+        decade = decade.saturating_mul(10);
+    }
+    let mut out = Vec::new();
+    let mut prev = i64::MIN;
+    for &e in &edges {
+        let from = prev;
+        prev = e;
+        if e <= lo {
+            continue;
+        }
+        let a = sorted.partition_point(|&v| v < from);
+        let b = sorted.partition_point(|&v| v < e);
+        let shown_from = if from == i64::MIN { lo.min(0) } else { from };
+        out.push((shown_from, e, (b - a) as u64));
+    }
+    // Trim empty bins at both ends.
+    while out.first().is_some_and(|b| b.2 == 0) {
+        out.remove(0);
+    }
+    while out.last().is_some_and(|b| b.2 == 0) {
+        out.pop();
+    }
+    out
+}
+
+/// "1.234 ms" style for people.
+pub fn human_ns(ns: i64) -> String {
+    let a = ns.unsigned_abs();
+    let sign = if ns < 0 { "-" } else { "" };
+    if a < 1_000 {
+        format!("{sign}{a} ns")
+    } else if a < 1_000_000 {
+        format!("{sign}{:.1} µs", a as f64 / 1e3)
+    } else if a < 1_000_000_000 {
+        format!("{sign}{:.3} ms", a as f64 / 1e6)
+    } else {
+        format!("{sign}{:.3} s", a as f64 / 1e9)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct TopicStats {
+    pub kind: &'static str,
+    pub direction: String,
+    pub topic: String,
+    pub count: u64,
+    pub lost: u64,
+    pub incomplete: u64,
+    pub repaired: u64,
+    pub min_ns: Option<i64>,
+    pub p50_ns: Option<i64>,
+    pub p90_ns: Option<i64>,
+    pub p99_ns: Option<i64>,
+    pub max_ns: Option<i64>,
+    pub mean_ns: Option<i64>,
+    /// Percentiles are exact (false: over a reservoir sample).
+    pub exact: bool,
+}
+
+impl TopicStats {
+    pub fn of(direction: String, k: &GroupKey, g: &Group) -> Self {
+        let s = g.sorted();
+        Self {
+            kind: "topic",
+            direction,
+            topic: k.topic.clone(),
+            count: g.ok,
+            lost: g.lost,
+            incomplete: g.incomplete,
+            repaired: g.repaired,
+            min_ns: g.min,
+            p50_ns: pct(&s, 50.0),
+            p90_ns: pct(&s, 90.0),
+            p99_ns: pct(&s, 99.0),
+            max_ns: g.max,
+            mean_ns: (g.ok > 0).then(|| (g.sum / i128::from(g.ok)) as i64),
+            exact: g.exact(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_rounds_half_to_even_like_python() {
+        let v: Vec<i64> = (0..4).collect();
+        // 0.5 * 3 = 1.5 -> 2 (even)
+        assert_eq!(pct(&v, 50.0), Some(2));
+        let v: Vec<i64> = (0..6).collect();
+        // 0.5 * 5 = 2.5 -> 2 (even)
+        assert_eq!(pct(&v, 50.0), Some(2));
+        assert_eq!(pct(&v, 100.0), Some(5));
+        assert_eq!(pct(&[], 50.0), None);
+    }
+
+    #[test]
+    fn histogram_counts_every_value() {
+        let v = vec![900, 1_500, 1_600, 12_000, 90_000_000];
+        let h = histogram(&v);
+        assert_eq!(h.iter().map(|b| b.2).sum::<u64>(), 5);
+    }
+}
