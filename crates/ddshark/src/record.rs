@@ -82,10 +82,23 @@ impl SubmessageRecord {
 
     /// A submessage that could not be decoded.
     pub fn from_error(d: &Datagram<'_>, e: &SubmessageError) -> Self {
+        let writer = e.writer_guid();
+        let (topic, type_name) = writer
+            .and_then(|w| d.topic_of(&w))
+            .map(|i| (Some(i.topic.to_string()), Some(i.type_name.to_string())))
+            .unwrap_or_default();
         Self {
-            kind: SubmessageKind::from_id(e.id).name(),
+            kind: e.kind().name(),
             submessage_id: e.id,
             sm_index: e.index,
+            flags: e.flags,
+            guid_prefix: e.ctx.src_prefix.to_string(),
+            dst_guid_prefix: e.ctx.dst_prefix.map(|p| p.to_string()),
+            writer_guid: writer.map(|g| g.to_string()),
+            reader_entity: e.reader.map(|r| r.to_string()),
+            sn: e.writer_sn,
+            topic,
+            type_name,
             error: Some(e.error.to_string()),
             ..Self::envelope(d)
         }
@@ -98,6 +111,7 @@ impl SubmessageRecord {
         r.sm_index = sm.index;
         r.flags = sm.flags;
         r.length = sm.length;
+        r.truncated |= sm.truncated;
         r.guid_prefix = sm.ctx.src_prefix.to_string();
         r.dst_guid_prefix = sm.ctx.dst_prefix.map(|p| p.to_string());
         let writer = sm.writer_guid();

@@ -35,9 +35,20 @@ impl RtpsHeader {
                 value: u64::from(u32::from_be_bytes(magic)),
             });
         }
+        let version = (b.u8(4)?, b.u8(5)?);
+        // Receivers ignore messages of a major version they do not know (RTPS 8.3.6.3);
+        // only 1.x and 2.x exist.
+        if !(1..=2).contains(&version.0) {
+            return Err(DissectError::Invalid {
+                layer: Layer::RtpsHeader,
+                offset: 4,
+                what: "protocol major version",
+                value: u64::from(version.0),
+            });
+        }
         Ok(Self {
             magic,
-            version: (b.u8(4)?, b.u8(5)?),
+            version,
             vendor: VendorId(b.array::<2>(6)?),
             guid_prefix: GuidPrefix(b.array::<12>(8)?),
         })
@@ -325,8 +336,13 @@ pub struct Submessage<'a> {
     pub kind: SubmessageKind,
     pub id: u8,
     pub flags: u8,
-    /// Length of the submessage body (after the 4-byte header).
+    /// Length of the submessage body (after the 4-byte header), as its header claims.
     pub length: usize,
+    /// The header claims more bytes than the message holds; the body was decoded from
+    /// what is there.
+    pub truncated: bool,
+    /// Body bytes actually present (less than `length` when truncated).
+    pub captured: usize,
     pub ctx: Context,
     pub body: SubmessageBody<'a>,
 }
@@ -387,12 +403,16 @@ impl<'a> Submessage<'a> {
         }
     }
 
-    /// Bytes of serialized data this submessage carries (DATA payload incl. its
-    /// encapsulation header, or DATA_FRAG fragment bytes).
+    /// Bytes of serialized data this submessage carries on the wire (DATA payload incl.
+    /// its encapsulation header, or DATA_FRAG fragment bytes), counting bytes a snaplen
+    /// cut off.
     pub fn payload_size(&self) -> Option<usize> {
+        let cut = self.length.saturating_sub(self.captured);
         match &self.body {
-            SubmessageBody::Data { payload, .. } => Some(payload.map_or(0, |p| p.bytes.len())),
-            SubmessageBody::DataFrag { fragments, .. } => Some(fragments.len()),
+            SubmessageBody::Data { payload, .. } => {
+                Some(payload.map_or(0, |p| p.bytes.len().saturating_add(cut)))
+            }
+            SubmessageBody::DataFrag { fragments, .. } => Some(fragments.len().saturating_add(cut)),
             _ => None,
         }
     }
@@ -617,12 +637,55 @@ pub fn parse_body(kind: SubmessageKind, flags: u8, body: &[u8]) -> Result<Submes
 }
 
 /// A submessage that could not be decoded; the others in the message still are.
+/// The fields that were readable before the fault are kept (lax parsing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmessageError {
     pub index: usize,
     pub offset: usize,
     pub id: u8,
+    pub flags: u8,
     pub error: DissectError,
+    pub ctx: Context,
+    pub reader: Option<EntityId>,
+    pub writer: Option<EntityId>,
+    pub writer_sn: Option<SequenceNumber>,
+}
+
+impl SubmessageError {
+    pub fn kind(&self) -> SubmessageKind {
+        SubmessageKind::from_id(self.id)
+    }
+
+    /// Writer GUID as far as the readable part of the submessage names it.
+    pub fn writer_guid(&self) -> Option<Guid> {
+        let writer = self.writer?;
+        match self.kind() {
+            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
+                self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
+            }
+            _ => Some(Guid::new(self.ctx.src_prefix, writer)),
+        }
+    }
+}
+
+/// Entity ids and sequence number that precede any fault in a submessage body.
+fn partial_fields(
+    kind: SubmessageKind,
+    flags: u8,
+    body: &[u8],
+) -> (Option<EntityId>, Option<EntityId>, Option<SequenceNumber>) {
+    let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
+    let (ids_at, sn_at) = match kind {
+        SubmessageKind::Data | SubmessageKind::DataFrag => (4, Some(12)),
+        SubmessageKind::NackFrag | SubmessageKind::HeartbeatFrag => (0, Some(8)),
+        SubmessageKind::AckNack | SubmessageKind::Heartbeat | SubmessageKind::Gap => (0, None),
+        _ => return (None, None, None),
+    };
+    (
+        read_entity(&b, ids_at).ok(),
+        read_entity(&b, ids_at.saturating_add(4)).ok(),
+        sn_at.and_then(|o| read_sn(&b, o).ok()),
+    )
 }
 
 /// Walks the submessages of one RTPS message, applying INFO_* context.
@@ -680,6 +743,11 @@ impl<'a> Iterator for SubmessageIter<'a> {
                     index,
                     offset: start,
                     id: hb.u8(start).unwrap_or(0),
+                    flags: 0,
+                    ctx: self.ctx,
+                    reader: None,
+                    writer: None,
+                    writer_sn: None,
                     error: DissectError::Truncated {
                         layer: Layer::Submessage,
                         offset: start,
@@ -695,32 +763,21 @@ impl<'a> Iterator for SubmessageIter<'a> {
         // 0 means "to the end of the message", except for PAD and INFO_TS where it is
         // a real zero length.
         let to_end = otnh == 0 && !matches!(kind, SubmessageKind::Pad | SubmessageKind::InfoTs);
-        let body_len = if to_end { available } else { otnh };
-        if body_len > available {
-            self.done = true;
-            return Some(Err(SubmessageError {
-                index,
-                offset: start,
-                id,
-                error: DissectError::BadLength {
-                    layer: Layer::Submessage,
-                    offset: start.saturating_add(2),
-                    claimed: body_len,
-                    available,
-                },
-            }));
-        }
+        let claimed = if to_end { available } else { otnh };
+        // A length past the end of the message: decode what is there (as Wireshark
+        // does) and mark the submessage truncated; nothing can follow it.
+        let truncated = claimed > available;
+        let body_len = claimed.min(available);
         let body_end = body_start.saturating_add(body_len);
         self.offset = body_end;
-        if to_end {
+        if to_end || truncated {
             self.done = true;
         }
         let body = self.data.get(body_start..body_end).unwrap_or_default();
         match parse_body(kind, flags, body) {
             Ok(parsed) => {
-                // Context applies to what follows; the INFO_* submessage itself carries
-                // the context as it was before it.
-                let ctx = self.ctx;
+                // Context applies to what follows; an INFO_* submessage itself carries
+                // the context it establishes.
                 match &parsed {
                     SubmessageBody::InfoTs { timestamp } => self.ctx.timestamp = *timestamp,
                     SubmessageBody::InfoDst { guid_prefix } => {
@@ -740,23 +797,43 @@ impl<'a> Iterator for SubmessageIter<'a> {
                     }
                     _ => {}
                 }
+                let ctx = self.ctx;
                 Some(Ok(Submessage {
                     index,
                     offset: start,
                     kind,
                     id,
                     flags,
-                    length: body_len,
+                    length: claimed,
+                    truncated,
+                    captured: body_len,
                     ctx,
                     body: parsed,
                 }))
             }
-            Err(error) => Some(Err(SubmessageError {
-                index,
-                offset: start,
-                id,
-                error,
-            })),
+            Err(error) => {
+                let (reader, writer, writer_sn) = partial_fields(kind, flags, body);
+                Some(Err(SubmessageError {
+                    index,
+                    offset: start,
+                    id,
+                    flags,
+                    ctx: self.ctx,
+                    reader,
+                    writer,
+                    writer_sn,
+                    error: if truncated {
+                        DissectError::BadLength {
+                            layer: Layer::Submessage,
+                            offset: start.saturating_add(2),
+                            claimed,
+                            available,
+                        }
+                    } else {
+                        error
+                    },
+                }))
+            }
         }
     }
 }

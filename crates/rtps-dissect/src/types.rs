@@ -154,8 +154,8 @@ impl fmt::Debug for VendorId {
 impl VendorId {
     pub const RTI_CONNEXT: VendorId = VendorId([0x01, 0x01]);
     pub const OPENDDS: VendorId = VendorId([0x01, 0x03]);
-    pub const RUSTDDS: VendorId = VendorId([0x01, 0x0c]);
-    pub const DUST_DDS: VendorId = VendorId([0x01, 0x0e]);
+    pub const RUSTDDS: VendorId = VendorId([0x01, 0x12]);
+    pub const DUST_DDS: VendorId = VendorId([0x01, 0x14]);
     pub const FAST_DDS: VendorId = VendorId([0x01, 0x0f]);
     pub const CYCLONE_DDS: VendorId = VendorId([0x01, 0x10]);
 
@@ -171,8 +171,8 @@ impl VendorId {
             [0x01, 0x03] => "OpenDDS",
             [0x01, 0x06] => "CoreDX DDS",
             [0x01, 0x0a] => "RTI Connext Micro",
-            [0x01, 0x0c] => "RustDDS",
-            [0x01, 0x0e] => "Dust DDS",
+            [0x01, 0x12] => "RustDDS",
+            [0x01, 0x14] => "Dust DDS",
             [0x01, 0x0f] => "Fast DDS",
             [0x01, 0x10] => "Cyclone DDS",
             [0x01, 0x11] => "GurumDDS",

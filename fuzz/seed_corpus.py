@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Seed the fuzz corpora from the real fixtures in tests/pcaps.
+
+datagram/: one input per run of up to 12 consecutive frames (so IP fragments of one
+datagram land together), as the fuzz target reads them: a link-type selector byte,
+then frames each prefixed by a little-endian u16 length.
+parameter_list/: the ParameterList of every SPDP/SEDP DATA (selector byte: bit 0 =
+little endian), found by walking Ethernet/IPv4/UDP/RTPS by hand.
+"""
+import hashlib
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "tests", "pcaps")
+LINK_SELECTOR = {1: 0, 0: 1, 101: 2, 108: 3, 113: 4, 276: 5, 228: 6, 229: 7}
+MAX_PER_FILE = 150
+
+
+def pcap_frames(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        return None, []
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        e = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        e = ">"
+    else:
+        return None, []  # pcapng: the pcap copies of the same traffic cover it
+    link = struct.unpack(e + "I", data[20:24])[0]
+    out, off = [], 24
+    while off + 16 <= len(data):
+        _, _, caplen, _ = struct.unpack(e + "IIII", data[off:off + 16])
+        out.append(data[off + 16:off + 16 + caplen])
+        off += 16 + caplen
+    return link, out
+
+
+def put(dirname, blob):
+    d = os.path.join(HERE, "corpus", dirname)
+    os.makedirs(d, exist_ok=True)
+    name = hashlib.sha1(blob).hexdigest()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(blob)
+
+
+def plists(frame):
+    """ParameterLists of discovery DATA in an unfragmented Ethernet/IPv4/UDP/RTPS frame."""
+    if len(frame) < 14:
+        return
+    off, et = 14, struct.unpack(">H", frame[12:14])[0]
+    while et == 0x8100 and len(frame) >= off + 4:
+        et = struct.unpack(">H", frame[off + 2:off + 4])[0]
+        off += 4
+    if et != 0x0800 or len(frame) < off + 20:
+        return
+    ihl = (frame[off] & 0x0F) * 4
+    if frame[off + 9] != 17 or struct.unpack(">H", frame[off + 6:off + 8])[0] & 0x3FFF:
+        return
+    rtps = frame[off + ihl + 8:]
+    if rtps[:4] != b"RTPS":
+        return
+    pos = 20
+    while pos + 4 <= len(rtps):
+        sid, flags = rtps[pos], rtps[pos + 1]
+        e = "<" if flags & 1 else ">"
+        otnh = struct.unpack(e + "H", rtps[pos + 2:pos + 4])[0]
+        body = rtps[pos + 4:pos + 4 + otnh] if otnh else rtps[pos + 4:]
+        if sid == 0x15 and len(body) >= 20 and body[11] == 0xC2:
+            otiq = struct.unpack(e + "H", body[2:4])[0]
+            p = 4 + otiq
+            if flags & 0x02:  # inline QoS: skip to its sentinel
+                while p + 4 <= len(body):
+                    pid, ln = struct.unpack(e + "HH", body[p:p + 4])
+                    p += 4 + ln
+                    if pid == 1:
+                        break
+            payload = body[p:]
+            if len(payload) > 4 and payload[:2] in (b"\x00\x02", b"\x00\x03"):
+                yield bytes([payload[1] & 1]) + payload[4:]
+        if otnh == 0:
+            break
+        pos += 4 + otnh
+
+
+def main():
+    n_dg = n_pl = 0
+    for root, _, files in os.walk(FIXTURES):
+        for fn in sorted(files):
+            if not fn.endswith(".pcap") or "truncated" in fn:
+                continue
+            link, frames = pcap_frames(os.path.join(root, fn))
+            if link not in LINK_SELECTOR:
+                continue
+            step = max(1, len(frames) // MAX_PER_FILE)
+            for i in range(0, len(frames), step):
+                run = frames[i:i + 12] if (i // step) % 4 == 0 else frames[i:i + 1]
+                blob = bytes([LINK_SELECTOR[link]]) + b"".join(
+                    struct.pack("<H", min(len(f), 0xFFFF)) + f[:0xFFFF] for f in run)
+                put("datagram", blob)
+                n_dg += 1
+            for f in frames:
+                for pl in plists(f):
+                    put("parameter_list", pl)
+                    n_pl += 1
+    print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
