@@ -6,7 +6,7 @@
 //! `offered = filtered + dropped + enqueued` and
 //! `enqueued = sent + rejected + failed + abandoned`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ pub struct ExportStats {
     pub last_error: Option<String>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Counters {
     offered: AtomicU64,
     filtered: AtomicU64,
@@ -75,7 +75,33 @@ struct Counters {
     metrics_sent: AtomicU64,
     metrics_dropped: AtomicU64,
     metrics_failed: AtomicU64,
+    /// The last export request succeeded (or none was made yet).
+    healthy: AtomicBool,
     last_error: Mutex<Option<String>>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            offered: AtomicU64::new(0),
+            filtered: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            enqueued: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            requests_ok: AtomicU64::new(0),
+            requests_failed: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            metrics_sent: AtomicU64::new(0),
+            metrics_dropped: AtomicU64::new(0),
+            metrics_failed: AtomicU64::new(0),
+            healthy: AtomicBool::new(true),
+            last_error: Mutex::new(None),
+        }
+    }
 }
 
 impl Counters {
@@ -109,6 +135,7 @@ pub struct ExportHandle {
     counters: Arc<Counters>,
     filter: Arc<TopicFilter>,
     capacity: usize,
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for ExportHandle {
@@ -138,6 +165,49 @@ impl ExportHandle {
                 false
             }
         }
+    }
+
+    /// Like [`ExportHandle::try_export`], but while the collector accepts exports
+    /// waits up to `max_wait` for queue space (for file replays, where waiting loses
+    /// nothing). While exports fail it does not wait. Never call it from async code.
+    pub fn export_or_wait(&self, rec: SpanRecord, max_wait: Duration) -> bool {
+        // Waiting needs a blocking context: inside a runtime, fall back to try_export.
+        if !self.counters.healthy.load(Ordering::Relaxed)
+            || tokio::runtime::Handle::try_current().is_ok()
+        {
+            return self.try_export(rec);
+        }
+        add(&self.counters.offered, 1);
+        if !self.filter.matches(rec.topic.as_deref()) {
+            add(&self.counters.filtered, 1);
+            return false;
+        }
+        let rec = match self.spans.try_send(rec) {
+            Ok(()) => {
+                add(&self.counters.enqueued, 1);
+                return true;
+            }
+            Err(mpsc::error::TrySendError::Full(rec)) => rec,
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                add(&self.counters.dropped, 1);
+                return false;
+            }
+        };
+        match self.runtime.block_on(self.spans.send_timeout(rec, max_wait)) {
+            Ok(()) => {
+                add(&self.counters.enqueued, 1);
+                true
+            }
+            Err(_) => {
+                add(&self.counters.dropped, 1);
+                false
+            }
+        }
+    }
+
+    /// The last export request succeeded (or none was made yet).
+    pub fn healthy(&self) -> bool {
+        self.counters.healthy.load(Ordering::Relaxed)
     }
 
     /// Whether spans of `topic` pass the filter (to skip building records at all).
@@ -228,6 +298,7 @@ impl Exporter {
             counters: counters.clone(),
             filter: Arc::new(cfg.topic_filter.clone()),
             capacity,
+            runtime: runtime.handle().clone(),
         };
         let worker = Arc::new(Worker {
             resource: cfg.resource_attributes(),
@@ -460,6 +531,7 @@ async fn send_with_retry(w: &Worker, signal: Signal, body: Bytes, n: u64) {
         };
         match res {
             Ok(acc) => {
+                c.healthy.store(true, Ordering::Relaxed);
                 add(&c.requests_ok, 1);
                 let rejected = acc.rejected.min(n);
                 add(&c.rejected, rejected);
@@ -467,6 +539,7 @@ async fn send_with_retry(w: &Worker, signal: Signal, body: Bytes, n: u64) {
                 return;
             }
             Err(e) => {
+                c.healthy.store(false, Ordering::Relaxed);
                 add(&c.requests_failed, 1);
                 c.set_error(e.message);
                 if !e.retryable || started.elapsed() + backoff > w.cfg.max_retry_time {
