@@ -533,3 +533,54 @@ fn non_rtps_udp_is_skipped() {
     });
     assert!(matches!(out, FrameOutcome::Skipped(SkipReason::NotRtps)));
 }
+
+#[test]
+fn discovery_sent_as_data_frag_is_reassembled() {
+    let plist: String = "\
+        5a00 1000 0102030405060708090a0b0c 00001503\
+        0500 1000 0b000000 72742f636861747465720000\
+        0700 0800 04000000 54797000\
+        0100 0000"
+        .split_whitespace()
+        .collect();
+    let mut sample = hexb("00030000");
+    sample.extend(hexb(&plist));
+    let size = sample.len(); // 60 bytes, sent as fragments of 32
+    let frag = |num: u32, bytes: &[u8]| {
+        message(&format!(
+            "16 01 {:02x}00 0000 1c00 00000000 000003c2 00000000 07000000 {} 0100 2000 {} {}",
+            32 + bytes.len(),
+            hex::encode(num.to_le_bytes()),
+            hex::encode((size as u32).to_le_bytes()),
+            hex::encode(bytes)
+        ))
+    };
+    let second = udp_frame(&frag(2, &sample[32..]));
+    let first = udp_frame(&frag(1, &sample[..32]));
+    let mut d = Dissector::default();
+    // the second fragment first: nothing yet
+    let FrameOutcome::Rtps(dg) = d.process(&Frame {
+        number: 1,
+        ts_ns: 1,
+        link: LinkType::Ethernet,
+        data: &second,
+        orig_len: second.len() as u32,
+    }) else {
+        panic!("not rtps")
+    };
+    assert!(dg.discovery.is_empty());
+    let FrameOutcome::Rtps(dg) = d.process(&Frame {
+        number: 2,
+        ts_ns: 2,
+        link: LinkType::Ethernet,
+        data: &first,
+        orig_len: first.len() as u32,
+    }) else {
+        panic!("not rtps")
+    };
+    match &dg.discovery[..] {
+        [DiscoveryRecord::Endpoint(e)] => assert_eq!(e.topic, "rt/chatter"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(d.stats().discovery_fragments.reassembled, 1);
+}

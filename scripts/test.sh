@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: the README's second command, and what .ci/run runs.
+# Sets up what it needs first (idempotent), then: format, lints, unit and
+# integration tests on the real fixtures, a bounded fuzz run, and the tests against
+# real parts (live capture in network namespaces, the real OTel Collector and
+# InfluxDB 2, headless Chromium, tmux).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TERM_COLOR=never
+start=$(date +%s)
+step() { printf '\n=== %s (%ss)\n' "$*" $(( $(date +%s) - start )) >&2; }
+
+step "setup"
+scripts/setup.sh --stack --no-build
+
+step "format and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "unit and integration tests"
+cargo test --workspace --no-fail-fast 2>&1 | tee target/cargo-test.log
+grep -q "test result:" target/cargo-test.log
+
+step "fuzz (bounded)"
+scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
+
+step "done"
