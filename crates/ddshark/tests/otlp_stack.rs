@@ -1,0 +1,847 @@
+//! OTLP export against the real OpenTelemetry Collector and InfluxDB 2, started by
+//! `scripts/stack/start.sh` in a throwaway run dir on non-default ports.
+//!
+//! Needs the binaries that `scripts/stack/build.sh` caches (in
+//! `$DDSHARK_STACK_DIR/bin`, default `~/.cache/ddshark-stack/bin`). Without them
+//! these tests FAIL (they never skip): build them once with `scripts/stack/build.sh`.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fixture, ns_of, read_tsv};
+use rtps_dissect::Guid;
+use serde_json::Value;
+
+const ORG: &str = "ddshark";
+const BUCKET: &str = "ddshark";
+const TOKEN: &str = "ddshark-dev-token";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stack_bin_dir() -> PathBuf {
+    let dir = std::env::var_os("DDSHARK_STACK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ddshark-stack")
+        });
+    dir.join("bin")
+}
+
+/// One stack (influxd + otelcol) in its own run dir and ports; stopped on drop.
+struct Stack {
+    run_dir: PathBuf,
+    ports: [u16; 6],
+    /// A collector this test restarted itself (not known to stop.sh).
+    own_collector: Option<Child>,
+}
+
+impl Stack {
+    fn start(slot: u16) -> Stack {
+        let bin = stack_bin_dir();
+        for b in ["influxd", "otelcol-ddshark"] {
+            assert!(
+                bin.join(b).is_file(),
+                "{} is missing: the OTLP end-to-end tests need the real collector and InfluxDB. \
+                 Build them once with `scripts/stack/build.sh` (about 5 minutes; CI does this), \
+                 or point DDSHARK_STACK_DIR at a cache that has bin/{b}.",
+                bin.join(b).display()
+            );
+        }
+        let base = 20_000 + (std::process::id() % 400) as u16 * 20 + slot * 10;
+        let ports = [base, base + 1, base + 2, base + 3, base + 4, base + 5];
+        let run_dir =
+            std::env::temp_dir().join(format!("ddshark-otlp-test-{}-{slot}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run_dir);
+        let out = Command::new(repo_root().join("scripts/stack/start.sh"))
+            .arg("--run-dir")
+            .arg(&run_dir)
+            .envs(Self::env_of(&ports))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("running scripts/stack/start.sh");
+        let stack = Stack {
+            run_dir,
+            ports,
+            own_collector: None,
+        };
+        assert!(
+            out.status.success(),
+            "scripts/stack/start.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stack
+    }
+
+    fn env_of(p: &[u16; 6]) -> Vec<(&'static str, String)> {
+        vec![
+            ("DDSHARK_INFLUX_PORT", p[0].to_string()),
+            ("DDSHARK_OTLP_GRPC_PORT", p[1].to_string()),
+            ("DDSHARK_OTLP_HTTP_PORT", p[2].to_string()),
+            ("DDSHARK_OTELCOL_HEALTH_PORT", p[3].to_string()),
+            ("DDSHARK_OTELCOL_METRICS_PORT", p[4].to_string()),
+            ("DDSHARK_OTELCOL_PROM_PORT", p[5].to_string()),
+        ]
+    }
+
+    fn influx_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports[0])
+    }
+    fn grpc(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports[1])
+    }
+    fn http(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports[2])
+    }
+
+    /// SIGTERM the collector that start.sh started (by its recorded pid).
+    fn kill_collector(&mut self) {
+        if let Some(mut c) = self.own_collector.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+            return;
+        }
+        let pid = std::fs::read_to_string(self.run_dir.join("pids/otelcol.pid"))
+            .expect("otelcol pid file");
+        let pid = pid.trim();
+        let st = Command::new("kill").arg("-TERM").arg(pid).status().unwrap();
+        assert!(st.success(), "kill {pid}");
+        let proc = PathBuf::from(format!("/proc/{pid}"));
+        let t = Instant::now();
+        while proc.exists() && t.elapsed() < Duration::from_secs(20) {
+            // A zombie until start.sh's shell reaps it is fine: it listens no more.
+            if std::fs::read_to_string(proc.join("stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true)
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start the collector again with the same configuration (as a child of the test).
+    fn restart_collector(&mut self) {
+        let log = std::fs::File::create(self.run_dir.join("logs/otelcol-restarted.log")).unwrap();
+        let child = Command::new(stack_bin_dir().join("otelcol-ddshark"))
+            .arg(format!(
+                "--config={}",
+                repo_root().join("deploy/otelcol/config.yaml").display()
+            ))
+            .current_dir(&self.run_dir)
+            .envs([
+                ("DDSHARK_OTELCOL_BIND", "127.0.0.1".to_string()),
+                ("DDSHARK_OTLP_GRPC_PORT", self.ports[1].to_string()),
+                ("DDSHARK_OTLP_HTTP_PORT", self.ports[2].to_string()),
+                ("DDSHARK_OTELCOL_HEALTH_PORT", self.ports[3].to_string()),
+                ("DDSHARK_OTELCOL_METRICS_PORT", self.ports[4].to_string()),
+                ("DDSHARK_OTELCOL_PROM_PORT", self.ports[5].to_string()),
+                ("DDSHARK_INFLUX_URL", self.influx_url()),
+                ("DDSHARK_INFLUX_ORG", ORG.to_string()),
+                ("DDSHARK_INFLUX_BUCKET", BUCKET.to_string()),
+                ("DDSHARK_INFLUX_TOKEN", TOKEN.to_string()),
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("starting otelcol-ddshark");
+        self.own_collector = Some(child);
+        let url = format!("http://127.0.0.1:{}/", self.ports[3]);
+        let t = Instant::now();
+        loop {
+            let ok = Command::new("curl")
+                .args(["-fsS", "--max-time", "1", "-o", "/dev/null", &url])
+                .stderr(Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if ok {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "restarted collector not healthy"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Runs a Flux query; returns the rows of the (single-table) CSV answer.
+    fn flux(&self, query: &str) -> Vec<HashMap<String, String>> {
+        let out = Command::new("curl")
+            .args([
+                "-sS",
+                "--fail-with-body",
+                "-XPOST",
+                &format!("{}/api/v2/query?org={ORG}", self.influx_url()),
+                "-H",
+                &format!("Authorization: Token {TOKEN}"),
+                "-H",
+                "Content-Type: application/vnd.flux",
+                "-H",
+                "Accept: application/csv",
+                "--data-binary",
+                query,
+            ])
+            .output()
+            .expect("curl");
+        let body = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "Flux query failed: {body}\n{query}");
+        parse_csv_tables(&body)
+    }
+
+    fn count_spans(&self, host: &str) -> usize {
+        let rows = self.flux(&format!(
+            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "span.name")
+  |> group() |> count()"#
+        ));
+        rows.first()
+            .and_then(|r| r.get("_value"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits until InfluxDB holds `n` spans of `host` (the collector batches).
+    fn wait_spans(&self, host: &str, n: usize) -> usize {
+        let t = Instant::now();
+        loop {
+            let c = self.count_spans(host);
+            if c >= n || t.elapsed() > Duration::from_secs(40) {
+                // Let late duplicates, if any, arrive before the caller counts.
+                std::thread::sleep(Duration::from_millis(1500));
+                return self.count_spans(host);
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Every span of `host`, one row each, with `t_ns` = start and parsed attributes.
+    fn spans(&self, host: &str) -> Vec<SpanRow> {
+        let rows = self.flux(&format!(
+            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))
+  |> group()"#
+        ));
+        rows.into_iter()
+            .map(|r| {
+                let attrs: Value = serde_json::from_str(&r["attributes"]).expect("attributes JSON");
+                SpanRow { tags: r, attrs }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.own_collector.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new(repo_root().join("scripts/stack/stop.sh"))
+            .arg("--run-dir")
+            .arg(&self.run_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.run_dir);
+        } else {
+            eprintln!("stack logs kept in {}", self.run_dir.display());
+        }
+    }
+}
+
+struct SpanRow {
+    tags: HashMap<String, String>,
+    attrs: Value,
+}
+
+impl SpanRow {
+    fn tag(&self, k: &str) -> &str {
+        self.tags.get(k).map(String::as_str).unwrap_or("")
+    }
+    fn int(&self, k: &str) -> Option<i64> {
+        match self.attrs.get(k)? {
+            Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+            _ => None,
+        }
+    }
+    fn str(&self, k: &str) -> Option<&str> {
+        self.attrs.get(k).and_then(Value::as_str)
+    }
+}
+
+/// Annotated CSV → rows (all tables; header rows repeat per table).
+fn parse_csv_tables(body: &str) -> Vec<HashMap<String, String>> {
+    let mut rows = Vec::new();
+    let mut header: Option<Vec<String>> = None;
+    for rec in csv_records(body) {
+        if rec.iter().all(|f| f.is_empty()) {
+            header = None;
+            continue;
+        }
+        match &header {
+            None => header = Some(rec),
+            Some(h) => rows.push(h.iter().cloned().zip(rec).collect()),
+        }
+    }
+    rows
+}
+
+fn csv_records(s: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rec = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    field.push('"');
+                    chars.next();
+                } else {
+                    quoted = false;
+                }
+            } else {
+                field.push(c);
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            ',' => rec.push(std::mem::take(&mut field)),
+            '\r' => {}
+            '\n' => {
+                rec.push(std::mem::take(&mut field));
+                out.push(std::mem::take(&mut rec));
+            }
+            c => field.push(c),
+        }
+    }
+    if !field.is_empty() || !rec.is_empty() {
+        rec.push(field);
+        out.push(rec);
+    }
+    out
+}
+
+fn ddshark(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args(args)
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_SERVICE_NAME")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
+        .output()
+        .expect("running ddshark");
+    assert!(
+        out.status.success(),
+        "ddshark {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn guid_of(hex32: &str) -> Guid {
+    let mut b = [0u8; 16];
+    for (i, o) in b.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&hex32[2 * i..2 * i + 2], 16).expect("GUID hex");
+    }
+    Guid::from_bytes(b)
+}
+
+/// Checks every DATA/DATA_FRAG of the tshark oracle against the spans of `host`.
+/// Returns (writer_id, sn) → trace ids seen.
+fn check_host(
+    stack: &Stack,
+    host: &str,
+    pcap: &str,
+    oracle_tsv: &str,
+    expect_service: &str,
+) -> Vec<(String, String, String, String)> {
+    let oracle: Vec<_> = read_tsv(&fixture(oracle_tsv))
+        .into_iter()
+        .filter(|o| matches!(o["sm_kind"].as_str(), "DATA" | "DATA_FRAG") && o["in_icmp"] != "1")
+        .collect();
+    assert!(!oracle.is_empty(), "{oracle_tsv}: no DATA/DATA_FRAG");
+    let got = stack.wait_spans(host, oracle.len());
+    let spans = stack.spans(host);
+    assert_eq!(got, spans.len());
+    let mut by_key: HashMap<(i64, i64), Vec<&SpanRow>> = HashMap::new();
+    for s in &spans {
+        let frame = s.int("frame").expect("frame attribute");
+        let idx = s
+            .int("submessage_index")
+            .expect("submessage_index attribute");
+        by_key.entry((frame, idx + 1)).or_default().push(s);
+    }
+    let mut problems = Vec::new();
+    let mut check = |what: &str, key: &str, want: String, have: String| {
+        if want != have && problems.len() < 40 {
+            problems.push(format!("{key}: {what}: want {want:?}, have {have:?}"));
+        }
+    };
+    let iface = Path::new(pcap)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    for o in &oracle {
+        let frame: i64 = o["frame"].parse().unwrap();
+        let idx: i64 = o["sm_idx"].parse().unwrap();
+        let key = format!("{host} frame {frame} #{idx} {}", o["sm_kind"]);
+        let found = by_key.get(&(frame, idx)).map(Vec::as_slice).unwrap_or(&[]);
+        if found.len() != 1 {
+            check("spans", &key, "1".into(), found.len().to_string());
+            continue;
+        }
+        let s = found[0];
+        let kind = o["sm_kind"].as_str();
+        check("span.name", &key, kind.into(), s.tag("span.name").into());
+        check(
+            "writer_id",
+            &key,
+            o["writer_guid"].clone(),
+            s.tag("writer_id").into(),
+        );
+        check("sn", &key, o["seq"].clone(), s.tag("sn").into());
+        let fsn = if kind == "DATA" {
+            "0".to_string()
+        } else {
+            o["frag_start"].clone()
+        };
+        check(
+            "fragment_starting_num",
+            &key,
+            fsn,
+            s.tag("fragment_starting_num").into(),
+        );
+        check(
+            "start ns",
+            &key,
+            ns_of(&o["t_first_ipfrag"]).unwrap().to_string(),
+            s.tag("t_ns").into(),
+        );
+        check(
+            "end ns",
+            &key,
+            ns_of(&o["t_last_ipfrag"]).unwrap().to_string(),
+            s.tag("end_time_unix_nano").into(),
+        );
+        let builtin = u8::from_str_radix(&o["writer_guid"][30..32], 16).unwrap() & 0xc0 == 0xc0;
+        check(
+            "traffic_type",
+            &key,
+            if builtin { "discovery" } else { "user" }.into(),
+            s.tag("traffic_type").into(),
+        );
+        if !o["topic_tshark"].is_empty() {
+            check(
+                "topic_name",
+                &key,
+                o["topic_tshark"].clone(),
+                s.tag("topic_name").into(),
+            );
+        }
+        if !o["type_tshark"].is_empty() {
+            check(
+                "type_name",
+                &key,
+                o["type_tshark"].clone(),
+                s.str("type_name").unwrap_or("").into(),
+            );
+        }
+        if kind == "DATA_FRAG" {
+            check(
+                "sample_size",
+                &key,
+                o["sample_size"].clone(),
+                s.int("sample_size")
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            );
+            check(
+                "frags_in_submessage",
+                &key,
+                o["frags_in_sm"].clone(),
+                s.int("frags_in_submessage")
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            );
+        } else {
+            check(
+                "frags_in_submessage",
+                &key,
+                "1".into(),
+                s.int("frags_in_submessage")
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            );
+        }
+        if !o["data_len"].is_empty() {
+            check(
+                "payload_size",
+                &key,
+                o["data_len"].clone(),
+                s.int("payload_size")
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            );
+        }
+        check(
+            "src",
+            &key,
+            format!("{}:{}", o["src"], o["sport"]),
+            s.str("src").unwrap_or("").into(),
+        );
+        check(
+            "dst",
+            &key,
+            format!("{}:{}", o["dst"], o["dport"]),
+            s.str("dst").unwrap_or("").into(),
+        );
+        check(
+            "vendor_id",
+            &key,
+            o["vendor_id"].clone(),
+            s.str("vendor_id").unwrap_or("").into(),
+        );
+        check(
+            "pcp",
+            &key,
+            o["pcp"].clone(),
+            s.int("pcp").map(|v| v.to_string()).unwrap_or_default(),
+        );
+        check(
+            "capture.interface",
+            &key,
+            iface.clone(),
+            s.tag("capture.interface").into(),
+        );
+        check(
+            "service.name",
+            &key,
+            expect_service.into(),
+            s.tag("service.name").into(),
+        );
+        let sn: i64 = o["seq"].parse().unwrap();
+        let want_trace = hex(&otel_export::schema::trace_id(
+            &guid_of(&o["writer_guid"]),
+            sn,
+        ));
+        check("trace_id", &key, want_trace, s.tag("trace_id").into());
+        check(
+            "span.kind",
+            &key,
+            "Internal".into(),
+            s.tag("span.kind").into(),
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "{host}: {} spans vs {} oracle DATA/DATA_FRAG; first problems:\n{}",
+        spans.len(),
+        oracle.len(),
+        problems.join("\n")
+    );
+    assert_eq!(
+        spans.len(),
+        oracle.len(),
+        "{host}: spans beyond the oracle's submessages"
+    );
+    spans
+        .iter()
+        .map(|s| {
+            (
+                s.tag("writer_id").to_string(),
+                s.tag("sn").to_string(),
+                s.tag("trace_id").to_string(),
+                s.tag("span_id").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Sender and receiver captures of two fixtures, exported as four hosts over
+/// gRPC/HTTP with and without gzip: every DATA/DATA_FRAG is in InfluxDB exactly
+/// once with the right attributes and ns timestamps; both sides of a sample
+/// share one trace; span ids are unique.
+#[test]
+fn stack_two_hosts_every_submessage_exactly_once() {
+    let stack = Stack::start(0);
+    let runs = [
+        ("a_small_reliable/a.pcap", "small-a", "grpc", "gzip"),
+        ("a_small_reliable/b.pcap", "small-b", "http", "none"),
+        ("b_large_frag/a.pcap", "large-a", "http", "gzip"),
+        ("b_large_frag/b.pcap", "large-b", "grpc", "none"),
+    ];
+    let mut finals = Vec::new();
+    for (pcap, host, proto, comp) in runs {
+        let path = fixture(pcap);
+        let endpoint = if proto == "grpc" {
+            stack.grpc()
+        } else {
+            stack.http()
+        };
+        let final_json = stack.run_dir.join(format!("{host}.json"));
+        let out = ddshark(&[
+            "-r",
+            path.to_str().unwrap(),
+            "--no-tui",
+            "--otlp",
+            &endpoint,
+            "--otlp-protocol",
+            proto,
+            "--otlp-compression",
+            comp,
+            "--host-name",
+            host,
+            "--service-name",
+            "ddshark-e2e",
+            "--final-json",
+            final_json.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("0 dropped (queue full), 0 failed, 0 rejected, 0 abandoned"),
+            "{host}: export not clean:\n{err}"
+        );
+        finals.push((host, final_json));
+    }
+    let mut all = Vec::new();
+    for (pcap, host, _, _) in runs {
+        let tsv = pcap
+            .replace("/a.pcap", "/oracle_a_submsgs.tsv")
+            .replace("/b.pcap", "/oracle_b_submsgs.tsv");
+        all.push((host, check_host(&stack, host, pcap, &tsv, "ddshark-e2e")));
+    }
+    // Span ids are unique over all hosts; trace id ↔ (writer, sn) is one to one.
+    let mut span_ids = HashSet::new();
+    let mut trace_of: HashMap<(String, String), String> = HashMap::new();
+    let mut key_of: HashMap<String, (String, String)> = HashMap::new();
+    let mut hosts_of: HashMap<String, HashSet<&str>> = HashMap::new();
+    for (host, spans) in &all {
+        for (w, sn, t, s) in spans {
+            assert!(span_ids.insert(s.clone()), "span id {s} twice");
+            let k = (w.clone(), sn.clone());
+            assert_eq!(
+                trace_of.entry(k.clone()).or_insert_with(|| t.clone()),
+                t,
+                "{k:?}: two traces"
+            );
+            assert_eq!(
+                key_of.entry(t.clone()).or_insert_with(|| k.clone()),
+                &k,
+                "trace {t}: two samples"
+            );
+            hosts_of.entry(t.clone()).or_default().insert(host);
+        }
+    }
+    // Samples captured on both sides share a trace: count them per fixture, as the oracle does.
+    for (fixture_dir, a, b) in [
+        ("a_small_reliable", "small-a", "small-b"),
+        ("b_large_frag", "large-a", "large-b"),
+    ] {
+        let latency = read_tsv(&fixture(&format!("{fixture_dir}/oracle_latency.tsv")));
+        let matched: HashSet<(String, String)> = latency
+            .iter()
+            .filter(|r| !r["t_send_first"].is_empty() && !r["t_recv_complete"].is_empty())
+            .map(|r| (r["writer_guid"].clone(), r["seq"].clone()))
+            .collect();
+        let shared = hosts_of
+            .iter()
+            .filter(|(_, h)| h.contains(a) && h.contains(b))
+            .count();
+        assert!(
+            shared > 0,
+            "{fixture_dir}: no trace holds spans of both hosts"
+        );
+        assert!(
+            !matched.is_empty(),
+            "{fixture_dir}: oracle has no matched samples"
+        );
+        {
+            for k in &matched {
+                let t = trace_of
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{fixture_dir}: {k:?} not exported"));
+                let h = &hosts_of[t];
+                assert!(
+                    h.contains(a) && h.contains(b),
+                    "{fixture_dir}: {k:?} not on both hosts: {h:?}"
+                );
+            }
+        }
+    }
+    // Per-topic metrics: the last exported counters equal the final snapshot's.
+    for (host, final_json) in finals {
+        let snap: Value =
+            serde_json::from_str(&std::fs::read_to_string(&final_json).unwrap()).unwrap();
+        let want: BTreeMap<String, i64> = snap["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["samples"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let rows = stack.flux(&format!(
+            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "ddshark.topic.samples" and r._field == "counter" and r["host.name"] == "{host}")
+  |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
+        ));
+        let have: BTreeMap<String, i64> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["topic_name"].clone(),
+                    r["_value"].parse::<f64>().unwrap() as i64,
+                )
+            })
+            .collect();
+        assert_eq!(have, want, "{host}: ddshark.topic.samples");
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The collector stops in the middle of a paced replay: ddshark keeps going,
+/// reports drops, stays small, and spans flow again once the collector is back.
+#[test]
+fn stack_collector_restart_mid_run() {
+    let mut stack = Stack::start(1);
+    let pcap = fixture("b_large_frag/a.pcap");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "--no-tui",
+            "--speed",
+            "1",
+            "--interval",
+            "0.5",
+            "--otlp",
+            &stack.grpc(),
+            "--host-name",
+            "restart",
+            "--otlp-queue",
+            "64",
+            "--otlp-batch",
+            "16",
+            "--otlp-timeout",
+            "1000",
+        ])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ddshark");
+    let pid = child.id();
+    let mut max_rss = 0u64;
+    let sample = |until: Instant, max: &mut u64| {
+        while Instant::now() < until {
+            if let Some(r) = rss_kib(pid) {
+                *max = (*max).max(r);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let t0 = Instant::now();
+    sample(t0 + Duration::from_millis(1500), &mut max_rss);
+    let before_kill = stack.count_spans("restart");
+    stack.kill_collector();
+    let killed_at = t0.elapsed();
+    sample(t0 + Duration::from_millis(4500), &mut max_rss);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ddshark stopped while the collector was down"
+    );
+    stack.restart_collector();
+    let restarted_at = t0.elapsed();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(60) {
+        sample(Instant::now() + Duration::from_millis(100), &mut max_rss);
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ddshark failed:\n{err}");
+    eprintln!("{err}");
+    eprintln!("killed at {killed_at:?}, restarted at {restarted_at:?}, max RSS {max_rss} KiB, {before_kill} spans before the kill");
+    assert!(
+        err.contains("spans dropped (queue full)"),
+        "no drop report:\n{err}"
+    );
+    let summary = err
+        .lines()
+        .rev()
+        .find(|l| l.contains(" spans: ") && l.contains(" sent, "))
+        .expect("final export summary");
+    let num = |label: &str| -> u64 {
+        let i = summary
+            .find(label)
+            .unwrap_or_else(|| panic!("{label} in {summary}"));
+        summary[..i]
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .trim_start_matches(':')
+            .parse()
+            .unwrap()
+    };
+    let (sent, dropped) = (num(" sent,"), num(" dropped (queue full)"));
+    assert!(
+        dropped > 0,
+        "nothing dropped while the collector was down: {summary}"
+    );
+    assert!(sent > 0, "{summary}");
+    assert!(max_rss < 100 * 1024, "ddshark RSS {max_rss} KiB >= 100 MiB");
+    // Spans flow again: the last DATA_FRAG of the file (captured after the restart) is there.
+    let oracle = read_tsv(&fixture("b_large_frag/oracle_a_submsgs.tsv"));
+    let last_ns = oracle
+        .iter()
+        .filter(|o| matches!(o["sm_kind"].as_str(), "DATA" | "DATA_FRAG"))
+        .filter_map(|o| ns_of(&o["t_first_ipfrag"]))
+        .max()
+        .unwrap();
+    let n = stack.wait_spans("restart", sent as usize);
+    assert!(
+        n > before_kill,
+        "no spans after the restart ({n} ≤ {before_kill})"
+    );
+    assert!(
+        n as u64 <= sent,
+        "InfluxDB has {n} spans, ddshark sent only {sent}"
+    );
+    let rows = stack.flux(&format!(
+        r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "restart" and r._field == "span.name")
+  |> group() |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}})) |> max(column: "t_ns")"#
+    ));
+    let max_ns: u64 = rows[0]["t_ns"].parse().unwrap();
+    assert_eq!(
+        max_ns, last_ns,
+        "the end of the replay did not reach InfluxDB"
+    );
+}
