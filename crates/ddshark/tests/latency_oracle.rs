@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::{fixtures, ns_of, read_tsv};
 use ddshark::latency::join::{SampleRow, Status};
-use ddshark::latency::{direction, join_captures, LatencyArgs, Level, LatencyFormat, RunSummary};
+use ddshark::latency::{direction, join_captures, LatencyArgs, LatencyFormat, Level, RunSummary};
 
 fn args(sender: &Path, receivers: &[PathBuf], level: Level) -> LatencyArgs {
     LatencyArgs {
@@ -106,10 +106,7 @@ fn sample_latency_matches_oracle_on_every_two_host_fixture() {
                 diffs.push(format!("t_send {} vs {t_send}", r.t_send));
             }
             if r.tx_sender.to_string() != o["tx_count_sender"] {
-                diffs.push(format!(
-                    "tx {} vs {}",
-                    r.tx_sender, o["tx_count_sender"]
-                ));
+                diffs.push(format!("tx {} vs {}", r.tx_sender, o["tx_count_sender"]));
             }
             if !o["topic"].is_empty() && r.topic.as_deref() != Some(o["topic"].as_str()) {
                 diffs.push(format!("topic {:?} vs {}", r.topic, o["topic"]));
@@ -131,7 +128,11 @@ fn sample_latency_matches_oracle_on_every_two_host_fixture() {
                     {
                         diffs.push(format!(
                             "recv {:?} {:?} {:?} vs {t_recv} {} (frame {})",
-                            r.status, r.t_recv, r.latency_ns, o["latency_us"], o["frame_recv_complete"]
+                            r.status,
+                            r.t_recv,
+                            r.latency_ns,
+                            o["latency_us"],
+                            o["frame_recv_complete"]
                         ));
                     }
                 }
@@ -156,7 +157,10 @@ fn sample_latency_matches_oracle_on_every_two_host_fixture() {
             .filter(|r| r.status != Status::Lost)
             .map(|r| format!("{} {} {:?}", r.key.writer, r.key.sn, r.status))
             .collect();
-        assert!(extra.is_empty(), "{name}: rows not in the oracle: {extra:?}");
+        assert!(
+            extra.is_empty(),
+            "{name}: rows not in the oracle: {extra:?}"
+        );
         assert!(
             bad.is_empty(),
             "{name}: {} of {} oracle samples differ:\n{}",
@@ -165,14 +169,22 @@ fn sample_latency_matches_oracle_on_every_two_host_fixture() {
             bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
         );
         total += oracle.len();
-        report.push(format!("{name}: {} samples ({complete} complete) agree", oracle.len()));
+        report.push(format!(
+            "{name}: {} samples ({complete} complete) agree",
+            oracle.len()
+        ));
     }
     eprintln!("{}\ntotal {total}", report.join("\n"));
 }
 
 fn usable_frag(r: &HashMap<String, String>) -> bool {
     let p = |k: &str| r[k].parse::<i64>().ok();
-    match (p("frag_start"), p("frags_in_sm"), p("sample_size"), p("frag_size")) {
+    match (
+        p("frag_start"),
+        p("frags_in_sm"),
+        p("sample_size"),
+        p("frag_size"),
+    ) {
         (Some(fs), Some(nf), Some(ss), Some(fz)) => {
             fs >= 1 && nf >= 1 && fz > 0 && ss > 0 && fs + nf - 1 <= (ss + fz - 1) / fz
         }
@@ -214,7 +226,11 @@ fn submessage_latency_matches_oracle_per_data_frag() {
         if fa.is_empty() {
             continue;
         }
-        let a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Submessage);
+        let a = args(
+            &dir.join("a.pcap"),
+            &[dir.join("b.pcap")],
+            Level::Submessage,
+        );
         let (rows, _) = run(&a);
         let mut n = 0usize;
         for r in rows.iter().filter(|r| r.fragmented) {
@@ -321,13 +337,21 @@ fn the_join_is_bounded_and_counts_its_evictions() {
         .filter(|r| r.status == Status::Ok)
         .map(|r| r.key)
         .collect();
-    assert_eq!(ok.len(), 208, "a 200 ms window still completes every sample");
+    assert_eq!(
+        ok.len(),
+        208,
+        "a 200 ms window still completes every sample"
+    );
 }
 
 #[test]
 fn offset_shifts_every_latency_and_both_directions_come_out() {
     let dir = fixtures().join("a_small_reliable");
-    let (base, _) = run(&args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample));
+    let (base, _) = run(&args(
+        &dir.join("a.pcap"),
+        &[dir.join("b.pcap")],
+        Level::Sample,
+    ));
     let mut a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
     a.offset_ns = 40_000; // B's clock 40 µs ahead: A->B 40 µs shorter, B->A 40 µs longer
     let (shifted, _) = run(&a);

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::stats::{histogram, human_ns, pct, Group, GroupKey, TopicStats};
+use super::stats::{human_ns, pct, Group, GroupKey, TopicStats};
 use super::{direction, label, Level, RunSummary};
 
 const PALETTE: &[&str] = &[
@@ -43,7 +43,10 @@ impl Axis {
         let hi = (max.max(2)) as f64;
         let log = hi / lo > 10.0;
         let (lo, hi) = if log {
-            (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()))
+            (
+                10f64.powf(lo.log10().floor()),
+                10f64.powf(hi.log10().ceil()),
+            )
         } else {
             let pad = ((hi - lo) * 0.05).max(1.0);
             ((lo - pad).max(0.0), hi + pad)
@@ -149,7 +152,12 @@ fn box_plot(rows: &[Row<'_>], out: &mut String) {
         let lo_fence = q1.saturating_sub(iqr.saturating_mul(3) / 2);
         let hi_fence = q3.saturating_add(iqr.saturating_mul(3) / 2);
         let wl = s.iter().copied().find(|&v| v >= lo_fence).unwrap_or(q1);
-        let wh = s.iter().rev().copied().find(|&v| v <= hi_fence).unwrap_or(q3);
+        let wh = s
+            .iter()
+            .rev()
+            .copied()
+            .find(|&v| v <= hi_fence)
+            .unwrap_or(q3);
         let c = color(i);
         let tip = format!(
             "{}: n={} min={} p25={} p50={} p75={} p99={} max={}",
@@ -188,11 +196,7 @@ fn box_plot(rows: &[Row<'_>], out: &mut String) {
             ax.pos(q2),
             y + 11.0,
         );
-        let outliers: Vec<i64> = s
-            .iter()
-            .copied()
-            .filter(|&v| v < wl || v > wh)
-            .collect();
+        let outliers: Vec<i64> = s.iter().copied().filter(|&v| v < wl || v > wh).collect();
         let step = outliers.len().div_ceil(MAX_OUTLIERS).max(1);
         for v in outliers.iter().step_by(step) {
             let _ = write!(
@@ -314,47 +318,123 @@ fn time_plot(rows: &[Row<'_>], out: &mut String) {
     out.push_str("</div>");
 }
 
+/// Bins for the report's histogram: 20 linear bins when the data span less than a
+/// decade, else 10 logarithmic bins per decade.
+fn fine_bins(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
+        return Vec::new();
+    };
+    let mut edges: Vec<i64> = Vec::new();
+    if lo > 0 && hi / lo.max(1) >= 10 {
+        let mut k = ((lo as f64).log10() * 10.0).floor() as i32;
+        loop {
+            let e = 10f64.powf(f64::from(k) / 10.0).round() as i64;
+            if edges.last().map_or(true, |&l| e > l) {
+                edges.push(e);
+            }
+            if e > hi || edges.len() > 400 {
+                break;
+            }
+            k += 1;
+        }
+    } else {
+        let step = ((hi - lo) / 20).max(1);
+        let mut e = lo;
+        while e <= hi && edges.len() < 22 {
+            edges.push(e);
+            e = e.saturating_add(step);
+        }
+        edges.push(e);
+    }
+    edges
+        .windows(2)
+        .filter_map(|w| match w {
+            [a, b] => {
+                let from = sorted.partition_point(|&v| v < *a);
+                let to = sorted.partition_point(|&v| v < *b);
+                Some((*a, *b, (to - from) as u64))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn histograms(rows: &[Row<'_>], out: &mut String) {
+    let shown = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.sorted.is_empty())
+        .max_by_key(|(i, r)| (r.sorted.len(), std::cmp::Reverse(*i)))
+        .map(|(i, _)| i);
     out.push_str(r#"<select id="histsel" aria-label="topic">"#);
-    for (i, r) in rows.iter().enumerate().filter(|(_, r)| !r.sorted.is_empty()) {
-        let _ = write!(out, r#"<option value="{i}">{}</option>"#, esc(&r.name));
+    for (i, r) in rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.sorted.is_empty())
+    {
+        let sel = if Some(i) == shown { " selected" } else { "" };
+        let _ = write!(out, r#"<option value="{i}"{sel}>{}</option>"#, esc(&r.name));
     }
     out.push_str("</select>");
-    let mut first = true;
-    for (i, r) in rows.iter().enumerate().filter(|(_, r)| !r.sorted.is_empty()) {
-        let bins = histogram(&r.sorted);
-        let (w, h, l, b) = (1100.0, 300.0, 70.0, 60.0);
+    for (i, r) in rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.sorted.is_empty())
+    {
+        let bins = fine_bins(&r.sorted);
+        let (w, h, l, b) = (1100.0, 300.0, 70.0, 70.0);
         let peak = bins.iter().map(|x| x.2).max().unwrap_or(1).max(1) as f64;
         let bw = (w - l - 20.0) / bins.len().max(1) as f64;
+        let label_every = bins.len().div_ceil(12).max(1);
         let _ = write!(
             out,
             r#"<svg class="plot hist" data-hist="{i}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="latency histogram"{}>"#,
-            if first { "" } else { r#" style="display:none""# }
+            if Some(i) == shown {
+                ""
+            } else {
+                r#" style="display:none""#
+            }
         );
-        first = false;
+        let _ = write!(
+            out,
+            r##"<line x1="{l}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/><text x="{:.1}" y="16" text-anchor="end" class="tick">{} samples, peak {}</text>"##,
+            h - b,
+            w - 20.0,
+            h - b,
+            w - 20.0,
+            r.sorted.len(),
+            peak as u64
+        );
         for (j, (lo, hi, n)) in bins.iter().enumerate() {
             let x = l + bw * j as f64;
-            let bh = (*n as f64 / peak) * (h - b - 20.0);
+            let bh = (*n as f64 / peak) * (h - b - 30.0);
             let _ = write!(
                 out,
-                r##"<g class="bar" data-tip="{} .. {}: {n}"><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" text-anchor="middle" class="tick">{n}</text><text x="{:.1}" y="{:.1}" text-anchor="end" class="tick" transform="rotate(-35 {:.1} {:.1})">{}</text></g>"##,
+                r#"<g class="bar" data-tip="{} .. {}: {n}"><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/></g>"#,
                 esc(&human_ns(*lo)),
                 esc(&human_ns(*hi)),
-                x + 2.0,
+                x + 0.5,
                 h - b - bh,
-                (bw - 4.0).max(1.0),
+                (bw - 1.0).max(0.5),
                 bh,
                 color(i),
-                x + bw / 2.0,
-                h - b - bh - 3.0,
-                x + bw,
-                h - b + 14.0,
-                x + bw,
-                h - b + 14.0,
-                esc(&format!("<{}", human_ns(*hi)))
             );
+            if j % label_every == 0 {
+                let _ = write!(
+                    out,
+                    r#"<text x="{x:.1}" y="{:.1}" text-anchor="end" class="tick" transform="rotate(-35 {x:.1} {:.1})">{}</text>"#,
+                    h - b + 14.0,
+                    h - b + 14.0,
+                    esc(&human_ns(*lo))
+                );
+            }
         }
-        out.push_str("</svg>");
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="axis">latency (bin start)</text></svg>"#,
+            (l + w) / 2.0,
+            h - 4.0
+        );
     }
 }
 
@@ -414,7 +494,12 @@ pub fn report(run: &RunSummary) -> String {
         esc(level)
     );
     for (i, c) in run.captures.iter().enumerate() {
-        let _ = write!(out, "<li>capture {} = <code>{}</code></li>", label(i), esc(c));
+        let _ = write!(
+            out,
+            "<li>capture {} = <code>{}</code></li>",
+            label(i),
+            esc(c)
+        );
     }
     out.push_str("</ul><h2>Per topic</h2><table><tr><th>direction</th><th>topic</th><th>count</th><th>lost</th><th>incomplete</th><th>repaired</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
     for r in &rows {

@@ -162,7 +162,8 @@ struct Pending {
 }
 
 fn bit(bits: &[u64], u: usize) -> bool {
-    bits.get(u / 64).is_some_and(|w| w & (1u64 << (u % 64)) != 0)
+    bits.get(u / 64)
+        .is_some_and(|w| w & (1u64 << (u % 64)) != 0)
 }
 
 fn set_bit(bits: &mut Vec<u64>, u: usize) {
@@ -503,14 +504,12 @@ impl Join {
             } else {
                 (None, None)
             };
-            let t_recv_first = c
-                .done
-                .iter()
-                .map(|d| d.0)
-                .filter(|&t| t != i64::MAX)
-                .min();
+            let t_recv_first = c.done.iter().map(|d| d.0).filter(|&t| t != i64::MAX).min();
             let repaired = complete
-                && c.done.iter().zip(s.first_repair.iter()).any(|(d, r)| *r <= d.0);
+                && c.done
+                    .iter()
+                    .zip(s.first_repair.iter())
+                    .any(|(d, r)| *r <= d.0);
             out.push(SampleRow {
                 sender: home,
                 receiver: r,

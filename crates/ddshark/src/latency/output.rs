@@ -191,7 +191,10 @@ pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
         Some(Level::Submessage) => "submessage (per DATA_FRAG)",
         _ => "sample (DDS layer)",
     };
-    let _ = writeln!(out, "latency per {level}: first IP fragment at the sender -> last IP fragment at the receiver");
+    let _ = writeln!(
+        out,
+        "latency per {level}: first IP fragment at the sender -> last IP fragment at the receiver"
+    );
     let _ = writeln!(
         out,
         "{:<6} {:<40} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}",
