@@ -312,6 +312,12 @@ impl ExporterConfig {
             .find(|(k, _)| k == attr::SERVICE_NAME)
             .map(|(_, v)| v.clone());
         resource.retain(|(k, _)| k != attr::SERVICE_NAME);
+        if let Some((k, _)) = resource
+            .iter()
+            .find(|(k, _)| crate::schema::SPAN_ATTRIBUTE_KEYS.contains(&k.as_str()))
+        {
+            return Err(ConfigError::ReservedResource(k.clone()));
+        }
         c.service_name = o
             .service_name
             .clone()
@@ -522,6 +528,7 @@ mod tests {
         assert!(bad("OTEL_EXPORTER_OTLP_TIMEOUT", "soon"));
         assert!(bad("OTEL_EXPORTER_OTLP_HEADERS", "novalue"));
         assert!(bad("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317"));
+        assert!(bad("OTEL_RESOURCE_ATTRIBUTES", "capture.interface=eth0"));
     }
 
     #[test]

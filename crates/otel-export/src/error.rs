@@ -17,6 +17,8 @@ pub enum ConfigError {
     HeaderName(String),
     #[error("OTLP timeout {0:?} is not a number of milliseconds")]
     Timeout(String),
+    #[error("resource attribute {0:?} is a span attribute of ddshark's schema; set it per span (e.g. --capture-interface), not as a resource attribute")]
+    ReservedResource(String),
     #[error("topic pattern {pattern:?}: {message}")]
     TopicPattern { pattern: String, message: String },
 }

@@ -193,7 +193,10 @@ impl ExportHandle {
                 return false;
             }
         };
-        match self.runtime.block_on(self.spans.send_timeout(rec, max_wait)) {
+        match self
+            .runtime
+            .block_on(self.spans.send_timeout(rec, max_wait))
+        {
             Ok(()) => {
                 add(&self.counters.enqueued, 1);
                 true

@@ -50,6 +50,34 @@ pub mod attr {
     pub const SUBMESSAGE_INDEX: &str = "submessage_index";
 }
 
+/// Keys every span may carry itself. A resource attribute with one of these keys
+/// is refused (an InfluxDB dimension present twice makes the exporter drop the batch).
+pub const SPAN_ATTRIBUTE_KEYS: [&str; 23] = [
+    attr::TRAFFIC_TYPE,
+    attr::TOPIC_NAME,
+    attr::TYPE_NAME,
+    attr::WRITER_ID,
+    attr::SN,
+    attr::FRAGMENT_STARTING_NUM,
+    attr::FRAGS_IN_SUBMESSAGE,
+    attr::FRAGMENT_SIZE,
+    attr::SAMPLE_SIZE,
+    attr::PAYLOAD_SIZE,
+    attr::PCP,
+    attr::VLAN_ID,
+    attr::VENDOR_ID,
+    attr::VENDOR_NAME,
+    attr::SRC,
+    attr::DST,
+    attr::DOMAIN_ID,
+    attr::SOURCE_TIMESTAMP_NS,
+    attr::CAPTURE_INTERFACE,
+    attr::FRAME,
+    attr::FRAME_FIRST,
+    attr::IP_FRAGMENTS,
+    attr::SUBMESSAGE_INDEX,
+];
+
 /// The default InfluxDB span dimensions (tags) for this schema, as in
 /// `deploy/otelcol/config.yaml`.
 pub const INFLUX_SPAN_DIMENSIONS: [&str; 8] = [
