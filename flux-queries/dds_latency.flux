@@ -11,8 +11,8 @@
 // Only writers living on the sender host count: a writer's samples are seen first
 // there (majority vote per writer_id), so swapping ${sender}/${receiver} gives the
 // other direction.
-// One row per complete sample: _time = t_send, _value = latency_ns, with writer_id,
-// sn, topic_name, t_send, t_recv; one series (table) per topic.
+// One row per complete sample: _time = t_send (ns), _value = latency_ns, with writer_id,
+// sn, topic_name (t_recv = _time + _value); one series (table) per topic.
 // Grafana variables: ${bucket}, ${sender}, ${receiver} (host.name), ${topic} (regex,
 // All = .*) and v.timeRangeStart / v.timeRangeStop.
 import "join"
@@ -56,7 +56,7 @@ senderWriters = join.inner(
     |> filter(fn: (r) => r.vote > 0)
 
 sent = join.inner(
-    left: snd |> filter(fn: (r) => "${topic:regex}" == ".*" or r.topic_name =~ /^${topic:regex}$/),
+    left: snd |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/),
     right: senderWriters,
     on: (l, r) => l.writer_id == r.writer_id,
     as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, topic_name: l.topic_name, t_send: l.start}),
@@ -105,8 +105,6 @@ join.inner(
         writer_id: l.writer_id,
         sn: l.sn,
         topic_name: l.topic_name,
-        t_send: l.t_send,
-        t_recv: r.t_recv,
     }),
 )
     |> group(columns: ["topic_name"])

@@ -51,7 +51,7 @@ senderWriters = join.inner(
     |> filter(fn: (r) => r.vote > 0)
 
 sent = join.inner(
-    left: snd |> filter(fn: (r) => "${topic:regex}" == ".*" or r.topic_name =~ /^${topic:regex}$/),
+    left: snd |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/),
     right: senderWriters,
     on: (l, r) => l.writer_id == r.writer_id,
     as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, topic_name: l.topic_name}),
@@ -87,8 +87,6 @@ join.inner(
         sn: l.sn,
         fragment_starting_num: l.fsn,
         topic_name: l.topic_name,
-        t_send: l.t_send,
-        t_recv: r.end,
     }),
 )
     |> group(columns: ["topic_name"])

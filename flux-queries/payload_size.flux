@@ -9,7 +9,7 @@ from(bucket: "${bucket}")
     |> filter(fn: (r) => r._measurement == "spans" and r._field == "attributes")
     |> filter(fn: (r) => r["host.name"] == "${sender}")
     |> filter(fn: (r) => r.fragment_starting_num == "0" or r.fragment_starting_num == "1")
-    |> filter(fn: (r) => "${topic:regex}" == ".*" or r.topic_name =~ /^${topic:regex}$/)
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/)
     |> group()
     |> map(fn: (r) => {
         a = json.parse(data: bytes(v: r._value))

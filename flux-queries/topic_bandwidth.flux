@@ -10,7 +10,7 @@ from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans" and r._field == "attributes")
     |> filter(fn: (r) => r["host.name"] == "${sender}")
-    |> filter(fn: (r) => "${topic:regex}" == ".*" or r.topic_name =~ /^${topic:regex}$/)
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/)
     |> group()
     |> map(fn: (r) => {
         a = json.parse(data: bytes(v: r._value))

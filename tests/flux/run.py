@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+"""End-to-end check of the Flux queries and Grafana dashboards on the real stack.
+
+1. Starts the docker-free stack (scripts/stack/start.sh --with-prometheus, private run
+   dir and ports) unless --stack-env points at a running one. A missing stack FAILS.
+2. Replays both captures of each two-host fixture through `ddshark -r … --otlp` into the
+   real OpenTelemetry Collector, which writes the spans into the real InfluxDB
+   (host.name = <run>-<scenario>-a / -b), and waits until InfluxDB holds every span.
+3. flux-queries/dds_latency.flux and dds_submessage_latency.flux, with Grafana's
+   variables bound (`option v = {…}` plus ${bucket}/${sender}/${receiver}/${topic}), must
+   return exactly the per-sample / per-DATA_FRAG latencies of `ddshark latency` (both
+   directions), to the nanosecond.
+4. Every other flux-queries/*.flux and every panel and template-variable query of
+   grafana/dashboards/*.json runs (Flux on InfluxDB, PromQL on Prometheus) and returns
+   data; dashboards and provisioning files are checked for structure, and the dashboards
+   must be what grafana/build_dashboards.py generates.
+
+usage: tests/flux/run.py [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
+Exit status 0 only if everything passed.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PCAPS = os.path.join(ROOT, "tests", "pcaps")
+FLUX_DIR = os.path.join(ROOT, "flux-queries")
+DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
+PROV_DIR = os.path.join(ROOT, "grafana", "provisioning")
+DEFAULT_SCENARIOS = ["a_small_reliable", "b_large_frag", "d_rustdds_interop", "e_mixed_robustness",
+                     "f_ddsperf_cyclone0102", "g_dustdds_interop", "h_vlan_pcp", "i_late_start"]
+# Private ports, so that the check can run next to a developer's stack.
+PORTS = {
+    "DDSHARK_INFLUX_PORT": "38686", "DDSHARK_OTLP_GRPC_PORT": "38617",
+    "DDSHARK_OTLP_HTTP_PORT": "38618", "DDSHARK_OTELCOL_HEALTH_PORT": "38633",
+    "DDSHARK_OTELCOL_METRICS_PORT": "38688", "DDSHARK_OTELCOL_PROM_PORT": "38689",
+    "DDSHARK_PROMETHEUS_PORT": "38690", "DDSHARK_NODE_EXPORTER_PORT": "38691",
+}
+
+FAILURES = []
+
+
+def log(msg):
+    print(f"[flux] {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg):
+    FAILURES.append(msg)
+    log("FAIL: " + msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+# ------------------------------------------------------------------ stack
+def read_env(path):
+    env = {}
+    with open(path) as fh:
+        for line in fh:
+            m = re.match(r"export (\w+)='(.*)'$", line.strip())
+            if m:
+                env[m.group(1)] = m.group(2)
+    return env
+
+
+def start_stack(run_dir):
+    env = dict(os.environ, DDSHARK_STACK_RUN_DIR=run_dir, **PORTS)
+    log(f"starting the stack in {run_dir}")
+    p = subprocess.run([os.path.join(ROOT, "scripts", "stack", "start.sh"), "--with-prometheus"],
+                       env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr)
+        raise SystemExit("the stack did not start (build it with scripts/stack/build.sh); failing")
+    return read_env(os.path.join(run_dir, "stack.env"))
+
+
+def stop_stack(run_dir):
+    env = dict(os.environ, DDSHARK_STACK_RUN_DIR=run_dir, **PORTS)
+    subprocess.run([os.path.join(ROOT, "scripts", "stack", "stop.sh")], env=env,
+                   capture_output=True, text=True)
+
+
+# ------------------------------------------------------------------ InfluxDB / Prometheus
+class Influx:
+    def __init__(self, env):
+        self.url = env["DDSHARK_INFLUX_URL"]
+        self.org = env.get("DDSHARK_INFLUX_ORG", "ddshark")
+        self.bucket = env.get("DDSHARK_INFLUX_BUCKET", "ddshark")
+        self.token = env.get("DDSHARK_INFLUX_TOKEN", "ddshark-dev-token")
+
+    def query(self, flux):
+        """Run Flux; returns a list of row dicts (all tables). Raises on errors."""
+        req = urllib.request.Request(
+            f"{self.url}/api/v2/query?org={urllib.parse.quote(self.org)}",
+            data=flux.encode(), method="POST",
+            headers={"Authorization": f"Token {self.token}", "Accept": "application/csv",
+                     "Content-Type": "application/vnd.flux"})
+        try:
+            with urllib.request.urlopen(req, timeout=300) as r:
+                text = r.read().decode()
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"HTTP {e.code}: {e.read().decode(errors='replace')[:2000]}")
+        rows, header = [], None
+        for rec in csv.reader(io.StringIO(text)):
+            if not rec or rec == [""]:
+                header = None
+                continue
+            if header is None:
+                header = rec
+                continue
+            rows.append(dict(zip(header, rec)))
+        return rows
+
+
+def prom_query_range(url, expr, start, end, step=15):
+    q = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
+    with urllib.request.urlopen(f"{url}/api/v1/query_range?{q}", timeout=60) as r:
+        data = json.load(r)
+    if data.get("status") != "success":
+        raise RuntimeError(str(data))
+    return data["data"]["result"]
+
+
+def prom_series(url, match):
+    q = urllib.parse.urlencode({"match[]": match})
+    with urllib.request.urlopen(f"{url}/api/v1/series?{q}", timeout=60) as r:
+        return json.load(r)["data"]
+
+
+# ------------------------------------------------------------------ binding Grafana variables
+def rfc3339(ns):
+    s, f = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{f:09d}Z"
+
+
+def bind_flux(text, start_ns, stop_ns, window, values):
+    """Grafana's substitutions: ${var}, ${var:regex}, $var; `option v` after the imports."""
+    def sub(m):
+        name = m.group(1) or m.group(3)
+        fmt = m.group(2)
+        if name not in values:
+            raise KeyError(f"unbound variable {m.group(0)}")
+        v = values[name]
+        return v if fmt in (None, "regex", "raw") else v
+    body = re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, text)
+    lines = body.split("\n")
+    imports = [l for l in lines if l.startswith("import ")]
+    rest = [l for l in lines if not l.startswith("import ")]
+    opt = (f"option v = {{timeRangeStart: {rfc3339(start_ns)}, timeRangeStop: {rfc3339(stop_ns)}, "
+           f"windowPeriod: {window}}}")
+    return "\n".join(imports + [opt] + rest)
+
+
+def bind_prom(expr, values):
+    def sub(m):
+        name = m.group(1) or m.group(3)
+        if name in ("__rate_interval", "__interval", "__range"):
+            return {"__rate_interval": "1m", "__interval": "15s", "__range": "10m"}[name]
+        if name not in values:
+            raise KeyError(f"unbound variable {m.group(0)}")
+        return values[name]
+    return re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, expr)
+
+
+# ------------------------------------------------------------------ ddshark
+def ddshark_bin(args):
+    if args.ddshark:
+        return args.ddshark
+    log("building ddshark")
+    subprocess.run(["cargo", "build", "-q", "-p", "ddshark"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "debug", "ddshark")
+
+
+def export(binary, pcap, host, endpoint):
+    p = subprocess.run([binary, "-r", pcap, "--no-tui", "--otlp", endpoint, "--host-name", host,
+                        "--capture-interface", "eth0", "--interval", "3600"],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"export of {pcap} failed: {p.stderr[-2000:]}")
+    m = re.search(r"(\d+) spans: (\d+) sent", p.stderr)
+    if not m or m.group(1) != m.group(2):
+        raise RuntimeError(f"export of {pcap} incomplete: {p.stderr[-1000:]}")
+    return int(m.group(2))
+
+
+def latency_rows(binary, a, b, level):
+    p = subprocess.run([binary, "latency", a, b, "--level", level, "-F", "tsv", "-q"],
+                       capture_output=True, text=True, check=True)
+    return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t"))
+
+
+def parse_time_ns(s):
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$", s)
+    if not m:
+        raise ValueError(s)
+    base = int(time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))) - time.timezone
+    frac = (m.group(2) or "").ljust(9, "0")[:9]
+    return base * 1_000_000_000 + int(frac)
+
+
+# ------------------------------------------------------------------ checks
+def check_latency(influx, binary, scen, hosts, start, stop):
+    a_pcap, b_pcap = (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))
+    for level, qfile, keyf in (
+            ("sample", "dds_latency.flux", lambda r: (r["writer_guid"], r["sn"])),
+            ("submessage", "dds_submessage_latency.flux",
+             lambda r: (r["writer_guid"], r["sn"], r["frag_start"] or "0"))):
+        rows = latency_rows(binary, a_pcap, b_pcap, level)
+        text = open(os.path.join(FLUX_DIR, qfile)).read()
+        for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
+            want = {keyf(r): (int(r["t_send_ns"]), int(r["latency_ns"]))
+                    for r in rows if r["direction"] == direction and r["status"] == "ok"}
+            q = bind_flux(text, start, stop, "1s",
+                          {"bucket": influx.bucket, "sender": snd, "receiver": rcv, "topic": ".*"})
+            try:
+                res = influx.query(q)
+            except RuntimeError as e:
+                fail(f"{scen} {qfile} {direction}: {e}")
+                continue
+            got = {}
+            for r in res:
+                k = (r["writer_id"], r["sn"]) if level == "sample" else \
+                    (r["writer_id"], r["sn"], r["fragment_starting_num"])
+                got[k] = (parse_time_ns(r["_time"]), int(r["_value"]))
+            missing = sorted(set(want) - set(got))
+            extra = sorted(set(got) - set(want))
+            diff = sorted(k for k in set(want) & set(got) if want[k] != got[k])
+            ok = check(not missing and not extra and not diff,
+                       f"{scen} {level} {direction}: ddshark {len(want)} rows, flux {len(got)}; "
+                       f"missing {missing[:5]} extra {extra[:5]} "
+                       f"differ {[(k, want[k], got[k]) for k in diff[:5]]}")
+            if ok:
+                log(f"{scen} {level:10} {direction}: {len(want)} latencies identical to the ns")
+
+
+def check_other_queries(influx, hosts, start, stop):
+    for f in sorted(os.listdir(FLUX_DIR)):
+        if not f.endswith(".flux"):
+            continue
+        q = bind_flux(open(os.path.join(FLUX_DIR, f)).read(), start, stop, "1s",
+                      {"bucket": influx.bucket, "sender": hosts[0], "receiver": hosts[1],
+                       "topic": ".*"})
+        try:
+            n = len(influx.query(q))
+        except RuntimeError as e:
+            fail(f"{f}: {e}")
+            continue
+        check(n > 0, f"{f}: no data")
+        log(f"{f}: {n} rows")
+
+
+def check_topic_filter(influx, hosts, start, stop):
+    """A concrete topic (regex-escaped as Grafana's ${topic:regex} does) filters."""
+    q = bind_flux(open(os.path.join(FLUX_DIR, "dds_latency.flux")).read(), start, stop, "1s",
+                  {"bucket": influx.bucket, "sender": hosts[0], "receiver": hosts[1],
+                   "topic": re.escape("rt/chatter").replace("/", "\\/")})
+    rows = influx.query(q)
+    topics = {r["topic_name"] for r in rows}
+    check(rows and topics == {"rt/chatter"}, f"topic filter: got {topics}")
+
+
+def dashboard_structure(path, datasource_uids):
+    d = json.load(open(path))
+    name = os.path.basename(path)
+    for k in ("uid", "title", "panels", "templating", "schemaVersion", "time"):
+        check(k in d, f"{name}: no {k}")
+    ids = [p.get("id") for p in d["panels"]]
+    check(len(ids) == len(set(ids)), f"{name}: duplicate panel ids")
+    var_names = {v["name"] for v in d["templating"]["list"]}
+    for p in d["panels"]:
+        gp = p.get("gridPos", {})
+        check(all(k in gp for k in "xywh") and gp["x"] + gp["w"] <= 24,
+              f"{name} panel {p.get('title')}: bad gridPos {gp}")
+        if p["type"] == "row":
+            continue
+        check(p.get("targets"), f"{name} panel {p['title']}: no targets")
+        for t in p.get("targets", []):
+            ds = t.get("datasource", p.get("datasource", {}))
+            check(ds.get("uid") in datasource_uids,
+                  f"{name} panel {p['title']}: datasource {ds} not provisioned")
+            text = t.get("query") or t.get("expr") or ""
+            check(text, f"{name} panel {p['title']}: empty query")
+            for m in re.finditer(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)", text):
+                v = m.group(1) or m.group(2)
+                check(v in var_names or v.startswith("__"),
+                      f"{name} panel {p['title']}: unknown variable {v}")
+    for v in d["templating"]["list"]:
+        if v["type"] == "query":
+            check(v.get("datasource", {}).get("uid") in datasource_uids,
+                  f"{name} variable {v['name']}: datasource not provisioned")
+    return d
+
+
+def check_provisioning():
+    import yaml
+    ds = yaml.safe_load(open(os.path.join(PROV_DIR, "datasources", "datasources.yaml")))
+    uids = {}
+    for d in ds.get("datasources", []):
+        check(d.get("uid") and d.get("type") and d.get("url"), f"datasource {d} incomplete")
+        uids[d["uid"]] = d
+    check(uids.get("ddshark-influxdb", {}).get("jsonData", {}).get("version") == "Flux",
+          "InfluxDB datasource is not in Flux mode")
+    check("ddshark-prometheus" in uids, "no Prometheus datasource")
+    prov = yaml.safe_load(open(os.path.join(PROV_DIR, "dashboards", "dashboards.yaml")))
+    paths = [p.get("options", {}).get("path") for p in prov.get("providers", [])]
+    check(paths and all(paths), f"dashboard provider without path: {prov}")
+    compose = open(os.path.join(ROOT, "deploy", "docker-compose.yml")).read()
+    for p in paths:
+        check(f"../grafana/dashboards:{p}" in compose,
+              f"docker-compose does not mount grafana/dashboards at {p}")
+    return set(uids)
+
+
+def check_dashboards(influx, prom_url, hosts, start, stop, uids):
+    gen = subprocess.run([sys.executable, os.path.join(ROOT, "grafana", "build_dashboards.py"),
+                          "--check"], capture_output=True, text=True)
+    check(gen.returncode == 0, f"dashboards not generated from flux-queries: {gen.stderr}")
+    flux_files = {open(os.path.join(FLUX_DIR, f)).read() for f in os.listdir(FLUX_DIR)
+                  if f.endswith(".flux")}
+    values = {"bucket": influx.bucket, "sender": hosts[0], "receiver": hosts[1], "topic": ".*",
+              "iface": ".*"}
+    now = int(time.time())
+    panels = 0
+    files = sorted(f for f in os.listdir(DASH_DIR) if f.endswith(".json"))
+    check(len(files) >= 3, f"dashboards: {files}")
+    for f in files:
+        d = dashboard_structure(os.path.join(DASH_DIR, f), uids)
+        for v in d["templating"]["list"]:
+            if v["type"] != "query":
+                continue
+            if v["datasource"]["uid"] == "ddshark-influxdb":
+                res = influx.query(bind_flux(v["query"], start, stop, "1s", values))
+                got = {r.get("_value") for r in res}
+                check(got, f"{f} variable {v['name']}: no values")
+                if v["name"] in ("sender", "receiver"):
+                    check(set(hosts) <= got, f"{f} variable {v['name']}: {hosts} not in {got}")
+            else:
+                m = re.match(r"label_values\((\w+), *(\w+)\)", v["query"]["query"])
+                ser = prom_series(prom_url, m.group(1)) if m else []
+                check(any(m.group(2) in s for s in ser), f"{f} variable {v['name']}: no values")
+        for p in d["panels"]:
+            for t in p.get("targets", []):
+                panels += 1
+                where = f"{f} / {p['title']} / {t['refId']}"
+                if "query" in t:
+                    check(t["query"] in flux_files, f"{where}: query is not a flux-queries file")
+                    try:
+                        n = len(influx.query(bind_flux(t["query"], start, stop, "1s", values)))
+                    except (RuntimeError, KeyError) as e:
+                        fail(f"{where}: {e}")
+                        continue
+                else:
+                    try:
+                        res = prom_query_range(prom_url, bind_prom(t["expr"], values),
+                                               now - 600, now)
+                    except (RuntimeError, KeyError, urllib.error.URLError) as e:
+                        fail(f"{where}: {e}")
+                        continue
+                    n = sum(len(s.get("values", [])) for s in res)
+                check(n > 0, f"{where}: no data")
+                log(f"panel {where}: {n} rows/points")
+    log(f"{panels} panel queries checked")
+
+
+def wait_for_spans(influx, expected, start, stop, timeout=120):
+    q_tpl = ('from(bucket: "{b}") |> range(start: {s}, stop: {e}) '
+             '|> filter(fn: (r) => r._measurement == "spans" and r._field == "duration_nano" '
+             'and r["host.name"] == "{h}") |> group() |> count()')
+    deadline = time.time() + timeout
+    pending = dict(expected)
+    while pending and time.time() < deadline:
+        for h, n in list(pending.items()):
+            res = influx.query(q_tpl.format(b=influx.bucket, s=rfc3339(start), e=rfc3339(stop), h=h))
+            got = int(res[0]["_value"]) if res else 0
+            if got == n:
+                del pending[h]
+            elif got > n:
+                fail(f"{h}: {got} spans in InfluxDB, {n} exported")
+                del pending[h]
+        if pending:
+            time.sleep(1)
+    check(not pending, f"spans never all arrived in InfluxDB: {pending}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stack-env", help="stack.env of a running stack (default: start a private one)")
+    ap.add_argument("--keep", action="store_true", help="leave the private stack running")
+    ap.add_argument("--scenario", action="append", help="fixture(s) (default: all two-host ones)")
+    ap.add_argument("--ddshark", help="ddshark binary (default: cargo build)")
+    args = ap.parse_args()
+    t0 = time.time()
+    run_dir = None
+    if args.stack_env:
+        env = read_env(args.stack_env)
+    else:
+        run_dir = os.environ.get("DDSHARK_FLUX_RUN_DIR", "/tmp/ddshark-flux-test")
+        env = start_stack(run_dir)
+    try:
+        influx = Influx(env)
+        binary = ddshark_bin(args)
+        run_id = f"t{int(time.time())}"
+        scenarios = args.scenario or [s for s in DEFAULT_SCENARIOS
+                                      if os.path.exists(os.path.join(PCAPS, s, "b.pcap"))]
+        check(scenarios, "no fixtures in tests/pcaps")
+        spans, ranges = {}, {}
+        for s in scenarios:
+            hosts = (f"{run_id}-{s}-a", f"{run_id}-{s}-b")
+            for pcap, h in zip(("a.pcap", "b.pcap"), hosts):
+                spans[h] = export(binary, os.path.join(PCAPS, s, pcap), h, env["DDSHARK_OTLP_ENDPOINT"])
+            rows = latency_rows(binary, *(os.path.join(PCAPS, s, f) for f in ("a.pcap", "b.pcap")), "sample")
+            ts = [int(r["t_send_ns"]) for r in rows]
+            # The time range Grafana would show: the capture, with a margin.
+            ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000)
+            log(f"exported {s}: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
+        lo = min(r[1] for r in ranges.values())
+        hi = max(r[2] for r in ranges.values())
+        wait_for_spans(influx, spans, lo, hi)
+        for s, (hosts, start, stop) in ranges.items():
+            check_latency(influx, binary, s, hosts, start, stop)
+        first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
+        check_other_queries(influx, first[0], first[1], first[2])
+        check_topic_filter(influx, first[0], first[1], first[2])
+        uids = check_provisioning()
+        prom = env.get("DDSHARK_PROMETHEUS_URL")
+        if check(prom, "no Prometheus in the stack (start.sh --with-prometheus)"):
+            deadline = time.time() + 90
+            while time.time() < deadline and not prom_query_range(
+                    prom, "rate(node_network_receive_bytes_total[1m])", int(time.time()) - 120,
+                    int(time.time())):
+                time.sleep(3)
+            check_dashboards(influx, prom, first[0], first[1], first[2], uids)
+    finally:
+        if run_dir and not args.keep:
+            stop_stack(run_dir)
+    log(f"done in {time.time() - t0:.0f} s: {len(FAILURES)} failure(s)")
+    for f in FAILURES:
+        print("FAIL: " + f, file=sys.stderr)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
