@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Build (or reuse from cache) the docker-free ddshark telemetry stack:
+#   - otelcol-ddshark : OpenTelemetry Collector built with ocb from
+#                       deploy/otelcol/builder-manifest.yaml
+#   - influxd         : InfluxDB v2.7.12 (with Flux) built from the Go module
+#   - prometheus, prometheus-node-exporter : Debian packages (binaries only,
+#                       started directly by start.sh; no services)
+#   - telemetrygen    : optional (--with-telemetrygen)
+#
+# Built binaries are cached in ${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}/bin
+# next to a <name>.stamp file; a binary whose stamp matches the pinned
+# versions (and, for the collector, the manifest's hash) is not rebuilt.
+#
+# Usage: scripts/stack/build.sh [--force] [--no-apt] [--only otelcol|influxd]
+#                               [--with-telemetrygen]
+set -euo pipefail
+
+# ---- pinned versions (see /work/shared/notes/stack.md for why these) ------
+OTELCOL_BUILDER_VERSION=v0.161.0      # go.opentelemetry.io/collector/cmd/builder
+INFLUXDB_VERSION=v2.7.12              # github.com/influxdata/influxdb/v2
+PKG_CONFIG_VERSION=v0.2.14            # github.com/influxdata/pkg-config (pinned by influxdb's go.mod)
+INFLUXDB_BUILD_TAGS=sqlite_foreign_keys,sqlite_json
+TELEMETRYGEN_VERSION=v0.161.0         # contrib cmd/telemetrygen
+APT_PACKAGES=(build-essential ca-certificates curl python3 prometheus prometheus-node-exporter)
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+
+FORCE=0
+WITH_APT=1
+WITH_TELEMETRYGEN=0
+ONLY=""
+while (($#)); do
+  case "$1" in
+    --force) FORCE=1 ;;
+    --no-apt) WITH_APT=0 ;;
+    --only) ONLY="${2:?--only needs otelcol or influxd}"; shift ;;
+    --with-telemetrygen) WITH_TELEMETRYGEN=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "build.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$ONLY" in ""|otelcol|influxd) ;; *) echo "build.sh: --only takes otelcol or influxd" >&2; exit 2 ;; esac
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
+BIN_DIR="$STACK_DIR/bin"
+TOOLS_DIR="$STACK_DIR/tools"
+BUILD_DIR="$STACK_DIR/build"
+LOG_DIR="$STACK_DIR/logs"
+mkdir -p "$BIN_DIR" "$TOOLS_DIR" "$BUILD_DIR" "$LOG_DIR"
+
+say() { printf '[build] %s\n' "$*" >&2; }
+die() { printf '[build] ERROR: %s\n' "$*" >&2; exit 1; }
+run() { say "+ $*"; "$@"; }
+
+# One build at a time per stack dir (several test runs may call this).
+exec 9>"$STACK_DIR/.build.lock"
+if ! flock -n 9; then
+  say "another build holds $STACK_DIR/.build.lock; waiting"
+  flock 9
+fi
+
+# ---- toolchains -----------------------------------------------------------
+if ! command -v go >/dev/null 2>&1; then
+  [ -x /usr/local/go/bin/go ] || die "Go not found (expected on PATH or at /usr/local/go/bin/go)"
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+# rustup's cargo/rustc first: RUSTUP_TOOLCHAIN=stable must reach them.
+[ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
+say "go: $(go version)"
+
+stamp_ok() { # stamp_ok NAME EXPECTED-STAMP
+  [ "$FORCE" = 0 ] && [ -x "$BIN_DIR/$1" ] && [ -f "$BIN_DIR/$1.stamp" ] \
+    && [ "$(cat "$BIN_DIR/$1.stamp")" = "$2" ]
+}
+install_bin() { # install_bin SRC NAME STAMP
+  install -m 0755 "$1" "$BIN_DIR/.$2.tmp"
+  mv -f "$BIN_DIR/.$2.tmp" "$BIN_DIR/$2"
+  printf '%s\n' "$3" >"$BIN_DIR/$2.stamp"
+}
+go_install_tool() { # go_install_tool MODULE@VERSION DESTDIR
+  say "go install $1 (GOBIN=$2)"
+  GOBIN="$2" go install "$1"
+}
+
+# ---- apt packages -----------------------------------------------------------
+apt_install() {
+  local missing=() p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    say "apt packages present: ${APT_PACKAGES[*]}"
+    return
+  fi
+  command -v apt-get >/dev/null || die "apt-get not found; install manually: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  # Keep Debian's maintainer scripts from starting prometheus/node_exporter as
+  # services: start.sh runs the binaries itself, on loopback only.
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if [ ! -e "$policy" ]; then
+    say "temporarily installing $policy (exit 101) so no service starts"
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 0755 "$policy"
+    made_policy=1
+  fi
+  say "installing apt packages: ${missing[*]}"
+  local rc=0
+  { run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update \
+      && run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; } || rc=$?
+  if [ "$made_policy" = 1 ]; then "${sudo[@]}" rm -f "$policy"; fi
+  [ "$rc" = 0 ] || die "apt-get failed (rc=$rc)"
+}
+
+# ---- OpenTelemetry Collector ------------------------------------------------
+build_otelcol() {
+  local manifest="$REPO_ROOT/deploy/otelcol/builder-manifest.yaml"
+  [ -f "$manifest" ] || die "missing $manifest"
+  local want
+  want="otelcol-ddshark builder=$OTELCOL_BUILDER_VERSION manifest-sha256=$(sha256sum "$manifest" | cut -d' ' -f1)"
+  if stamp_ok otelcol-ddshark "$want"; then
+    say "otelcol-ddshark up to date ($BIN_DIR/otelcol-ddshark)"
+    return
+  fi
+  local t0=$SECONDS
+  if ! { [ -x "$TOOLS_DIR/builder" ] && "$TOOLS_DIR/builder" version 2>/dev/null | grep -q "$OTELCOL_BUILDER_VERSION"; }; then
+    go_install_tool "go.opentelemetry.io/collector/cmd/builder@$OTELCOL_BUILDER_VERSION" "$TOOLS_DIR"
+  fi
+  local t1=$SECONDS
+  local dir="$BUILD_DIR/otelcol"
+  rm -rf "$dir" && mkdir -p "$dir"
+  say "building otelcol-ddshark in $dir (log: $LOG_DIR/otelcol-build.log)"
+  if ! (cd "$dir" && "$TOOLS_DIR/builder" --config="$manifest") >"$LOG_DIR/otelcol-build.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/otelcol-build.log" >&2
+    die "collector build failed (full log: $LOG_DIR/otelcol-build.log)"
+  fi
+  install_bin "$dir/dist/otelcol-ddshark" otelcol-ddshark "$want"
+  say "otelcol-ddshark built: builder install $((t1 - t0)) s, generate+compile $((SECONDS - t1)) s"
+  "$BIN_DIR/otelcol-ddshark" --version >&2
+}
+
+# ---- InfluxDB 2 (influxd) -------------------------------------------------
+# `go install .../cmd/influxd@v2.7.12` is refused (go.mod has a replace), so:
+# download the module, copy it somewhere writable, go build there with
+# influxdata's pkg-config wrapper (it builds libflux with cargo), the stable
+# Rust toolchain (flux pins 1.72, not downloadable here) and a RUSTC_WRAPPER
+# that caps lints (libflux denies warnings that today's rustc raises).
+build_influxd() {
+  local want="influxd $INFLUXDB_VERSION tags=$INFLUXDB_BUILD_TAGS pkg-config=$PKG_CONFIG_VERSION rust=stable ldflags=-s,-w"
+  if stamp_ok influxd "$want" && "$BIN_DIR/influxd" version 2>/dev/null | grep -q "${INFLUXDB_VERSION}"; then
+    say "influxd up to date ($BIN_DIR/influxd)"
+    return
+  fi
+  command -v cargo >/dev/null || die "cargo not found (need Rust via rustup in ~/.cargo/bin to build libflux)"
+  command -v rustup >/dev/null || die "rustup not found (needed for RUSTUP_TOOLCHAIN=stable)"
+  RUSTUP_TOOLCHAIN=stable rustc --version >/dev/null 2>&1 \
+    || die "Rust 'stable' toolchain missing: rustup toolchain install stable"
+  say "rust: $(RUSTUP_TOOLCHAIN=stable rustc --version)"
+  local t0=$SECONDS
+
+  if ! [ -x "$TOOLS_DIR/pkg-config" ] || ! [ "$(cat "$TOOLS_DIR/pkg-config.stamp" 2>/dev/null)" = "$PKG_CONFIG_VERSION" ]; then
+    go_install_tool "github.com/influxdata/pkg-config@$PKG_CONFIG_VERSION" "$TOOLS_DIR"
+    printf '%s\n' "$PKG_CONFIG_VERSION" >"$TOOLS_DIR/pkg-config.stamp"
+  fi
+
+  cat >"$TOOLS_DIR/rustc-cap-lints" <<'EOF'
+#!/bin/sh
+# RUSTC_WRAPPER: cargo calls "$0 rustc ARGS..."; demote denied lints to
+# warnings (libflux uses #![deny(warnings)]; RUSTFLAGS does not reach its
+# build-dependencies). Leave calls that already cap lints alone.
+for a in "$@"; do
+  case "$a" in --cap-lints|--cap-lints=*) exec "$@" ;; esac
+done
+exec "$@" --cap-lints warn
+EOF
+  chmod 0755 "$TOOLS_DIR/rustc-cap-lints"
+
+  say "go mod download github.com/influxdata/influxdb/v2@$INFLUXDB_VERSION"
+  local moddir
+  moddir="$(go mod download -json "github.com/influxdata/influxdb/v2@$INFLUXDB_VERSION" \
+    | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["Error"]) if d.get("Error") else print(d["Dir"])')"
+  local src="$BUILD_DIR/influxdb-$INFLUXDB_VERSION"
+  say "copying module source $moddir -> $src"
+  rm -rf "$src"
+  cp -r "$moddir" "$src"
+  chmod -R u+w "$src"
+
+  say "building influxd (several minutes; log: $LOG_DIR/influxd-build.log)"
+  local t1=$SECONDS
+  if ! (cd "$src" && env \
+      PKG_CONFIG="$TOOLS_DIR/pkg-config" \
+      RUSTUP_TOOLCHAIN=stable \
+      RUSTC_WRAPPER="$TOOLS_DIR/rustc-cap-lints" \
+      CGO_ENABLED=1 GO111MODULE=on \
+      go build -tags "$INFLUXDB_BUILD_TAGS" \
+        -ldflags "-s -w -X main.version=$INFLUXDB_VERSION -X main.commit=module-build" \
+        -o "$src/influxd" ./cmd/influxd) >"$LOG_DIR/influxd-build.log" 2>&1; then
+    tail -n 60 "$LOG_DIR/influxd-build.log" >&2
+    die "influxd build failed (full log: $LOG_DIR/influxd-build.log)"
+  fi
+  install_bin "$src/influxd" influxd "$want"
+  say "influxd built: prep $((t1 - t0)) s, go build (incl. libflux) $((SECONDS - t1)) s"
+  "$BIN_DIR/influxd" version >&2
+  # The copied source (~100 MB) is not needed any more.
+  rm -rf "$src"
+}
+
+build_telemetrygen() {
+  local want="telemetrygen $TELEMETRYGEN_VERSION"
+  if stamp_ok telemetrygen "$want"; then
+    say "telemetrygen up to date"
+    return
+  fi
+  local t0=$SECONDS tmp="$BUILD_DIR/telemetrygen-bin"
+  mkdir -p "$tmp"
+  go_install_tool "github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$TELEMETRYGEN_VERSION" "$tmp"
+  install_bin "$tmp/telemetrygen" telemetrygen "$want"
+  rm -rf "$tmp"
+  say "telemetrygen built in $((SECONDS - t0)) s"
+}
+
+# ---- main -------------------------------------------------------------------
+say "stack dir: $STACK_DIR"
+T_START=$SECONDS
+if [ "$WITH_APT" = 1 ] && [ -z "$ONLY" ]; then apt_install; fi
+if [ -z "$ONLY" ] || [ "$ONLY" = otelcol ]; then build_otelcol; fi
+if [ -z "$ONLY" ] || [ "$ONLY" = influxd ]; then build_influxd; fi
+if [ "$WITH_TELEMETRYGEN" = 1 ]; then build_telemetrygen; fi
+
+say "done in $((SECONDS - T_START)) s; binaries in $BIN_DIR:"
+for b in otelcol-ddshark influxd telemetrygen; do
+  [ -x "$BIN_DIR/$b" ] && say "  $b: $(cat "$BIN_DIR/$b.stamp" 2>/dev/null) ($(du -h "$BIN_DIR/$b" | cut -f1))"
+done
+for b in prometheus prometheus-node-exporter; do
+  if command -v "$b" >/dev/null; then say "  $b: $(command -v "$b") ($("$b" --version 2>&1 | head -n1))"; fi
+done
+exit 0

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Helpers for scripts/stack/smoke.sh (standard library only).
+
+  otlp_smoke.py send  --otlp-http URL --trace-id HEX
+      POST a few ddshark-like spans as OTLP/HTTP JSON to URL/v1/traces.
+  otlp_smoke.py check --influx URL --org ORG --bucket B --token T --trace-id HEX
+      Query InfluxDB with Flux (POST /api/v2/query, Accept: application/csv)
+      until the spans arrived, check their tags and fields, print the layout.
+  otlp_smoke.py metric --url METRICS_URL --name NAME [--label k=v]
+      Print the summed value of a Prometheus-format metric.
+"""
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+# The spans the smoke test sends. Resource attributes: service.name,
+# host.name, capture.interface; span attributes like ddshark's DATA/DATA_FRAG
+# spans. Ints stay ints in OTLP (intValue) so the test shows how the
+# InfluxDB exporter renders them.
+RESOURCE = {
+    "service.name": "ddshark-smoke",
+    "host.name": "smoke-host",
+    "capture.interface": "lo",
+}
+SPANS = [
+    # name, span_id, attributes
+    ("DATA", "00000000000000a1", {
+        "traffic_type": "user",
+        "topic_name": "rt/chatter",
+        "writer_id": "010f2a3b4c5d6e7f80910203.00000103",
+        "sn": 42,
+        "payload_size": 128,
+        "pcp": 5,
+        "shm": False,
+        "ratio": 0.5,
+    }),
+    ("DATA_FRAG", "00000000000000a2", {
+        "traffic_type": "user",
+        "topic_name": "rt/chatter",
+        "writer_id": "010f2a3b4c5d6e7f80910203.00000103",
+        "sn": 43,
+        "fragment_starting_num": 1,
+        "payload_size": 1400,
+        "pcp": 5,
+    }),
+    ("DATA_FRAG", "00000000000000a3", {
+        "traffic_type": "user",
+        "topic_name": "rt/chatter",
+        "writer_id": "010f2a3b4c5d6e7f80910203.00000103",
+        "sn": 43,
+        "fragment_starting_num": 2,
+        "payload_size": 600,
+        "pcp": 5,
+    }),
+]
+DIMENSIONS = ["service.name", "host.name", "capture.interface", "traffic_type",
+              "topic_name", "writer_id", "sn", "fragment_starting_num"]
+
+
+def otlp_value(v):
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}  # OTLP/JSON encodes int64 as a string
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    return {"stringValue": str(v)}
+
+
+def otlp_attrs(d):
+    return [{"key": k, "value": otlp_value(v)} for k, v in d.items()]
+
+
+def http(method, url, body=None, headers=None, timeout=10):
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return resp.status, resp.read().decode()
+
+
+def cmd_send(a):
+    now = time.time_ns()
+    spans = []
+    for i, (name, span_id, attrs) in enumerate(SPANS):
+        start = now + i * 1000
+        spans.append({
+            "traceId": a.trace_id,
+            "spanId": span_id,
+            "name": name,
+            "kind": 1,  # SPAN_KIND_INTERNAL
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(start + 250),
+            "attributes": otlp_attrs(attrs),
+            "status": {},
+        })
+    payload = {"resourceSpans": [{
+        "resource": {"attributes": otlp_attrs(RESOURCE)},
+        "scopeSpans": [{"scope": {"name": "ddshark-smoke", "version": "0"}, "spans": spans}],
+    }]}
+    status, body = http("POST", a.otlp_http.rstrip("/") + "/v1/traces",
+                        json.dumps(payload).encode(), {"Content-Type": "application/json"})
+    if status != 200:
+        sys.exit(f"OTLP/HTTP POST returned {status}: {body}")
+    print(f"sent {len(spans)} spans, trace_id={a.trace_id}, response {status} {body.strip()}",
+          file=sys.stderr)
+
+
+def flux(a, query):
+    body = json.dumps({"query": query, "type": "flux",
+                       "dialect": {"header": True, "annotations": ["datatype"]}}).encode()
+    try:
+        _, text = http("POST", f"{a.influx.rstrip('/')}/api/v2/query?org={a.org}", body, {
+            "Authorization": f"Token {a.token}",
+            "Content-Type": "application/json",
+            "Accept": "application/csv",
+        })
+    except urllib.error.HTTPError as e:
+        sys.exit(f"Flux query failed: HTTP {e.code}: {e.read().decode()}")
+    # Annotated CSV: tables separated by blank lines, each starting with a
+    # #datatype row and a header row.
+    rows = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        lines = [l for l in block.split("\n") if l.strip()]
+        if len(lines) < 2:
+            continue
+        types = next(csv.reader([lines[0]]))[1:]
+        reader = csv.DictReader(io.StringIO("\n".join(lines[1:])))
+        for r in reader:
+            r.pop("", None)
+            r["__types__"] = dict(zip(reader.fieldnames[1:], types))
+            rows.append(r)
+    return rows
+
+
+def cmd_check(a):
+    raw_q = (f'from(bucket: "{a.bucket}") |> range(start: -1h, stop: 1h) '
+             f'|> filter(fn: (r) => r._measurement == "spans" and r.trace_id == "{a.trace_id}")')
+    deadline = time.time() + a.timeout
+    while True:
+        rows = flux(a, raw_q)
+        if len({r["span_id"] for r in rows}) >= len(SPANS) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    by_span = {}
+    for r in rows:
+        by_span.setdefault(r["span_id"], []).append(r)
+    errors = []
+    if len(by_span) != len(SPANS):
+        errors.append(f"expected {len(SPANS)} spans in InfluxDB, found {len(by_span)}")
+
+    system_cols = {"result", "table", "_start", "_stop", "_time", "_value", "_field",
+                   "_measurement", "__types__"}
+    for name, span_id, attrs in SPANS:
+        got = by_span.get(span_id)
+        if not got:
+            continue
+        tags = {k: v for k, v in got[0].items() if k not in system_cols}
+        fields = {r["_field"]: (r["_value"], r["__types__"]["_value"]) for r in got}
+        expect_tags = {"trace_id": a.trace_id, "span_id": span_id}
+        for k in DIMENSIONS:
+            v = RESOURCE.get(k, attrs.get(k))
+            if v is not None:
+                expect_tags[k] = str(v)
+        if tags != expect_tags:
+            errors.append(f"span {span_id} tags {tags} != expected {expect_tags}")
+        if fields.get("span.name", (None,))[0] != name:
+            errors.append(f"span {span_id} field span.name {fields.get('span.name')} != {name}")
+        if fields.get("duration_nano") != ("250", "long"):
+            errors.append(f"span {span_id} duration_nano {fields.get('duration_nano')} != 250 (long)")
+        packed = json.loads(fields.get("attributes", ("{}",))[0])
+        expect_packed = {k: v for k, v in attrs.items() if k not in DIMENSIONS}
+        for k, v in expect_packed.items():
+            if packed.get(k) != v:
+                errors.append(f"span {span_id} attributes[{k}]={packed.get(k)!r} != {v!r}")
+        if a.verbose and span_id == SPANS[0][1]:
+            print("observed layout of one span (measurement 'spans'):", file=sys.stderr)
+            print(f"  tags:   {json.dumps(tags, sort_keys=True)}", file=sys.stderr)
+            for f, (v, t) in sorted(fields.items()):
+                print(f"  field:  {f} ({t}) = {v}", file=sys.stderr)
+
+    # Schema of the whole measurement, for the record.
+    schema_q = ('import "influxdata/influxdb/schema"\n'
+                f'schema.measurementTagKeys(bucket: "{a.bucket}", measurement: "spans", start: -1h)')
+    tag_keys = sorted(r["_value"] for r in flux(a, schema_q))
+    expected_keys = sorted(set(DIMENSIONS) | {"trace_id", "span_id", "_measurement", "_start", "_stop", "_field"})
+    if tag_keys != expected_keys:
+        errors.append(f"tag keys {tag_keys} != {expected_keys}")
+    if a.verbose:
+        print(f"  measurement tag keys: {tag_keys}", file=sys.stderr)
+
+    # A latency-style group query on the tags must work (sn is a string tag).
+    grp_q = (f'from(bucket: "{a.bucket}") |> range(start: -1h, stop: 1h) '
+             f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "duration_nano" '
+             f'and r.trace_id == "{a.trace_id}" and r.sn == "43") '
+             '|> group(columns: ["writer_id", "sn"]) |> count()')
+    counts = flux(a, grp_q)
+    if [r["_value"] for r in counts] != ["2"]:
+        errors.append(f"group by (writer_id, sn=\"43\") count {[r['_value'] for r in counts]} != ['2']")
+
+    if errors:
+        print("SMOKE CHECK FAILED:\n  " + "\n  ".join(errors), file=sys.stderr)
+        sys.exit(1)
+    print(f"InfluxDB check OK: {len(by_span)} spans with expected tags and fields", file=sys.stderr)
+
+
+def cmd_metric(a):
+    want = dict(l.split("=", 1) for l in a.label)
+    _, text = http("GET", a.url)
+    total, seen = 0.0, False
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(a.name):
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, labels = head.partition("{")
+        if name != a.name:
+            continue
+        lab = {}
+        for part in labels.rstrip("}").split(","):
+            if "=" in part:
+                k, v = part.split("=", 1)
+                lab[k.strip()] = v.strip().strip('"')
+        if all(lab.get(k) == v for k, v in want.items()):
+            total += float(value)
+            seen = True
+    print(int(total) if total.is_integer() else total) if seen else print("absent")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("send")
+    s.add_argument("--otlp-http", required=True)
+    s.add_argument("--trace-id", required=True)
+    c = sub.add_parser("check")
+    for k in ("influx", "org", "bucket", "token", "trace-id"):
+        c.add_argument(f"--{k}", required=True)
+    c.add_argument("--timeout", type=float, default=30)
+    c.add_argument("-v", "--verbose", action="store_true")
+    m = sub.add_parser("metric")
+    m.add_argument("--url", required=True)
+    m.add_argument("--name", required=True)
+    m.add_argument("--label", action="append", default=[])
+    a = p.parse_args()
+    {"send": cmd_send, "check": cmd_check, "metric": cmd_metric}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()

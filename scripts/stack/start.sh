@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Start the docker-free ddshark telemetry stack on loopback:
+#   influxd (fresh throwaway data dir, set up non-interactively with org/bucket/token)
+#   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that influxd
+#   optionally (--with-prometheus) prometheus + prometheus-node-exporter
+# Binaries come from scripts/stack/build.sh (run it first, or pass --build).
+#
+# Usage: scripts/stack/start.sh [--run-dir DIR] [--with-prometheus] [--auto-ports] [--build]
+#   --auto-ports  every port whose variable below is unset gets a free
+#                 ephemeral port instead of its default (for parallel tests)
+#
+# Progress goes to stderr; stdout gets only `export VAR=...` lines (also
+# written to RUN_DIR/stack.env), so `eval "$(scripts/stack/start.sh)"` works.
+# Stop with: scripts/stack/stop.sh [--run-dir DIR]
+#
+# Environment (defaults in brackets):
+#   DDSHARK_STACK_DIR           build cache with bin/    [$HOME/.cache/ddshark-stack]
+#   DDSHARK_STACK_RUN_DIR       run dir (pids, logs, data) [$DDSHARK_STACK_DIR/run]
+#   DDSHARK_STACK_BIND          listen address of every server [127.0.0.1]
+#   DDSHARK_INFLUX_PORT         influxd HTTP API          [8086]
+#   DDSHARK_INFLUX_ORG / _BUCKET / _TOKEN                 [ddshark / ddshark / ddshark-dev-token]
+#   DDSHARK_INFLUX_USER / _PASSWORD  initial user         [ddshark / ddshark-dev-password]
+#   DDSHARK_OTLP_GRPC_PORT      collector OTLP/gRPC       [4317]
+#   DDSHARK_OTLP_HTTP_PORT      collector OTLP/HTTP       [4318]
+#   DDSHARK_OTELCOL_HEALTH_PORT collector health_check    [13133]
+#   DDSHARK_OTELCOL_METRICS_PORT collector own metrics    [8888]
+#   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
+#   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
+#   DDSHARK_NODE_EXPORTER_PORT  node exporter (--with-prometheus) [9100]
+#   DDSHARK_STACK_TIMEOUT       seconds to wait for health [60]
+# Other DDSHARK_OTELCOL_* variables of deploy/otelcol/config.yaml (exporter
+# lists, debug verbosity, ...) pass through to the collector.
+set -euo pipefail
+
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
+BIN_DIR="$STACK_DIR/bin"
+RUN_DIR="${DDSHARK_STACK_RUN_DIR:-$STACK_DIR/run}"
+WITH_PROMETHEUS=0
+DO_BUILD=0
+AUTO_PORTS=0
+while (($#)); do
+  case "$1" in
+    --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
+    --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
+    --with-prometheus) WITH_PROMETHEUS=1 ;;
+    --build) DO_BUILD=1 ;;
+    --auto-ports) AUTO_PORTS=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "start.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
+BIND="${DDSHARK_STACK_BIND:-127.0.0.1}"
+HOST="$BIND"; [ "$HOST" = 0.0.0.0 ] && HOST=127.0.0.1
+if [ "$AUTO_PORTS" = 1 ]; then
+  # Eight distinct free ports (all bound at once, then released); the
+  # servers bind them moments later.
+  read -r AP1 AP2 AP3 AP4 AP5 AP6 AP7 AP8 < <(python3 -c '
+import socket, sys
+socks = []
+for _ in range(8):
+    s = socket.socket(); s.bind((sys.argv[1], 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+' "$BIND")
+  : "${DDSHARK_INFLUX_PORT:=$AP1}" "${DDSHARK_OTLP_GRPC_PORT:=$AP2}" "${DDSHARK_OTLP_HTTP_PORT:=$AP3}"
+  : "${DDSHARK_OTELCOL_HEALTH_PORT:=$AP4}" "${DDSHARK_OTELCOL_METRICS_PORT:=$AP5}" "${DDSHARK_OTELCOL_PROM_PORT:=$AP6}"
+  : "${DDSHARK_PROMETHEUS_PORT:=$AP7}" "${DDSHARK_NODE_EXPORTER_PORT:=$AP8}"
+fi
+INFLUX_PORT="${DDSHARK_INFLUX_PORT:-8086}"
+INFLUX_ORG="${DDSHARK_INFLUX_ORG:-ddshark}"
+INFLUX_BUCKET="${DDSHARK_INFLUX_BUCKET:-ddshark}"
+INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-ddshark-dev-token}"
+INFLUX_USER="${DDSHARK_INFLUX_USER:-ddshark}"
+INFLUX_PASSWORD="${DDSHARK_INFLUX_PASSWORD:-ddshark-dev-password}"
+OTLP_GRPC_PORT="${DDSHARK_OTLP_GRPC_PORT:-4317}"
+OTLP_HTTP_PORT="${DDSHARK_OTLP_HTTP_PORT:-4318}"
+HEALTH_PORT="${DDSHARK_OTELCOL_HEALTH_PORT:-13133}"
+METRICS_PORT="${DDSHARK_OTELCOL_METRICS_PORT:-8888}"
+PROM_EXP_PORT="${DDSHARK_OTELCOL_PROM_PORT:-8889}"
+PROMETHEUS_PORT="${DDSHARK_PROMETHEUS_PORT:-9090}"
+NODE_EXPORTER_PORT="${DDSHARK_NODE_EXPORTER_PORT:-9100}"
+TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
+INFLUX_URL="http://$HOST:$INFLUX_PORT"
+
+say() { printf '[stack] %s\n' "$*" >&2; }
+die() { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
+
+mkdir -p "$RUN_DIR"
+RUN_DIR="$(cd "$RUN_DIR" && pwd)"
+PID_DIR="$RUN_DIR/pids"
+LOG_DIR="$RUN_DIR/logs"
+
+# ---- refuse to start twice in one run dir --------------------------------
+# pid_alive NAME: the process recorded in PID_DIR/NAME.pid still runs (same
+# pid *and* same start time, so a recycled pid is not mistaken for ours).
+pid_alive() {
+  local pidf="$PID_DIR/$1.pid" pid st
+  [ -f "$pidf" ] || return 1
+  pid="$(cat "$pidf")"
+  [ -r "/proc/$pid/stat" ] || return 1
+  st="$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1,20)"   # state, starttime
+  [ "${st%% *}" != Z ] || return 1
+  [ "${st#* }" = "$(cat "$PID_DIR/$1.starttime" 2>/dev/null)" ]
+}
+for n in otelcol influxd prometheus node_exporter; do
+  if pid_alive "$n"; then
+    die "a stack is already running in $RUN_DIR ($n pid $(cat "$PID_DIR/$n.pid")); stop it with scripts/stack/stop.sh --run-dir $RUN_DIR"
+  fi
+done
+rm -rf "$PID_DIR" "$LOG_DIR" "$RUN_DIR/influxdb" "$RUN_DIR/prometheus-data" "$RUN_DIR/stack.env"
+mkdir -p "$PID_DIR" "$LOG_DIR"
+
+# ---- binaries -------------------------------------------------------------
+if [ "$DO_BUILD" = 1 ]; then "$REPO_ROOT/scripts/stack/build.sh" >&2; fi
+OTELCOL_BIN="$BIN_DIR/otelcol-ddshark"
+INFLUXD_BIN="$BIN_DIR/influxd"
+for b in "$OTELCOL_BIN" "$INFLUXD_BIN"; do
+  [ -x "$b" ] || die "missing $b: run scripts/stack/build.sh first (or start.sh --build)"
+done
+if [ "$WITH_PROMETHEUS" = 1 ]; then
+  PROMETHEUS_BIN="$(command -v prometheus || true)"
+  NODE_EXPORTER_BIN="$(command -v prometheus-node-exporter || command -v node_exporter || true)"
+  [ -n "$PROMETHEUS_BIN" ] || die "prometheus not found (apt-get install prometheus, or build.sh)"
+  [ -n "$NODE_EXPORTER_BIN" ] || die "prometheus-node-exporter not found (apt-get install prometheus-node-exporter)"
+fi
+
+# ---- ports must be free ---------------------------------------------------
+ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT")
+[ "$WITH_PROMETHEUS" = 1 ] && ports+=("$PROMETHEUS_PORT" "$NODE_EXPORTER_PORT")
+dups="$(printf '%s\n' "${ports[@]}" | sort | uniq -d)"
+[ -z "$dups" ] || die "port(s) configured twice: $dups"
+python3 - "$BIND" "${ports[@]}" <<'EOF' || die "port(s) in use, see above; set the DDSHARK_*_PORT variables"
+import socket, sys
+host, bad = sys.argv[1], []
+for p in sys.argv[2:]:
+    s = socket.socket()
+    # Like the servers themselves (Go sets SO_REUSEADDR): TIME_WAIT
+    # connections of a previous run must not count as "in use".
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, int(p)))
+    except OSError as e:
+        bad.append(p); print(f"[stack] port {host}:{p} unavailable: {e}", file=sys.stderr)
+    finally:
+        s.close()
+sys.exit(1 if bad else 0)
+EOF
+
+# ---- process helpers ------------------------------------------------------
+STARTED=()
+cleanup_on_error() {
+  local rc=$?
+  if [ "$rc" != 0 ] && ((${#STARTED[@]})); then
+    say "start failed; stopping what was started: ${STARTED[*]}"
+    "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$RUN_DIR" >&2 || true
+  fi
+  exit "$rc"
+}
+trap cleanup_on_error EXIT
+
+# launch NAME CWD CMD... : start detached from our stdio, record pid + starttime
+launch() {
+  local name="$1" cwd="$2"; shift 2
+  say "starting $name: $*"
+  (cd "$cwd" && exec nohup "$@" </dev/null >"$LOG_DIR/$name.log" 2>&1) &
+  local pid=$!
+  echo "$pid" >"$PID_DIR/$name.pid"
+  # starttime (field 22 of /proc/PID/stat) guards stop.sh against pid reuse
+  sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20 >"$PID_DIR/$name.starttime"
+  STARTED+=("$name")
+}
+
+# wait_http NAME URL [EXPECT-SUBSTRING]
+wait_http() {
+  local name="$1" url="$2" expect="${3:-}" deadline=$((SECONDS + TIMEOUT)) body
+  while :; do
+    if ! pid_alive "$name"; then
+      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
+      die "$name exited during start-up (log: $LOG_DIR/$name.log)"
+    fi
+    if body="$(curl -fsS --max-time 2 "$url" 2>/dev/null)" && [[ "$body" == *"$expect"* ]]; then
+      say "$name healthy ($url)"
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
+      die "$name not healthy after ${TIMEOUT}s ($url)"
+    fi
+    sleep 0.3
+  done
+}
+
+# ---- influxd --------------------------------------------------------------
+mkdir -p "$RUN_DIR/influxdb"
+# INFLUXD_CONFIG_PATH points at an empty dir so no user config is picked up.
+INFLUXD_CONFIG_PATH="$RUN_DIR/influxdb" launch influxd "$RUN_DIR" \
+  "$INFLUXD_BIN" \
+  --http-bind-address "$BIND:$INFLUX_PORT" \
+  --bolt-path "$RUN_DIR/influxdb/influxd.bolt" \
+  --engine-path "$RUN_DIR/influxdb/engine" \
+  --sqlite-path "$RUN_DIR/influxdb/influxd.sqlite" \
+  --reporting-disabled \
+  --ui-disabled \
+  --log-level warn
+wait_http influxd "$INFLUX_URL/health" '"pass"'
+
+say "setting up InfluxDB (org=$INFLUX_ORG bucket=$INFLUX_BUCKET user=$INFLUX_USER)"
+setup_body="$(python3 -c 'import json,sys; print(json.dumps({"username":sys.argv[1],"password":sys.argv[2],"org":sys.argv[3],"bucket":sys.argv[4],"token":sys.argv[5],"retentionPeriodSeconds":0}))' \
+  "$INFLUX_USER" "$INFLUX_PASSWORD" "$INFLUX_ORG" "$INFLUX_BUCKET" "$INFLUX_TOKEN")"
+setup_code="$(curl -sS -o "$LOG_DIR/influx-setup.json" -w '%{http_code}' \
+  -X POST "$INFLUX_URL/api/v2/setup" -H 'Content-Type: application/json' --data "$setup_body")"
+if [ "$setup_code" != 201 ]; then
+  cat "$LOG_DIR/influx-setup.json" >&2 || true
+  die "POST /api/v2/setup returned HTTP $setup_code"
+fi
+# A token check: list buckets with the token.
+curl -fsS -o /dev/null -H "Authorization: Token $INFLUX_TOKEN" \
+  "$INFLUX_URL/api/v2/buckets?org=$INFLUX_ORG&name=$INFLUX_BUCKET" \
+  || die "InfluxDB token check failed"
+
+# ---- collector ----------------------------------------------------------------
+export DDSHARK_OTELCOL_BIND="$BIND"
+export DDSHARK_OTLP_GRPC_PORT="$OTLP_GRPC_PORT" DDSHARK_OTLP_HTTP_PORT="$OTLP_HTTP_PORT"
+export DDSHARK_OTELCOL_HEALTH_PORT="$HEALTH_PORT" DDSHARK_OTELCOL_METRICS_PORT="$METRICS_PORT"
+export DDSHARK_OTELCOL_PROM_PORT="$PROM_EXP_PORT"
+export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
+export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
+export DDSHARK_OTELCOL_FILE_PATH="${DDSHARK_OTELCOL_FILE_PATH:-$RUN_DIR/otelcol-export.jsonl}"
+launch otelcol "$RUN_DIR" "$OTELCOL_BIN" --config="$REPO_ROOT/deploy/otelcol/config.yaml"
+wait_http otelcol "http://$HOST:$HEALTH_PORT/" ''
+wait_http otelcol "http://$HOST:$METRICS_PORT/metrics" 'otelcol_'
+
+# ---- prometheus + node exporter (optional) ------------------------------------
+if [ "$WITH_PROMETHEUS" = 1 ]; then
+  launch node_exporter "$RUN_DIR" "$NODE_EXPORTER_BIN" \
+    --web.listen-address="$BIND:$NODE_EXPORTER_PORT"
+  wait_http node_exporter "http://$HOST:$NODE_EXPORTER_PORT/metrics" 'node_network_receive_bytes_total'
+
+  # deploy/prometheus/prometheus.yml names the docker-compose services; point
+  # those targets at this run's loopback ports instead.
+  sed -e "s#otelcol:8888#$HOST:$METRICS_PORT#g" \
+      -e "s#otelcol:8889#$HOST:$PROM_EXP_PORT#g" \
+      -e "s#host.docker.internal:9100#$HOST:$NODE_EXPORTER_PORT#g" \
+      -e "s#influxdb:8086#$HOST:$INFLUX_PORT#g" \
+      -e "s#localhost:9090#$HOST:$PROMETHEUS_PORT#g" \
+      "$REPO_ROOT/deploy/prometheus/prometheus.yml" >"$RUN_DIR/prometheus.yml"
+  mkdir -p "$RUN_DIR/prometheus-data"
+  launch prometheus "$RUN_DIR" "$PROMETHEUS_BIN" \
+    --config.file="$RUN_DIR/prometheus.yml" \
+    --storage.tsdb.path="$RUN_DIR/prometheus-data" \
+    --web.listen-address="$BIND:$PROMETHEUS_PORT"
+  wait_http prometheus "http://$HOST:$PROMETHEUS_PORT/-/ready" ''
+fi
+
+# ---- report ---------------------------------------------------------------
+{
+  echo "export DDSHARK_STACK_RUN_DIR='$RUN_DIR'"
+  echo "export DDSHARK_INFLUX_URL='$INFLUX_URL'"
+  echo "export DDSHARK_INFLUX_ORG='$INFLUX_ORG'"
+  echo "export DDSHARK_INFLUX_BUCKET='$INFLUX_BUCKET'"
+  echo "export DDSHARK_INFLUX_TOKEN='$INFLUX_TOKEN'"
+  echo "export DDSHARK_OTLP_ENDPOINT='http://$HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_OTLP_HTTP_ENDPOINT='http://$HOST:$OTLP_HTTP_PORT'"
+  echo "export OTEL_EXPORTER_OTLP_ENDPOINT='http://$HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_OTELCOL_HEALTH_URL='http://$HOST:$HEALTH_PORT/'"
+  echo "export DDSHARK_OTELCOL_METRICS_URL='http://$HOST:$METRICS_PORT/metrics'"
+  echo "export DDSHARK_OTELCOL_PROM_URL='http://$HOST:$PROM_EXP_PORT/metrics'"
+  if [ "$WITH_PROMETHEUS" = 1 ]; then
+    echo "export DDSHARK_PROMETHEUS_URL='http://$HOST:$PROMETHEUS_PORT'"
+    echo "export DDSHARK_NODE_EXPORTER_URL='http://$HOST:$NODE_EXPORTER_PORT/metrics'"
+  fi
+} >"$RUN_DIR/stack.env"
+say "stack up in $RUN_DIR (pids: $(cd "$PID_DIR" && for f in *.pid; do printf '%s=%s ' "${f%.pid}" "$(cat "$f")"; done))"
+say "env (also in $RUN_DIR/stack.env):"
+cat "$RUN_DIR/stack.env"

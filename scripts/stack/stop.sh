@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Stop the processes that scripts/stack/start.sh started in a run dir, and
+# only those: each RUN_DIR/pids/NAME.pid is checked against the start time
+# recorded next to it, so a recycled pid is never signalled. Waits until every
+# process is gone (SIGTERM, then SIGKILL after DDSHARK_STACK_STOP_TIMEOUT s).
+#
+# Usage: scripts/stack/stop.sh [--run-dir DIR] [--purge]
+#   --purge   also delete the run dir (logs, InfluxDB data, stack.env)
+set -euo pipefail
+
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+
+STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
+RUN_DIR="${DDSHARK_STACK_RUN_DIR:-$STACK_DIR/run}"
+PURGE=0
+while (($#)); do
+  case "$1" in
+    --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
+    --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
+    --purge) PURGE=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "stop.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+TIMEOUT="${DDSHARK_STACK_STOP_TIMEOUT:-20}"
+PID_DIR="$RUN_DIR/pids"
+
+say() { printf '[stack] %s\n' "$*" >&2; }
+
+# alive NAME: recorded pid runs, is not a zombie, and has the recorded start time
+alive() {
+  local pid st
+  pid="$(cat "$PID_DIR/$1.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
+  st="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1,20)" || return 1
+  [ -n "$st" ] && [ "${st%% *}" != Z ] || return 1
+  [ "${st#* }" = "$(cat "$PID_DIR/$1.starttime" 2>/dev/null)" ]
+}
+
+if [ ! -d "$PID_DIR" ]; then
+  say "nothing to stop in $RUN_DIR (no pids/)"
+else
+  # Collector first so it can flush its queue into InfluxDB, InfluxDB last.
+  rc=0
+  for name in otelcol prometheus node_exporter influxd; do
+    [ -f "$PID_DIR/$name.pid" ] || continue
+    pid="$(cat "$PID_DIR/$name.pid")"
+    if ! alive "$name"; then
+      say "$name (pid $pid) not running"
+      rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.starttime"
+      continue
+    fi
+    say "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + TIMEOUT))
+    while alive "$name" && ((SECONDS < deadline)); do sleep 0.2; done
+    if alive "$name"; then
+      say "$name did not exit after ${TIMEOUT}s; SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      deadline=$((SECONDS + 10))
+      while alive "$name" && ((SECONDS < deadline)); do sleep 0.2; done
+    fi
+    if alive "$name"; then
+      say "ERROR: $name (pid $pid) still running"
+      rc=1
+    else
+      rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.starttime"
+    fi
+  done
+  [ "$rc" = 0 ] || exit "$rc"
+  rmdir "$PID_DIR" 2>/dev/null || true
+  say "stopped (logs kept in $RUN_DIR/logs)"
+fi
+
+if [ "$PURGE" = 1 ] && [ -d "$RUN_DIR" ]; then
+  # Only delete what start.sh creates; refuse anything that does not look like a run dir.
+  if [ -d "$RUN_DIR/logs" ] || [ -f "$RUN_DIR/stack.env" ] || [ -d "$RUN_DIR/influxdb" ]; then
+    rm -rf "$RUN_DIR/logs" "$RUN_DIR/influxdb" "$RUN_DIR/prometheus-data" "$RUN_DIR/pids" \
+      "$RUN_DIR/stack.env" "$RUN_DIR/prometheus.yml" "$RUN_DIR/otelcol-export.jsonl"
+    rmdir "$RUN_DIR" 2>/dev/null || true
+    say "purged $RUN_DIR"
+  fi
+fi
