@@ -12,16 +12,34 @@ spans = from(bucket: "${bucket}")
     |> filter(fn: (r) => r._measurement == "spans")
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
 
+// One row per usable DATA/DATA_FRAG span (DATA_FRAGs with impossible numbers are
+// ignored, as by ddshark and the tshark oracle).
 ends = spans
-    |> filter(fn: (r) => r._field == "end_time_unix_nano")
+    |> filter(fn: (r) => r._field == "end_time_unix_nano" or r._field == "attributes" or r._field == "span.name")
+    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> group()
-    |> map(fn: (r) => ({
-        host: r["host.name"],
-        writer_id: r.writer_id,
-        sn: r.sn,
-        topic_name: if exists r.topic_name then r.topic_name else "",
-        start: int(v: r._time),
-    }))
+    |> map(fn: (r) => {
+        a = json.parse(data: bytes(v: r.attributes))
+        isData = r["span.name"] == "DATA"
+        fs = int(v: r.fragment_starting_num)
+        nf = if exists a.frags_in_submessage then int(v: a.frags_in_submessage) else 1
+        ss = if exists a.sample_size then int(v: a.sample_size) else 0
+        fz = if exists a.fragment_size then int(v: a.fragment_size) else 0
+        total = if isData then 1 else if fz > 0 then (ss + fz - 1) / fz else 0
+        return {
+            host: r["host.name"],
+            writer_id: r.writer_id,
+            sn: r.sn,
+            fsn: r.fragment_starting_num,
+            topic_name: if exists r.topic_name then r.topic_name else "",
+            start: int(v: r._time),
+            end: r.end_time_unix_nano,
+            nf: if isData then 1 else nf,
+            total: total,
+            usable: isData or (fs >= 1 and nf >= 1 and fz > 0 and ss > 0 and fs + nf - 1 <= total),
+        }
+    })
+    |> filter(fn: (r) => r.usable)
 
 firsts = (host) => ends
     |> filter(fn: (r) => r.host == host)
@@ -51,25 +69,8 @@ sent = join.inner(
     as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, topic_name: l.topic_name, t_send: l.start}),
 )
 
-recv = spans
-    |> filter(fn: (r) => r["host.name"] == "${receiver}")
-    |> filter(fn: (r) => r._field == "end_time_unix_nano" or r._field == "attributes")
-    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-    |> group()
-    |> map(fn: (r) => {
-        a = json.parse(data: bytes(v: r.attributes))
-        nf = if exists a.frags_in_submessage then int(v: a.frags_in_submessage) else 1
-        ss = if exists a.sample_size then int(v: a.sample_size) else 0
-        fz = if exists a.fragment_size then int(v: a.fragment_size) else 0
-        return {
-            writer_id: r.writer_id,
-            sn: r.sn,
-            fsn: r.fragment_starting_num,
-            end: r.end_time_unix_nano,
-            nf: if r.fragment_starting_num == "0" then 1 else nf,
-            total: if r.fragment_starting_num == "0" or fz <= 0 then 1 else (ss + fz - 1) / fz,
-        }
-    })
+recv = ends
+    |> filter(fn: (r) => r.host == "${receiver}")
     |> group(columns: ["writer_id", "sn", "fsn"])
     |> min(column: "end")
     |> group(columns: ["writer_id", "sn"])

@@ -39,10 +39,10 @@ DEFAULT_SCENARIOS = ["a_small_reliable", "b_large_frag", "d_rustdds_interop", "e
                      "f_ddsperf_cyclone0102", "g_dustdds_interop", "h_vlan_pcp", "i_late_start"]
 # Private ports, so that the check can run next to a developer's stack.
 PORTS = {
-    "DDSHARK_INFLUX_PORT": "38686", "DDSHARK_OTLP_GRPC_PORT": "38617",
-    "DDSHARK_OTLP_HTTP_PORT": "38618", "DDSHARK_OTELCOL_HEALTH_PORT": "38633",
-    "DDSHARK_OTELCOL_METRICS_PORT": "38688", "DDSHARK_OTELCOL_PROM_PORT": "38689",
-    "DDSHARK_PROMETHEUS_PORT": "38690", "DDSHARK_NODE_EXPORTER_PORT": "38691",
+    "DDSHARK_INFLUX_PORT": "24786", "DDSHARK_OTLP_GRPC_PORT": "24717",
+    "DDSHARK_OTLP_HTTP_PORT": "24718", "DDSHARK_OTELCOL_HEALTH_PORT": "24733",
+    "DDSHARK_OTELCOL_METRICS_PORT": "24788", "DDSHARK_OTELCOL_PROM_PORT": "24789",
+    "DDSHARK_PROMETHEUS_PORT": "24790", "DDSHARK_NODE_EXPORTER_PORT": "24791",
 }
 
 FAILURES = []
