@@ -1,0 +1,229 @@
+//! The terminal UI of `ddshark -i IFACE` / `ddshark -r FILE`.
+//!
+//! It runs on its own thread and only reads the latest [`Snapshot`] from the
+//! [`SnapshotHub`] (a lock held just long enough to clone an `Arc`): the capture
+//! and state threads never wait on it, so a slow terminal cannot cause capture
+//! drops. Rendering is a pure function of (`Snapshot`, [`UiState`]) → frame
+//! ([`render`]), which the snapshot tests exercise with ratatui's `TestBackend`.
+//!
+//! The terminal is restored when the UI ends normally, on an error and on a panic
+//! (a panic hook restores it before the default hook prints the message).
+
+mod app;
+pub mod fmt;
+mod render;
+
+use std::io::{self, IsTerminal, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::cursor::Show;
+use ratatui::crossterm::event::{self, Event};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::Terminal;
+
+pub use app::{Action, HealthRates, TopicColumn, UiState, View, HISTORY, SPEEDS};
+pub use render::render;
+
+use crate::pipeline::{PaceControl, SnapshotHub};
+use crate::state::Snapshot;
+
+/// Capture-time period of the snapshots the TUI shows.
+pub const SNAPSHOT_NS: u64 = 500_000_000;
+
+/// Can the TUI run here (stdin and stdout are terminals)?
+pub fn available() -> bool {
+    io::stdout().is_terminal() && io::stdin().is_terminal()
+}
+
+/// What the TUI shows about its input.
+#[derive(Debug, Clone)]
+pub struct TuiOptions {
+    /// Interface(s) or file name.
+    pub source: String,
+    pub replay: bool,
+    /// Initial replay speed (`None`: as fast as possible).
+    pub speed: Option<f64>,
+    pub ros_names: bool,
+}
+
+/// A running TUI.
+pub struct TuiHandle {
+    thread: Option<JoinHandle<Result<()>>>,
+    quit: Arc<AtomicBool>,
+}
+
+impl TuiHandle {
+    /// Wait for the user to quit (the input has ended). With `abort`, close it now
+    /// (the capture failed: the error must be readable on a restored terminal).
+    pub fn finish(mut self, abort: bool) -> Result<()> {
+        if abort {
+            self.quit.store(true, Ordering::Relaxed);
+        }
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<()> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| anyhow!("the terminal UI panicked"))
+                .and_then(|r| r),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TuiHandle {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Relaxed);
+        let _ = self.join();
+    }
+}
+
+/// Put the terminal back: cooked mode, main screen, visible cursor.
+fn restore_terminal() {
+    let _ = disable_raw_mode();
+    let _ = execute!(io::stdout(), LeaveAlternateScreen, Show);
+}
+
+/// Restore the terminal before any panic message is printed (once per process).
+fn install_panic_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+    });
+}
+
+/// Owns raw mode + alternate screen; restores them when dropped.
+struct TerminalGuard {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl TerminalGuard {
+    fn enter() -> Result<Self> {
+        install_panic_hook();
+        enable_raw_mode().context("cannot put the terminal into raw mode")?;
+        if let Err(e) = execute!(io::stdout(), EnterAlternateScreen) {
+            restore_terminal();
+            return Err(e).context("cannot switch to the alternate screen");
+        }
+        match Terminal::new(CrosstermBackend::new(io::stdout())) {
+            Ok(mut terminal) => {
+                let _ = terminal.hide_cursor();
+                let _ = terminal.clear();
+                Ok(Self { terminal })
+            }
+            Err(e) => {
+                restore_terminal();
+                Err(e).context("cannot start the terminal UI")
+            }
+        }
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Start the TUI on its own thread. `stop` is set when the user quits (the
+/// capture then ends); `pace` carries the replay speed keys.
+pub fn start(
+    hub: SnapshotHub,
+    stop: Arc<AtomicBool>,
+    pace: Option<Arc<PaceControl>>,
+    opts: TuiOptions,
+) -> Result<TuiHandle> {
+    let guard = TerminalGuard::enter()?;
+    let quit = Arc::new(AtomicBool::new(false));
+    let q = quit.clone();
+    let thread = std::thread::Builder::new()
+        .name("tui".into())
+        .spawn(move || {
+            let mut guard = guard;
+            let r = event_loop(&mut guard.terminal, &hub, &stop, pace.as_deref(), &q, &opts);
+            // Whatever happens, the capture must not outlive the UI.
+            stop.store(true, Ordering::Relaxed);
+            drop(guard);
+            r
+        })
+        .context("cannot start the TUI thread")?;
+    Ok(TuiHandle {
+        thread: Some(thread),
+        quit,
+    })
+}
+
+fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    hub: &SnapshotHub,
+    stop: &AtomicBool,
+    pace: Option<&PaceControl>,
+    quit: &AtomicBool,
+    opts: &TuiOptions,
+) -> Result<()> {
+    let mut ui = UiState::new(&opts.source, opts.replay, opts.speed, opts.ros_names);
+    let mut shown: Option<Arc<Snapshot>> = None;
+    let mut version = u64::MAX;
+    let mut dirty = true;
+    let mut last_draw = Instant::now();
+    loop {
+        if quit.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let v = hub.version();
+        if v != version && !ui.frozen {
+            version = v;
+            if let Some(s) = hub.latest() {
+                ui.ingest(&s);
+                shown = Some(s);
+                dirty = true;
+            }
+        }
+        if dirty || last_draw.elapsed() >= Duration::from_secs(1) {
+            let size = terminal.size().unwrap_or_default();
+            ui.page = usize::from(size.height.saturating_sub(14).max(1));
+            terminal
+                .draw(|f| render(f, shown.as_deref(), &ui))
+                .context("drawing the terminal UI")?;
+            dirty = false;
+            last_draw = Instant::now();
+        }
+        if !event::poll(Duration::from_millis(100)).context("reading the terminal")? {
+            continue;
+        }
+        match event::read().context("reading the terminal")? {
+            Event::Key(k) => {
+                dirty = true;
+                match ui.on_key(k, shown.as_deref()) {
+                    Action::Quit => {
+                        stop.store(true, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                    Action::Pace => {
+                        if let Some(p) = pace {
+                            p.set_speed(ui.speed);
+                            p.set_paused(ui.replay_paused);
+                        }
+                    }
+                    Action::None => {}
+                }
+            }
+            Event::Resize(..) => dirty = true,
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Rendered TUI frames over real fixture replays, pinned with insta.
+//!
+//! Each fixture is replayed through the real pipeline (file source → engine →
+//! state) with the TUI's snapshot period; every snapshot is fed to the UI state
+//! (sparkline history, rates) as the TUI thread would, and the frame is rendered
+//! on ratatui's `TestBackend` at 80×24 and at a larger size. Run with
+//! `INSTA_UPDATE=no` (or `CI=true`) so that a difference fails instead of
+//! writing a `.snap.new`; review changes with `cargo insta review`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::fixture;
+use ddshark::capture::file::FileSource;
+use ddshark::pipeline::{run_inline, Engine, EngineConfig, Sink, SourceCtx};
+use ddshark::state::Snapshot;
+use ddshark::tui::{render, TopicColumn, UiState, View, SNAPSHOT_NS};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+
+/// Collects every periodic snapshot, as the hub hands them to the TUI.
+struct Collect(Arc<Mutex<Vec<Arc<Snapshot>>>>);
+
+impl Sink for Collect {
+    fn on_datagram(&mut self, _d: &rtps_dissect::Datagram<'_>, _ctx: &SourceCtx<'_>) {}
+    fn on_snapshot(&mut self, s: &Arc<Snapshot>) {
+        self.0.lock().unwrap().push(s.clone());
+    }
+}
+
+/// Replay `rel` (under tests/pcaps) and return the UI state after every snapshot
+/// plus the final snapshot.
+fn replay(rel: &str) -> (UiState, Arc<Snapshot>) {
+    let snaps = Arc::new(Mutex::new(Vec::new()));
+    let mut engine = Engine::new(EngineConfig {
+        report_ns: Some(SNAPSHOT_NS),
+        ..EngineConfig::default()
+    });
+    engine.add_sink(Box::new(Collect(snaps.clone())));
+    let mut src = FileSource::open(&fixture(rel)).unwrap();
+    run_inline(&mut src, &mut engine).unwrap();
+    let last = engine.finish();
+    let mut ui = UiState::new(rel, true, Some(1.0), false);
+    for s in snaps.lock().unwrap().iter() {
+        ui.ingest(s);
+    }
+    ui.ingest(&last);
+    (ui, last)
+}
+
+fn draw(snap: &Snapshot, ui: &UiState, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render(f, Some(snap), ui)).unwrap();
+    term.backend().to_string()
+}
+
+fn key(ui: &mut UiState, snap: &Snapshot, code: KeyCode) {
+    ui.on_key(KeyEvent::new(code, KeyModifiers::NONE), Some(snap));
+}
+
+fn type_str(ui: &mut UiState, snap: &Snapshot, s: &str) {
+    for c in s.chars() {
+        key(ui, snap, KeyCode::Char(c));
+    }
+}
+
+#[test]
+fn every_view_vlan_pcp() {
+    let (mut ui, snap) = replay("h_vlan_pcp/a.pcap");
+    for view in View::ALL {
+        ui.view = view;
+        for (w, h) in [(80, 24), (140, 40)] {
+            let name = format!("h_vlan_pcp_{}_{w}x{h}", view.title().to_lowercase());
+            insta::assert_snapshot!(name, draw(&snap, &ui, w, h));
+        }
+    }
+}
+
+#[test]
+fn topics_small_reliable_ros_names_and_detail() {
+    let (mut ui, snap) = replay("a_small_reliable/a.pcap");
+    // Default: DDS names, sorted by bandwidth.
+    insta::assert_snapshot!("a_small_reliable_topics_80x24", draw(&snap, &ui, 80, 24));
+    // `d`: ROS 2 names; select /rosout (transient local) with the arrow keys.
+    key(&mut ui, &snap, KeyCode::Char('d'));
+    assert!(ui.ros_names);
+    let rows: Vec<String> = ui
+        .topic_rows(&snap)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    let target = rows.iter().position(|n| n == "rt/rosout").unwrap();
+    for _ in 0..target {
+        key(&mut ui, &snap, KeyCode::Down);
+    }
+    assert_eq!(ui.selected_topic(&snap).unwrap().name, "rt/rosout");
+    insta::assert_snapshot!(
+        "a_small_reliable_rosout_ros_80x24",
+        draw(&snap, &ui, 80, 24)
+    );
+    insta::assert_snapshot!(
+        "a_small_reliable_rosout_ros_140x40",
+        draw(&snap, &ui, 140, 40)
+    );
+    // Enter: the detail pane full screen.
+    key(&mut ui, &snap, KeyCode::Enter);
+    insta::assert_snapshot!(
+        "a_small_reliable_rosout_zoom_80x24",
+        draw(&snap, &ui, 80, 24)
+    );
+}
+
+#[test]
+fn large_fragmented_samples_histogram() {
+    let (mut ui, snap) = replay("b_large_frag/a.pcap");
+    ui.sort = TopicColumn::MeanSize;
+    ui.descending = true;
+    insta::assert_snapshot!("b_large_frag_topics_80x24", draw(&snap, &ui, 80, 24));
+    insta::assert_snapshot!("b_large_frag_topics_140x40", draw(&snap, &ui, 140, 40));
+}
+
+#[test]
+fn late_start_without_discovery() {
+    let (ui, snap) = replay("i_late_start/a.pcap");
+    insta::assert_snapshot!("i_late_start_topics_80x24", draw(&snap, &ui, 80, 24));
+    let mut ui = ui;
+    ui.view = View::Writers;
+    insta::assert_snapshot!("i_late_start_writers_80x24", draw(&snap, &ui, 80, 24));
+}
+
+#[test]
+fn filter_help_and_sort_keys() {
+    let (mut ui, snap) = replay("h_vlan_pcp/a.pcap");
+    // `/lidar⏎` keeps one topic.
+    key(&mut ui, &snap, KeyCode::Char('/'));
+    assert!(ui.editing_filter);
+    type_str(&mut ui, &snap, "LIDAR");
+    insta::assert_snapshot!("h_vlan_pcp_filter_editing_80x24", draw(&snap, &ui, 80, 24));
+    key(&mut ui, &snap, KeyCode::Enter);
+    assert!(!ui.editing_filter);
+    let rows: Vec<&str> = ui
+        .topic_rows(&snap)
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(rows, ["rt/sensing/lidar/points"]);
+    // Esc clears it.
+    key(&mut ui, &snap, KeyCode::Esc);
+    assert!(ui.filter.is_empty());
+    assert!(ui.topic_rows(&snap).len() > 1);
+
+    // Sort by every column in turn, both directions: never panics, always a total order.
+    for _ in 0..TopicColumn::ALL.len() {
+        key(&mut ui, &snap, KeyCode::Char('s'));
+        for _ in 0..2 {
+            let rows = ui.topic_rows(&snap);
+            assert_eq!(rows.len(), ui.topic_rows(&snap).len());
+            let _ = draw(&snap, &ui, 80, 24);
+            key(&mut ui, &snap, KeyCode::Char('r'));
+        }
+    }
+    ui.sort = TopicColumn::Pcp;
+    ui.descending = true;
+    let first = ui.topic_rows(&snap)[0];
+    assert!(
+        first.pcp.iter().any(|p| p.pcp == Some(5)),
+        "PCP 5 sorts first"
+    );
+
+    // `?` shows the help; any key closes it.
+    key(&mut ui, &snap, KeyCode::Char('?'));
+    insta::assert_snapshot!("h_vlan_pcp_help_80x24", draw(&snap, &ui, 80, 24));
+    key(&mut ui, &snap, KeyCode::Char('x'));
+    assert!(!ui.help);
+
+    // Built-in topics on `b`.
+    let n = ui.topic_rows(&snap).len();
+    key(&mut ui, &snap, KeyCode::Char('b'));
+    assert!(ui.topic_rows(&snap).len() > n);
+}
+
+#[test]
+fn replay_speed_keys_and_quit() {
+    let (mut ui, snap) = replay("a_small_reliable/a.pcap");
+    assert_eq!(ui.speed, Some(1.0));
+    let act = ui.on_key(
+        KeyEvent::new(KeyCode::Char('+'), KeyModifiers::NONE),
+        Some(&snap),
+    );
+    assert_eq!(act, ddshark::tui::Action::Pace);
+    assert_eq!(ui.speed, Some(2.0));
+    key(&mut ui, &snap, KeyCode::Char('-'));
+    key(&mut ui, &snap, KeyCode::Char('-'));
+    assert_eq!(ui.speed, Some(0.5));
+    key(&mut ui, &snap, KeyCode::Char(' '));
+    assert!(ui.replay_paused);
+    let q = ui.on_key(
+        KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE),
+        Some(&snap),
+    );
+    assert_eq!(q, ddshark::tui::Action::Quit);
+    let c = ui.on_key(
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        Some(&snap),
+    );
+    assert_eq!(c, ddshark::tui::Action::Quit);
+}
+
+#[test]
+fn no_snapshot_yet_and_tiny_terminal() {
+    let ui = UiState::new("eth0", false, None, false);
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| render(f, None, &ui)).unwrap();
+    insta::assert_snapshot!("waiting_80x24", term.backend().to_string());
+    // Very small terminals must not panic, in any view.
+    let (mut ui, snap) = replay("h_vlan_pcp/a.pcap");
+    for view in View::ALL {
+        ui.view = view;
+        for (w, h) in [(1, 1), (10, 3), (40, 10), (79, 23)] {
+            let _ = draw(&snap, &ui, w, h);
+        }
+        ui.help = true;
+        let _ = draw(&snap, &ui, 20, 5);
+        ui.help = false;
+    }
+}

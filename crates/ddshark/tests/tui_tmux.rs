@@ -1,0 +1,232 @@
+//! The real binary in a real terminal: tmux runs `ddshark -r FIXTURE`, the test
+//! types keys, reads the screen with `capture-pane -p`, and checks that the
+//! process exits 0 and leaves the terminal restored (main screen, cursor shown,
+//! cooked mode with echo). tmux is required: without it this test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::fixture;
+
+/// A private tmux server (its own socket) with one session; killed on drop.
+struct Tmux {
+    socket: String,
+    session: String,
+}
+
+impl Tmux {
+    /// `name` keeps the servers of tests running in parallel apart.
+    fn start(name: &str, width: u16, height: u16, shell_command: &str) -> Self {
+        match Command::new("tmux").arg("-V").output() {
+            Ok(o) if o.status.success() => {}
+            other => panic!(
+                "tmux is required for the TUI test (apt-get install tmux; scripts/setup.sh installs it): {other:?}"
+            ),
+        }
+        let t = Self {
+            socket: format!("ddshark-tui-test-{}-{name}", std::process::id()),
+            session: "tui".into(),
+        };
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            "-s",
+            &t.session,
+            shell_command,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            // The pane's TERM comes from tmux; a CI without TERM still gets a server.
+            .env("TERM", "xterm-256color")
+            .output()
+            .expect("running tmux")
+    }
+
+    fn screen(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-t", &self.session]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.session.as_str()];
+        args.extend_from_slice(keys);
+        let out = self.run(&args);
+        assert!(out.status.success(), "send-keys {keys:?} failed");
+    }
+
+    /// Type literal text (no key-name lookup).
+    fn text(&self, s: &str) {
+        let out = self.run(&["send-keys", "-t", &self.session, "-l", s]);
+        assert!(out.status.success(), "send-keys -l {s:?} failed");
+    }
+
+    fn format(&self, f: &str) -> String {
+        let out = self.run(&["display-message", "-p", "-t", &self.session, f]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Poll the screen until `pred` holds (20 s at most).
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("timed out waiting for {what}; the screen is:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_text(&self, text: &str) -> String {
+        self.wait_for(text, |s| s.contains(text))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn status_line(screen: &str) -> String {
+    screen.lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn tui_in_tmux_keys_views_filter_help_pacing_quit() {
+    let bin = env!("CARGO_BIN_EXE_ddshark");
+    let pcap = fixture("h_vlan_pcp/a.pcap");
+    // After ddshark: its exit code and the terminal modes, read back from the screen.
+    let cmd = format!(
+        "'{bin}' -r '{}' --speed 0.25; echo \"ddshark-exit=$?\"; \
+         echo \"tty:[$(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo|isig)' | tr '\\n' ' ')]\"; \
+         sleep 600",
+        pcap.display()
+    );
+    let t = Tmux::start("keys", 100, 30, &cmd);
+
+    // Topics view with the VLAN fixture's topics and PCPs.
+    let s = t.wait_text("rt/sensing/lidar/points");
+    assert!(s.contains("1 Topics"), "{s}");
+    assert!(s.contains("PCP"), "{s}");
+    assert_eq!(
+        t.format("#{alternate_on}"),
+        "1",
+        "the TUI uses the alternate screen"
+    );
+
+    // Pause the replay: the capture clock stops.
+    t.keys(&["Space"]);
+    t.wait_for("paused", |s| status_line(s).contains('⏸'));
+    std::thread::sleep(Duration::from_millis(700));
+    let a = status_line(&t.screen());
+    std::thread::sleep(Duration::from_millis(1200));
+    let b = status_line(&t.screen());
+    assert_eq!(a, b, "paused replay must not advance");
+    t.keys(&["Space"]);
+    t.wait_for("resumed", |s| !status_line(s).contains('⏸'));
+
+    // Views: numbers and Tab.
+    t.keys(&["2"]);
+    let s = t.wait_text("GUID prefix");
+    assert!(s.contains("Cyclone DDS"), "{s}");
+    t.keys(&["Tab"]);
+    t.wait_text("HEARTBEATs");
+    t.keys(&["Tab"]);
+    t.wait_text("NackSN");
+    t.keys(&["5"]);
+    let s = t.wait_text("frames/s");
+    assert!(s.contains("Evictions"), "{s}");
+    t.keys(&["1"]);
+    t.wait_text("Frag");
+
+    // Filter by typing.
+    t.keys(&["/"]);
+    t.wait_text("filter:");
+    t.text("lidar");
+    t.keys(&["Enter"]);
+    let s = t.wait_text("[/lidar]");
+    assert!(s.contains("1 topics"), "{s}");
+    assert!(!s.contains("velocity_status"), "{s}");
+    assert!(
+        s.contains("PointCloud2_"),
+        "detail pane of the selected topic:\n{s}"
+    );
+    t.keys(&["Escape"]);
+    t.wait_text("velocity_status");
+
+    // ROS 2 names on `d`.
+    t.keys(&["d"]);
+    t.wait_text("/sensing/lidar/points");
+
+    // Help on `?`, closed by any key.
+    t.keys(&["?"]);
+    let s = t.wait_text("Keys");
+    assert!(s.contains("quit"), "{s}");
+    t.keys(&["Escape"]);
+    t.wait_for("help closed", |s| !s.contains("this help"));
+
+    // Speed keys: up to "as fast as possible"; the replay ends and the UI stays.
+    for _ in 0..12 {
+        t.keys(&["+"]);
+    }
+    t.wait_for("max speed", |s| status_line(s).contains("max"));
+    t.wait_for("end of replay", |s| status_line(s).contains("end"));
+
+    // Quit: exit 0, main screen, cursor visible, cooked mode with echo.
+    t.keys(&["q"]);
+    let s = t.wait_text("tty:[");
+    assert!(s.contains("ddshark-exit=0"), "{s}");
+    let tty = s
+        .lines()
+        .find(|l| l.starts_with("tty:["))
+        .unwrap_or_default()
+        .to_string();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(
+            tty.split(|c: char| c == ' ' || c == '[' || c == ']')
+                .any(|w| w == mode),
+            "terminal mode {mode} not restored: {tty}"
+        );
+    }
+    assert!(!tty.contains("-icanon") && !tty.contains("-echo"), "{tty}");
+    assert_eq!(t.format("#{alternate_on}"), "0", "alternate screen left");
+    assert_eq!(t.format("#{cursor_flag}"), "1", "cursor shown again");
+}
+
+#[test]
+fn tui_in_tmux_ctrl_c_quits_mid_replay() {
+    let bin = env!("CARGO_BIN_EXE_ddshark");
+    let pcap = fixture("a_small_reliable/a.pcap");
+    let cmd = format!(
+        "'{bin}' -r '{}' --speed 0.1; echo \"ddshark-exit=$?\"; sleep 600",
+        pcap.display()
+    );
+    let t = Tmux::start("ctrlc", 80, 24, &cmd);
+    t.wait_text("rt/");
+    t.keys(&["C-c"]);
+    let s = t.wait_text("ddshark-exit=");
+    assert!(s.contains("ddshark-exit=0"), "{s}");
+    assert_eq!(t.format("#{alternate_on}"), "0");
+}
