@@ -12,6 +12,8 @@ use crate::state::Snapshot;
 
 /// Points kept per topic for the sparklines (one per snapshot).
 pub const HISTORY: usize = 240;
+/// Capture time the Health rates are measured over (at least).
+pub const RATE_SPAN_NS: u64 = 2_000_000_000;
 /// Topics whose history is kept.
 const MAX_HISTORY_TOPICS: usize = 4096;
 /// Replay speeds the `+`/`-` keys step through; `None` = as fast as possible.
@@ -190,7 +192,10 @@ pub struct UiState {
     pub source: String,
     pub history: HashMap<String, TopicHistory>,
     pub rates: HealthRates,
-    last: Option<Mark>,
+    /// Counters of recent snapshots; rates are taken over about [`RATE_SPAN_NS`].
+    marks: VecDeque<Mark>,
+    /// OTLP exporter counters, when exporting (copied in by the event loop).
+    pub export: Option<otel_export::ExportStats>,
     /// Rows the last frame showed per page (Page Up/Down).
     pub page: usize,
 }
@@ -215,7 +220,8 @@ impl UiState {
             source: source.to_string(),
             history: HashMap::new(),
             rates: HealthRates::default(),
-            last: None,
+            marks: VecDeque::new(),
+            export: None,
             page: 10,
         }
     }
@@ -243,7 +249,24 @@ impl UiState {
             submessages: d.submessages,
             samples: s.summary.totals.samples,
         };
-        if let Some(prev) = self.last {
+        if self
+            .marks
+            .back()
+            .is_some_and(|m| m.ts_ns >= mark.ts_ns && m.frames == mark.frames)
+        {
+            return; // Same capture time and counters (e.g. the final snapshot).
+        }
+        self.marks.push_back(mark);
+        // Keep the newest mark at least RATE_SPAN_NS older than this one.
+        while self.marks.len() > 2
+            && self
+                .marks
+                .get(1)
+                .is_some_and(|m| mark.ts_ns.saturating_sub(m.ts_ns) >= RATE_SPAN_NS)
+        {
+            self.marks.pop_front();
+        }
+        if let Some(prev) = self.marks.front().copied() {
             let dt = mark.ts_ns.saturating_sub(prev.ts_ns) as f64 / 1e9;
             if dt > 0.0 {
                 let r = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
@@ -254,10 +277,7 @@ impl UiState {
                     samples_s: r(mark.samples, prev.samples),
                     over_s: dt,
                 };
-                self.last = Some(mark);
             }
-        } else {
-            self.last = Some(mark);
         }
     }
 

@@ -44,7 +44,7 @@ pub fn available() -> bool {
 }
 
 /// What the TUI shows about its input.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TuiOptions {
     /// Interface(s) or file name.
     pub source: String,
@@ -52,6 +52,8 @@ pub struct TuiOptions {
     /// Initial replay speed (`None`: as fast as possible).
     pub speed: Option<f64>,
     pub ros_names: bool,
+    /// The OTLP exporter, when exporting: its queue and drops go to Health.
+    pub export: Option<otel_export::ExportHandle>,
 }
 
 /// A running TUI.
@@ -190,6 +192,13 @@ fn event_loop(
             if let Some(s) = hub.latest() {
                 ui.ingest(&s);
                 shown = Some(s);
+                dirty = true;
+            }
+        }
+        if let Some(h) = &opts.export {
+            let stats = Some(h.stats());
+            if stats != ui.export {
+                ui.export = stats;
                 dirty = true;
             }
         }

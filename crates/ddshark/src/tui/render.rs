@@ -299,12 +299,21 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             }
         })
         .collect();
-    let title = format!(
-        "{} topics{} · rate/BW over {} · Size = mean sample · Frag = DATA_FRAGs/sample",
-        rows.len(),
-        if ui.show_builtin { " (+built-in)" } else { "" },
-        fmt::secs(s.summary.window_s),
-    );
+    let unknown = s.health.writers_unattributed;
+    let builtin = if ui.show_builtin { " (+built-in)" } else { "" };
+    let title = if unknown > 0 {
+        // Writers whose SEDP was not seen (capture started late): no topic yet.
+        format!(
+            "{} topics{builtin} · {unknown} writers without discovery: see 3 Writers",
+            rows.len()
+        )
+    } else {
+        format!(
+            "{} topics{builtin} · rate/BW over {} · Size = mean sample · Frag = DATA_FRAGs/sample",
+            rows.len(),
+            fmt::secs(s.summary.window_s),
+        )
+    };
     let (t, mut state) = table(body, header, widths, sel, title);
     f.render_stateful_widget(t, top, &mut state);
     detail(f, bottom, s, ui, topic);
@@ -712,13 +721,13 @@ fn writers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     let keys: Vec<&str> = rows.iter().map(|w| w.guid.as_str()).collect();
     let sel = ui.selected_index(&keys);
     let wide = area.width >= 120;
-    let gw: u16 = if wide { 32 } else { 18 };
+    let gw: u16 = if area.width >= 160 { 32 } else { 18 };
     let body: Vec<Row<'_>> = rows
         .iter()
         .map(|w| {
             let topic = match (&w.ros_topic, ui.ros_names) {
                 (Some(r), true) => r.clone(),
-                _ => w.topic.clone().unwrap_or_else(|| "?".into()),
+                _ => w.topic.clone().unwrap_or_else(|| "(no discovery)".into()),
             };
             let mut cells = vec![
                 Cell::from(fmt::guid(&w.guid, usize::from(gw))),
@@ -793,7 +802,7 @@ fn readers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     let keys: Vec<&str> = rows.iter().map(|r| r.guid.as_str()).collect();
     let sel = ui.selected_index(&keys);
     let wide = area.width >= 120;
-    let gw: u16 = if wide { 32 } else { 18 };
+    let gw: u16 = if area.width >= 160 { 32 } else { 18 };
     let body: Vec<Row<'_>> = rows
         .iter()
         .map(|r| {
@@ -867,43 +876,23 @@ fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     let d = &h.dissector;
     let st = &h.state;
     let r = &ui.rates;
+    let rate = |label: &str, v: f64, total: u64| {
+        Line::from(vec![
+            Span::styled(format!("{label:<14}"), DIM),
+            Span::raw(format!("{:>7}", fmt::hz(v))),
+            Span::styled("  total ", DIM),
+            Span::raw(fmt::count(total)),
+        ])
+    };
     let mut left = vec![
         Line::from(Span::styled(
             format!("Traffic (capture time, last {})", fmt::secs(r.over_s)),
             HEADER,
         )),
-        kv(
-            "frames/s",
-            format!(
-                "{:>8}   total {}",
-                fmt::hz(r.frames_s),
-                fmt::count(d.frames)
-            ),
-        ),
-        kv(
-            "datagrams/s",
-            format!(
-                "{:>8}   total {}",
-                fmt::hz(r.datagrams_s),
-                fmt::count(d.rtps_datagrams)
-            ),
-        ),
-        kv(
-            "submessages/s",
-            format!(
-                "{:>8}   total {}",
-                fmt::hz(r.submessages_s),
-                fmt::count(d.submessages)
-            ),
-        ),
-        kv(
-            "samples/s",
-            format!(
-                "{:>8}   total {}",
-                fmt::hz(r.samples_s),
-                fmt::count(s.summary.totals.samples)
-            ),
-        ),
+        rate("frames/s", r.frames_s, d.frames),
+        rate("datagrams/s", r.datagrams_s, d.rtps_datagrams),
+        rate("submessages/s", r.submessages_s, d.submessages),
+        rate("samples/s", r.samples_s, s.summary.totals.samples),
         kv("participants", fmt::count(h.participants)),
         kv(
             "writers / readers",
@@ -928,13 +917,31 @@ fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
                 ),
                 Span::styled(format!(" {name}"), DIM),
             ])),
-            None => left.push(kv("kernel drops", format!("n/a {name}"))),
+            None => left.push(kv("kernel drops", "n/a (file)".into())),
         }
         if let Some(e) = &src.error {
             left.push(Line::from(Span::styled(fmt::truncate(e, 60), BAD)));
         }
     }
-    left.push(kv("export queue/drops", "n/a (no OTLP stats here)".into()));
+    match &ui.export {
+        None => left.push(kv("export (OTLP)", "off".into())),
+        Some(e) => {
+            left.push(kv(
+                "export queue",
+                format!(
+                    "{} queued, {} in flight, {} sent",
+                    fmt::count(e.queue_len),
+                    fmt::count(e.in_flight),
+                    fmt::count(e.sent)
+                ),
+            ));
+            left.push(kv_warn("export dropped", e.dropped));
+            left.push(kv_warn(
+                "export failed/rejected",
+                e.failed.saturating_add(e.rejected),
+            ));
+        }
+    }
     left.push(kv_warn("undecodable submsgs", d.submessage_errors));
     left.push(kv_warn("malformed frames", d.malformed));
     left.push(kv_warn("truncated frames", d.frames_truncated));
