@@ -365,3 +365,26 @@ fn offset_shifts_every_latency_and_both_directions_come_out() {
     }
     assert_eq!(dirs.into_iter().collect::<Vec<_>>(), ["A->B", "B->A"]);
 }
+
+#[test]
+fn several_receivers_get_one_row_each() {
+    // The receiver capture given twice stands for two receiving hosts on one segment.
+    let dir = fixtures().join("b_large_frag");
+    let b = dir.join("b.pcap");
+    let (two, _) = run(&args(&dir.join("a.pcap"), &[b.clone()], Level::Sample));
+    let (three, s) = run(&args(&dir.join("a.pcap"), &[b.clone(), b], Level::Sample));
+    assert_eq!(s.captures.len(), 3);
+    let ab: HashMap<_, _> = two
+        .iter()
+        .filter(|r| r.sender == 0)
+        .map(|r| (r.key, r.latency_ns))
+        .collect();
+    for recv in [1, 2] {
+        let got: HashMap<_, _> = three
+            .iter()
+            .filter(|r| r.sender == 0 && r.receiver == recv)
+            .map(|r| (r.key, r.latency_ns))
+            .collect();
+        assert_eq!(got, ab, "A->{}", ddshark::latency::label(recv));
+    }
+}

@@ -197,7 +197,7 @@ pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
     );
     let _ = writeln!(
         out,
-        "{:<6} {:<40} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "{:<6} {:<48} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "dir", "topic", "count", "lost", "incpl", "rep", "min", "p50", "p90", "p99", "max"
     );
     for (k, g) in &run.summary.groups {
@@ -205,7 +205,7 @@ pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
         let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "{:<6} {:<40} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}",
+            "{:<6} {:<48} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}",
             t.direction,
             t.topic,
             t.count,
@@ -290,7 +290,10 @@ struct JsonStats<'a> {
 
 pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
     match format {
-        LatencyFormat::Text => summary_text(run, out, true),
+        LatencyFormat::Text => {
+            summary_text(run, out, true);
+            out.push('\n');
+        }
         LatencyFormat::Tsv => {}
         LatencyFormat::Json => {
             for (k, g) in &run.summary.groups {
