@@ -109,6 +109,27 @@ impl Drop for Tmux {
     }
 }
 
+/// The shell line that prints the terminal modes after ddshark exits.
+const TTY_MODES: &str = "echo \"tty:[$(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo|isig)' | tr '\\n' ' ')]\"";
+
+/// Cooked mode with echo again (raw mode was left).
+fn assert_tty_restored(t: &Tmux, screen: &str) {
+    let tty = screen
+        .lines()
+        .find(|l| l.starts_with("tty:["))
+        .unwrap_or_default()
+        .to_string();
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(
+            tty.split([' ', '[', ']']).any(|w| w == mode),
+            "terminal mode {mode} not restored: {tty}"
+        );
+    }
+    assert!(!tty.contains("-icanon") && !tty.contains("-echo"), "{tty}");
+    assert_eq!(t.format("#{alternate_on}"), "0", "alternate screen left");
+    assert_eq!(t.format("#{cursor_flag}"), "1", "cursor shown again");
+}
+
 fn status_line(screen: &str) -> String {
     screen.lines().next().unwrap_or("").to_string()
 }
@@ -119,9 +140,7 @@ fn tui_in_tmux_keys_views_filter_help_pacing_quit() {
     let pcap = fixture("h_vlan_pcp/a.pcap");
     // After ddshark: its exit code and the terminal modes, read back from the screen.
     let cmd = format!(
-        "'{bin}' -r '{}' --speed 0.25; echo \"ddshark-exit=$?\"; \
-         echo \"tty:[$(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo|isig)' | tr '\\n' ' ')]\"; \
-         sleep 600",
+        "'{bin}' -r '{}' --speed 0.25; echo \"ddshark-exit=$?\"; {TTY_MODES}; sleep 600",
         pcap.display()
     );
     let t = Tmux::start("keys", 100, 30, &cmd);
@@ -198,21 +217,27 @@ fn tui_in_tmux_keys_views_filter_help_pacing_quit() {
     t.keys(&["q"]);
     let s = t.wait_text("tty:[");
     assert!(s.contains("ddshark-exit=0"), "{s}");
-    let tty = s
-        .lines()
-        .find(|l| l.starts_with("tty:["))
-        .unwrap_or_default()
-        .to_string();
-    for mode in ["icanon", "echo", "isig"] {
-        assert!(
-            tty.split(|c: char| c == ' ' || c == '[' || c == ']')
-                .any(|w| w == mode),
-            "terminal mode {mode} not restored: {tty}"
-        );
-    }
-    assert!(!tty.contains("-icanon") && !tty.contains("-echo"), "{tty}");
-    assert_eq!(t.format("#{alternate_on}"), "0", "alternate screen left");
-    assert_eq!(t.format("#{cursor_flag}"), "1", "cursor shown again");
+    assert_tty_restored(&t, &s);
+}
+
+#[test]
+fn tui_in_tmux_panic_restores_the_terminal() {
+    let bin = env!("CARGO_BIN_EXE_ddshark");
+    let pcap = fixture("a_small_reliable/a.pcap");
+    // The test hook panics in the UI thread right after the first real frame.
+    let cmd = format!(
+        "DDSHARK_TUI_TEST_PANIC=1 '{bin}' -r '{}' --speed 0.1; echo \"ddshark-exit=$?\"; {TTY_MODES}; sleep 600",
+        pcap.display()
+    );
+    let t = Tmux::start("panic", 100, 30, &cmd);
+    let s = t.wait_text("tty:[");
+    assert!(s.contains("ddshark-exit=1"), "a panic is a failure:\n{s}");
+    assert!(
+        s.contains("DDSHARK_TUI_TEST_PANIC is set"),
+        "the panic message is readable:\n{s}"
+    );
+    assert!(s.contains("the terminal UI panicked"), "{s}");
+    assert_tty_restored(&t, &s);
 }
 
 #[test]
@@ -220,13 +245,13 @@ fn tui_in_tmux_ctrl_c_quits_mid_replay() {
     let bin = env!("CARGO_BIN_EXE_ddshark");
     let pcap = fixture("a_small_reliable/a.pcap");
     let cmd = format!(
-        "'{bin}' -r '{}' --speed 0.1; echo \"ddshark-exit=$?\"; sleep 600",
+        "'{bin}' -r '{}' --speed 0.1; echo \"ddshark-exit=$?\"; {TTY_MODES}; sleep 600",
         pcap.display()
     );
     let t = Tmux::start("ctrlc", 80, 24, &cmd);
     t.wait_text("rt/");
     t.keys(&["C-c"]);
-    let s = t.wait_text("ddshark-exit=");
+    let s = t.wait_text("tty:[");
     assert!(s.contains("ddshark-exit=0"), "{s}");
-    assert_eq!(t.format("#{alternate_on}"), "0");
+    assert_tty_restored(&t, &s);
 }

@@ -90,10 +90,17 @@ impl Drop for TuiHandle {
     }
 }
 
-/// Put the terminal back: cooked mode, main screen, visible cursor.
+/// The terminal is in raw mode on the alternate screen.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Put the terminal back: cooked mode, main screen, visible cursor. Only once:
+/// leaving the alternate screen twice would move the cursor back over what was
+/// printed in between (the panic message).
 fn restore_terminal() {
-    let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), LeaveAlternateScreen, Show);
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = disable_raw_mode();
+        let _ = execute!(io::stdout(), LeaveAlternateScreen, Show);
+    }
 }
 
 /// Restore the terminal before any panic message is printed (once per process).
@@ -102,10 +109,25 @@ fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            PANICKED.store(true, Ordering::SeqCst);
             restore_terminal();
             previous(info);
         }));
     });
+}
+
+/// Some thread panicked: the terminal was restored and must stay so (the UI
+/// thread stops drawing, so the panic message stays readable).
+static PANICKED: AtomicBool = AtomicBool::new(false);
+
+/// Sets the capture's stop flag when the UI thread ends, even by a panic: the
+/// capture must not outlive the UI.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Owns raw mode + alternate screen; restores them when dropped.
@@ -117,6 +139,7 @@ impl TerminalGuard {
     fn enter() -> Result<Self> {
         install_panic_hook();
         enable_raw_mode().context("cannot put the terminal into raw mode")?;
+        ACTIVE.store(true, Ordering::SeqCst);
         if let Err(e) = execute!(io::stdout(), EnterAlternateScreen) {
             restore_terminal();
             return Err(e).context("cannot switch to the alternate screen");
@@ -155,12 +178,9 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name("tui".into())
         .spawn(move || {
+            let _stop = StopOnDrop(stop.clone());
             let mut guard = guard;
-            let r = event_loop(&mut guard.terminal, &hub, &stop, pace.as_deref(), &q, &opts);
-            // Whatever happens, the capture must not outlive the UI.
-            stop.store(true, Ordering::Relaxed);
-            drop(guard);
-            r
+            event_loop(&mut guard.terminal, &hub, &stop, pace.as_deref(), &q, &opts)
         })
         .context("cannot start the TUI thread")?;
     Ok(TuiHandle {
@@ -182,8 +202,9 @@ fn event_loop(
     let mut version = u64::MAX;
     let mut dirty = true;
     let mut last_draw = Instant::now();
+    let panic_for_test = std::env::var_os("DDSHARK_TUI_TEST_PANIC").is_some();
     loop {
-        if quit.load(Ordering::Relaxed) {
+        if quit.load(Ordering::Relaxed) || PANICKED.load(Ordering::SeqCst) {
             return Ok(());
         }
         let v = hub.version();
@@ -210,6 +231,13 @@ fn event_loop(
                 .context("drawing the terminal UI")?;
             dirty = false;
             last_draw = Instant::now();
+            if shown.is_some() && panic_for_test {
+                // Test hook (tests/tui_tmux.rs): the terminal is restored on a panic.
+                #[allow(clippy::panic)]
+                {
+                    panic!("DDSHARK_TUI_TEST_PANIC is set");
+                }
+            }
         }
         if !event::poll(Duration::from_millis(100)).context("reading the terminal")? {
             continue;
