@@ -369,9 +369,10 @@ fn guid_of(hex32: &str) -> Guid {
 fn check_host(
     stack: &Stack,
     host: &str,
-    pcap: &str,
+    pcap: &Path,
     oracle_tsv: &str,
     expect_service: &str,
+    shift_ns: &dyn Fn(u64) -> u64,
 ) -> Vec<(String, String, String, String)> {
     let oracle: Vec<_> = read_tsv(&fixture(oracle_tsv))
         .into_iter()
@@ -395,11 +396,7 @@ fn check_host(
             problems.push(format!("{key}: {what}: want {want:?}, have {have:?}"));
         }
     };
-    let iface = Path::new(pcap)
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let iface = pcap.file_name().unwrap().to_string_lossy().into_owned();
     for o in &oracle {
         let frame: i64 = o["frame"].parse().unwrap();
         let idx: i64 = o["sm_idx"].parse().unwrap();
@@ -430,16 +427,17 @@ fn check_host(
             fsn,
             s.tag("fragment_starting_num").into(),
         );
+        let shift = shift_ns(frame as u64);
         check(
             "start ns",
             &key,
-            ns_of(&o["t_first_ipfrag"]).unwrap().to_string(),
+            (ns_of(&o["t_first_ipfrag"]).unwrap() + shift).to_string(),
             s.tag("t_ns").into(),
         );
         check(
             "end ns",
             &key,
-            ns_of(&o["t_last_ipfrag"]).unwrap().to_string(),
+            (ns_of(&o["t_last_ipfrag"]).unwrap() + shift).to_string(),
             s.tag("end_time_unix_nano").into(),
         );
         let builtin = u8::from_str_radix(&o["writer_guid"][30..32], 16).unwrap() & 0xc0 == 0xc0;
@@ -527,6 +525,12 @@ fn check_host(
             s.int("pcp").map(|v| v.to_string()).unwrap_or_default(),
         );
         check(
+            "vlan_id",
+            &key,
+            o["vlan_id"].clone(),
+            s.int("vlan_id").map(|v| v.to_string()).unwrap_or_default(),
+        );
+        check(
             "capture.interface",
             &key,
             iface.clone(),
@@ -583,16 +587,64 @@ fn check_host(
 #[test]
 fn stack_two_hosts_every_submessage_exactly_once() {
     let stack = Stack::start(0);
-    let runs = [
-        ("a_small_reliable/a.pcap", "small-a", "grpc", "gzip"),
-        ("a_small_reliable/b.pcap", "small-b", "http", "none"),
-        ("b_large_frag/a.pcap", "large-a", "http", "gzip"),
-        ("b_large_frag/b.pcap", "large-b", "grpc", "none"),
+    // The sender capture again, as a nanosecond pcap with sub-µs offsets per frame:
+    // the exported timestamps must follow to the nanosecond.
+    let ns_pcap = stack.run_dir.join("small-a-ns.pcap");
+    write_ns_copy(&fixture("a_small_reliable/a.pcap"), &ns_pcap, sub_us_shift);
+    let no_shift = |_: u64| 0u64;
+    let runs: [(PathBuf, &str, &str, &str, &str, &dyn Fn(u64) -> u64); 6] = [
+        (
+            fixture("a_small_reliable/a.pcap"),
+            "a_small_reliable/oracle_a_submsgs.tsv",
+            "small-a",
+            "grpc",
+            "gzip",
+            &no_shift,
+        ),
+        (
+            fixture("a_small_reliable/b.pcap"),
+            "a_small_reliable/oracle_b_submsgs.tsv",
+            "small-b",
+            "http",
+            "none",
+            &no_shift,
+        ),
+        (
+            fixture("b_large_frag/a.pcap"),
+            "b_large_frag/oracle_a_submsgs.tsv",
+            "large-a",
+            "http",
+            "gzip",
+            &no_shift,
+        ),
+        (
+            fixture("b_large_frag/b.pcap"),
+            "b_large_frag/oracle_b_submsgs.tsv",
+            "large-b",
+            "grpc",
+            "none",
+            &no_shift,
+        ),
+        (
+            fixture("h_vlan_pcp/a.pcap"),
+            "h_vlan_pcp/oracle_a_submsgs.tsv",
+            "vlan-a",
+            "grpc",
+            "none",
+            &no_shift,
+        ),
+        (
+            ns_pcap.clone(),
+            "a_small_reliable/oracle_a_submsgs.tsv",
+            "small-a-ns",
+            "grpc",
+            "none",
+            &sub_us_shift,
+        ),
     ];
     let mut finals = Vec::new();
-    for (pcap, host, proto, comp) in runs {
-        let path = fixture(pcap);
-        let endpoint = if proto == "grpc" {
+    for (path, _, host, proto, comp, _) in &runs {
+        let endpoint = if *proto == "grpc" {
             stack.grpc()
         } else {
             stack.http()
@@ -620,14 +672,14 @@ fn stack_two_hosts_every_submessage_exactly_once() {
             err.contains("0 dropped (queue full), 0 failed, 0 rejected, 0 abandoned"),
             "{host}: export not clean:\n{err}"
         );
-        finals.push((host, final_json));
+        finals.push((*host, final_json));
     }
     let mut all = Vec::new();
-    for (pcap, host, _, _) in runs {
-        let tsv = pcap
-            .replace("/a.pcap", "/oracle_a_submsgs.tsv")
-            .replace("/b.pcap", "/oracle_b_submsgs.tsv");
-        all.push((host, check_host(&stack, host, pcap, &tsv, "ddshark-e2e")));
+    for (path, tsv, host, _, _, shift) in &runs {
+        all.push((
+            *host,
+            check_host(&stack, host, path, tsv, "ddshark-e2e", *shift),
+        ));
     }
     // Span ids are unique over all hosts; trace id ↔ (writer, sn) is one to one.
     let mut span_ids = HashSet::new();
@@ -718,6 +770,38 @@ fn stack_two_hosts_every_submessage_exactly_once() {
             .collect();
         assert_eq!(have, want, "{host}: ddshark.topic.samples");
     }
+}
+
+/// Sub-microsecond offset of frame `n` (1-based) in the nanosecond copy.
+fn sub_us_shift(frame: u64) -> u64 {
+    (frame * 7919 + 1) % 1000
+}
+
+/// Copies a little-endian µs pcap as a ns pcap, adding `shift(frame)` ns to each frame.
+fn write_ns_copy(src: &Path, dst: &Path, shift: fn(u64) -> u64) {
+    let data = std::fs::read(src).unwrap();
+    let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap());
+    assert_eq!(
+        u32_at(0),
+        0xa1b2_c3d4,
+        "{}: µs little-endian pcap expected",
+        src.display()
+    );
+    let mut out = Vec::with_capacity(data.len());
+    out.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+    out.extend_from_slice(&data[4..24]);
+    let (mut off, mut frame) = (24usize, 0u64);
+    while off + 16 <= data.len() {
+        frame += 1;
+        let (sec, usec, incl) = (u32_at(off), u32_at(off + 4), u32_at(off + 8) as usize);
+        let ns = u64::from(usec) * 1000 + shift(frame);
+        assert!(ns < 1_000_000_000);
+        out.extend_from_slice(&sec.to_le_bytes());
+        out.extend_from_slice(&(ns as u32).to_le_bytes());
+        out.extend_from_slice(&data[off + 8..off + 16 + incl]);
+        off += 16 + incl;
+    }
+    std::fs::write(dst, out).unwrap();
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
