@@ -388,3 +388,98 @@ fn several_receivers_get_one_row_each() {
         assert_eq!(got, ab, "A->{}", ddshark::latency::label(recv));
     }
 }
+
+#[test]
+fn datagrams_sent_twice_are_counted_as_repairs() {
+    // e_mixed_robustness: noise.py sends each hand-built RTPS datagram twice.
+    let dir = fixtures().join("e_mixed_robustness");
+    let (rows, _) = run(&args(
+        &dir.join("a.pcap"),
+        &[dir.join("b.pcap")],
+        Level::Sample,
+    ));
+    let twice: Vec<_> = rows
+        .iter()
+        .filter(|r| r.key.writer.to_string().starts_with("0f0e0d0c0b0a0908"))
+        .filter(|r| r.status == Status::Ok)
+        .collect();
+    assert!(twice.len() >= 4, "{twice:?}");
+    for r in &twice {
+        assert_eq!(
+            (r.tx_sender, r.repairs_sender, r.rx_receiver),
+            (2, 1, 2),
+            "{r:?}"
+        );
+        // The first copy arrived: the latency is the first transmission's.
+        assert!(!r.repaired, "{r:?}");
+    }
+    // Cyclone's own samples in this capture were never repeated.
+    assert!(rows
+        .iter()
+        .filter(|r| r.key.writer.prefix.0[..2] == [0x01, 0x10])
+        .all(|r| r.repairs_sender == 0 || r.key.writer.entity.is_builtin()));
+}
+
+/// Copy of a classic pcap file without the frames in `drop` (1-based).
+fn pcap_without(src: &Path, drop: &[u64], dst: &Path) {
+    let b = std::fs::read(src).unwrap();
+    let le = match b.get(..4) {
+        Some([0xd4, 0xc3, 0xb2, 0xa1]) | Some([0x4d, 0x3c, 0xb2, 0xa1]) => true,
+        Some([0xa1, 0xb2, 0xc3, 0xd4]) | Some([0xa1, 0xb2, 0x3c, 0x4d]) => false,
+        m => panic!("{}: not a classic pcap ({m:?})", src.display()),
+    };
+    let mut out = b[..24].to_vec();
+    let (mut off, mut n) = (24usize, 0u64);
+    while off + 16 <= b.len() {
+        let f: [u8; 4] = b[off + 8..off + 12].try_into().unwrap();
+        let incl = if le {
+            u32::from_le_bytes(f)
+        } else {
+            u32::from_be_bytes(f)
+        } as usize;
+        let end = (off + 16 + incl).min(b.len());
+        n += 1;
+        if !drop.contains(&n) {
+            out.extend_from_slice(&b[off..end]);
+        }
+        off = end;
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+#[test]
+fn a_sample_completed_by_its_retransmission_is_marked_repaired() {
+    // Real capture, one frame removed: the receiver loses the first copy of a DATA that
+    // noise.py sends twice, so only the second copy (a retransmission) completes it.
+    let dir = fixtures().join("e_mixed_robustness");
+    let writer = "0f0e0d0c0b0a09080706050400020303";
+    let first_copy = read_tsv(&dir.join("oracle_b_submsgs.tsv"))
+        .into_iter()
+        .filter(|r| r["writer_guid"] == writer && r["seq"] == "1" && r["sm_kind"] == "DATA")
+        .map(|r| r["frame"].parse::<u64>().unwrap())
+        .min()
+        .expect("the duplicated DATA is in the fixture");
+    let tmp = std::env::temp_dir().join(format!("ddshark-lat-{}.pcap", std::process::id()));
+    pcap_without(&dir.join("b.pcap"), &[first_copy], &tmp);
+    let (full, _) = run(&args(
+        &dir.join("a.pcap"),
+        &[dir.join("b.pcap")],
+        Level::Sample,
+    ));
+    let (cut, _) = run(&args(&dir.join("a.pcap"), &[tmp.clone()], Level::Sample));
+    let _ = std::fs::remove_file(&tmp);
+    let pick = |rows: &[SampleRow]| {
+        rows.iter()
+            .find(|r| r.key.writer.to_string() == writer && r.key.sn == 1)
+            .cloned()
+            .unwrap()
+    };
+    let (a, b) = (pick(&full), pick(&cut));
+    assert!(!a.repaired && b.repaired, "{a:?}\n{b:?}");
+    assert_eq!(b.rx_receiver, 1);
+    assert_eq!(
+        a.t_send, b.t_send,
+        "latency counts from the first transmission"
+    );
+    assert!(b.latency_ns > a.latency_ns);
+}

@@ -110,8 +110,29 @@ pub struct JoinStats {
 struct DstBits {
     addr: SocketAddr,
     multicast: bool,
+    /// Units sent to this destination.
     bits: Vec<u64>,
+    /// Per unit: earliest time it was sent to this destination again (empty until then).
+    again: Vec<i64>,
 }
+
+/// The earliest complete datagram carrying a unit.
+#[derive(Debug, Clone, Copy)]
+struct Done {
+    t_last: i64,
+    frame: u64,
+    t_first: i64,
+    /// Index into the capture's destinations (`NO_DST` if not tracked).
+    dst: u16,
+}
+
+const NO_DST: u16 = u16::MAX;
+const NOT_DONE: Done = Done {
+    t_last: i64::MAX,
+    frame: 0,
+    t_first: i64::MAX,
+    dst: NO_DST,
+};
 
 #[derive(Debug)]
 struct CapObs {
@@ -122,13 +143,15 @@ struct CapObs {
     dst: Option<SocketAddr>,
     pcp: Option<u8>,
     subs: u32,
-    /// Per unit: earliest (ts_last, frame_last) of a complete datagram carrying it.
-    done: Vec<(i64, u64)>,
+    /// Per unit: the earliest complete datagram carrying it.
+    done: Vec<Done>,
     filled: u32,
     dsts: Vec<DstBits>,
     repairs: u32,
-    /// Per unit: earliest retransmission (empty until one happens).
-    first_repair: Vec<i64>,
+    /// Per unit: destination index of its first transmission.
+    first_dst: Vec<u16>,
+    /// Frame that completed the last datagram seen (a unit twice in one datagram is no repair).
+    last_frame: u64,
 }
 
 impl CapObs {
@@ -145,7 +168,8 @@ impl CapObs {
             filled: 0,
             dsts: Vec::new(),
             repairs: 0,
-            first_repair: Vec::new(),
+            first_dst: Vec::new(),
+            last_frame: 0,
         }
     }
 }
@@ -188,6 +212,32 @@ fn pending_bytes(captures: usize, units: u32) -> usize {
             .saturating_mul(26)
             .saturating_add(captures.saturating_mul(160)),
     )
+}
+
+/// Did the receiver (`r`) complete a sample with data from a retransmission of the
+/// sender (`s`)? For each unit, the receiver's earliest complete datagram went to some
+/// destination D: it is a repair when the sender had already re-sent the unit to D
+/// before that datagram reached the receiver, or when the unit's first transmission
+/// went to a multicast group and the receiver only got it later through D.
+fn completed_by_repair(s: &CapObs, r: &CapObs) -> bool {
+    r.done.iter().enumerate().any(|(u, d)| {
+        let Some(addr) = r.dsts.get(usize::from(d.dst)).map(|x| x.addr) else {
+            return false;
+        };
+        let Some(i) = s.dsts.iter().position(|x| x.addr == addr) else {
+            return false;
+        };
+        let resent = s
+            .dsts
+            .get(i)
+            .and_then(|x| x.again.get(u))
+            .is_some_and(|&t| t <= d.t_first);
+        let first = s.first_dst.get(u).copied().unwrap_or(NO_DST);
+        let other_path = first != NO_DST
+            && usize::from(first) != i
+            && s.dsts.get(usize::from(first)).is_some_and(|x| x.multicast);
+        resent || other_path
+    })
 }
 
 /// Votes for the capture that is a participant's (or address's) own host.
@@ -335,7 +385,8 @@ impl Join {
             c.pcp = o.pcp;
         }
         if c.done.len() < units {
-            c.done.resize(units, (i64::MAX, 0));
+            c.done.resize(units, NOT_DONE);
+            c.first_dst.resize(units, NO_DST);
         }
         // Destination bitmap for repair detection.
         let di = match c.dsts.iter().position(|d| d.addr == o.dst) {
@@ -345,6 +396,7 @@ impl Join {
                     addr: o.dst,
                     multicast: is_multicast(&o.dst),
                     bits: Vec::new(),
+                    again: Vec::new(),
                 });
                 Some(c.dsts.len() - 1)
             }
@@ -353,29 +405,41 @@ impl Join {
         let mut repair = false;
         let start = o.unit_start.saturating_sub(1) as usize;
         let end = start.saturating_add(o.unit_count as usize).min(units);
+        let dst_idx = di.and_then(|i| u16::try_from(i).ok()).unwrap_or(NO_DST);
+        let same_datagram = c.last_frame == o.frame_last && c.subs > 1;
+        c.last_frame = o.frame_last;
         for u in start..end {
             if let Some(slot) = c.done.get_mut(u) {
-                if slot.0 == i64::MAX {
+                if slot.t_last == i64::MAX {
                     c.filled = c.filled.saturating_add(1);
                 }
-                if o.ts_last < slot.0 {
-                    *slot = (o.ts_last, o.frame_last);
+                if o.ts_last < slot.t_last {
+                    *slot = Done {
+                        t_last: o.ts_last,
+                        frame: o.frame_last,
+                        t_first: o.ts_first,
+                        dst: dst_idx,
+                    };
                 }
             }
-            let again = c
-                .dsts
-                .iter()
-                .any(|d| (d.addr == o.dst || d.multicast) && bit(&d.bits, u));
+            let again = !same_datagram
+                && c.dsts
+                    .iter()
+                    .any(|d| (d.addr == o.dst || d.multicast) && bit(&d.bits, u));
             if again {
                 repair = true;
-                if c.first_repair.len() < units {
-                    c.first_repair.resize(units, i64::MAX);
-                }
-                if let Some(r) = c.first_repair.get_mut(u) {
-                    *r = (*r).min(o.ts_first);
-                }
+            } else if let Some(f) = c.first_dst.get_mut(u) {
+                *f = dst_idx;
             }
             if let Some(d) = di.and_then(|i| c.dsts.get_mut(i)) {
+                if again && bit(&d.bits, u) {
+                    if d.again.len() < units {
+                        d.again.resize(units, i64::MAX);
+                    }
+                    if let Some(a) = d.again.get_mut(u) {
+                        *a = (*a).min(o.ts_first);
+                    }
+                }
                 set_bit(&mut d.bits, u);
             }
         }
@@ -497,19 +561,20 @@ impl Join {
                 continue;
             };
             let (t_recv, frame_recv) = if complete {
-                match c.done.iter().max() {
-                    Some(&(t, f)) => (Some(t), Some(f)),
+                match c.done.iter().max_by_key(|d| (d.t_last, d.frame)) {
+                    Some(d) => (Some(d.t_last), Some(d.frame)),
                     None => (None, None),
                 }
             } else {
                 (None, None)
             };
-            let t_recv_first = c.done.iter().map(|d| d.0).filter(|&t| t != i64::MAX).min();
-            let repaired = complete
-                && c.done
-                    .iter()
-                    .zip(s.first_repair.iter())
-                    .any(|(d, r)| *r <= d.0);
+            let t_recv_first = c
+                .done
+                .iter()
+                .map(|d| d.t_last)
+                .filter(|&t| t != i64::MAX)
+                .min();
+            let repaired = complete && completed_by_repair(s, c);
             out.push(SampleRow {
                 sender: home,
                 receiver: r,
