@@ -341,12 +341,21 @@ impl Drop for OtlpSink {
 
 /// The sink for the daemon, when `--otlp` was given.
 pub fn sink(args: &OtlpArgs, live: bool) -> Result<Option<Box<dyn Sink>>> {
+    Ok(sink_with_handle(args, live)?.map(|(s, _)| s))
+}
+
+/// [`sink`] plus the exporter's handle, whose counters the TUI's Health view shows.
+pub fn sink_with_handle(
+    args: &OtlpArgs,
+    live: bool,
+) -> Result<Option<(Box<dyn Sink>, ExportHandle)>> {
     if !args.enabled() {
         return Ok(None);
     }
     let s = OtlpSink::start(args, live)?;
     eprintln!("ddshark: exporting spans over OTLP to {}", s.endpoint);
-    Ok(Some(Box::new(s)))
+    let h = s.handle();
+    Ok(Some((Box::new(s), h)))
 }
 
 #[cfg(test)]
