@@ -15,6 +15,7 @@
 #   --sink debug      collector traces pipeline → debug exporter (measures ddshark + the
 #                     collector's OTLP receiver; the default)
 #   --sink influxdb   collector → InfluxDB (the whole path; InfluxDB is the bottleneck)
+# Extra ddshark options: DDSHARK_BENCH_ARGS="--otlp-queue 16384 --otlp-batch 2048".
 # Needs scripts/stack/build.sh to have run once. Takes ~1-2 minutes (+ a release build).
 set -euo pipefail
 
@@ -135,25 +136,27 @@ if [ "$PROTO" = grpc ]; then EP="http://127.0.0.1:$DDSHARK_OTLP_GRPC_PORT"; else
 
 say "replaying with --otlp $EP ($PROTO, $COMP)"
 t0=$(date +%s.%N)
-"$DDSHARK" -r "$PCAP" --no-tui --interval 3600 --otlp "$EP" --otlp-protocol "$PROTO" \
-  --otlp-compression "$COMP" --host-name bench --otlp-flush-timeout 120 >/dev/null 2>"$WORK/run.err" &
-PID=$!
-PEAK=$(peak_rss "$PID")
-wait "$PID" || { cat "$WORK/run.err" >&2; exit 1; }
+/usr/bin/time -o "$WORK/time" -f '%U %S %M' \
+  "$DDSHARK" -r "$PCAP" --no-tui --interval 3600 --otlp "$EP" --otlp-protocol "$PROTO" \
+  --otlp-compression "$COMP" --host-name bench --otlp-flush-timeout 120 ${DDSHARK_BENCH_ARGS:-} >/dev/null 2>"$WORK/run.err" \
+  || { cat "$WORK/run.err" >&2; exit 1; }
+read -r USR SYS PEAK <"$WORK/time"
 t1=$(date +%s.%N)
 SUMMARY=$(grep ' spans: ' "$WORK/run.err" | tail -1)
 SENT=$(sed -E 's/.*spans: ([0-9]+) sent,.*/\1/' <<<"$SUMMARY")
 DROPPED=$(sed -E 's/.* ([0-9]+) dropped \(queue full\).*/\1/' <<<"$SUMMARY")
 ACCEPTED=$(curl -s "http://127.0.0.1:$DDSHARK_OTELCOL_METRICS_PORT/metrics" | awk '/^otelcol_receiver_accepted_spans_total/{s+=$2} END{print s+0}')
-python3 - "$t0" "$t1" "$SENT" "$DROPPED" "$ACCEPTED" "$PEAK" "$BASE_S" "$SPANS" "$PROTO" "$COMP" "$SINK" "$BASE_PEAK" <<'EOF'
+python3 - "$t0" "$t1" "$SENT" "$DROPPED" "$ACCEPTED" "$PEAK" "$BASE_S" "$SPANS" "$PROTO" "$COMP" "$SINK" "$BASE_PEAK" "$USR" "$SYS" <<'EOF'
 import sys
 t0, t1, sent, dropped, acc, peak, base, spans = map(float, sys.argv[1:9])
 proto, comp, sink = sys.argv[9:12]
 base_peak = float(sys.argv[12])
+cpu = float(sys.argv[13]) + float(sys.argv[14])
 d = t1 - t0
 print(f"ddshark OTLP export benchmark: {int(spans)} synthetic DATA spans (+ the fixture's), {proto}/{comp}, collector traces -> {sink}")
 print(f"  replay without export : {base:.2f} s ({spans/base:,.0f} submessages/s), peak RSS {base_peak/1024:.1f} MiB")
 print(f"  replay with export    : {d:.2f} s, {int(sent)} spans sent, {int(dropped)} dropped, collector accepted {int(acc)}")
 print(f"  sustained export rate : {sent/d:,.0f} spans/s")
-print(f"  ddshark peak RSS      : {peak/1024:.1f} MiB")
+print(f"  ddshark peak RSS      : {peak/1024:.1f} MiB (max resident set, /usr/bin/time)")
+print(f"  ddshark CPU           : {cpu:.2f} s ({cpu/d*100:.0f}% of one core; the collector has the rest of the 2-core machine)")
 EOF
