@@ -929,3 +929,167 @@ fn stack_collector_restart_mid_run() {
         "the end of the replay did not reach InfluxDB"
     );
 }
+
+fn sh(cmd: &str, dir: &Path) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .output()
+        .expect("sh");
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn collector_metric(port: u16, name: &str, transport: &str) -> u64 {
+    let out = Command::new("curl")
+        .args(["-fsS", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(name) && l.contains(&format!("transport=\"{transport}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// OTLP over TLS (gRPC and HTTP) to the real collector with a private CA given by
+/// --otlp-certificate.
+#[test]
+fn stack_tls_with_private_ca() {
+    let bin = stack_bin_dir().join("otelcol-ddshark");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it once with `scripts/stack/build.sh`",
+        bin.display()
+    );
+    let dir = std::env::temp_dir().join(format!("ddshark-otlp-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    sh(
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ddshark-test-ca \
+           -keyout ca.key -out ca.pem 2>/dev/null && \
+         openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr 2>/dev/null && \
+         printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext && \
+         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+           -extfile san.ext -out server.pem 2>/dev/null",
+        &dir,
+    );
+    let base = 20_000 + (std::process::id() % 400) as u16 * 20 + 15;
+    let (grpc, http, metrics) = (base, base + 1, base + 2);
+    let config = format!(
+        r#"receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{grpc}
+        tls: {{cert_file: {d}/server.pem, key_file: {d}/server.key}}
+      http:
+        endpoint: 127.0.0.1:{http}
+        tls: {{cert_file: {d}/server.pem, key_file: {d}/server.key}}
+exporters:
+  debug: {{verbosity: basic}}
+service:
+  pipelines:
+    traces: {{receivers: [otlp], exporters: [debug]}}
+    metrics: {{receivers: [otlp], exporters: [debug]}}
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull: {{exporter: {{prometheus: {{host: 127.0.0.1, port: {metrics}}}}}}}
+"#,
+        d = dir.display()
+    );
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    let log = std::fs::File::create(dir.join("otelcol.log")).unwrap();
+    struct Kill(Child, PathBuf);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.1);
+            }
+        }
+    }
+    let _collector = Kill(
+        Command::new(&bin)
+            .arg(format!("--config={}", dir.join("config.yaml").display()))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("otelcol"),
+        dir.clone(),
+    );
+    let t = Instant::now();
+    while !Command::new("curl")
+        .args([
+            "-fsS",
+            "-o",
+            "/dev/null",
+            &format!("http://127.0.0.1:{metrics}/metrics"),
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "TLS collector did not start: {}",
+            std::fs::read_to_string(dir.join("otelcol.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pcap = fixture("a_small_reliable/a.pcap");
+    let ca = dir.join("ca.pem");
+    for (proto, port) in [("grpc", grpc), ("http", http)] {
+        let out = ddshark(&[
+            "-r",
+            pcap.to_str().unwrap(),
+            "--no-tui",
+            "--otlp",
+            &format!("https://127.0.0.1:{port}"),
+            "--otlp-protocol",
+            proto,
+            "--otlp-certificate",
+            ca.to_str().unwrap(),
+            "--otlp-no-metrics",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("214 spans: 214 sent, 0 filtered, 0 dropped (queue full), 0 failed"),
+            "{proto} over TLS:\n{err}"
+        );
+        let transport = if proto == "grpc" { "grpc" } else { "http" };
+        let t = Instant::now();
+        while collector_metric(metrics, "otelcol_receiver_accepted_spans", transport) < 214 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "collector did not count {proto} spans"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    // Without the CA the server is not trusted: nothing is sent, and the replay
+    // still ends (after --otlp-flush-timeout), reporting what it gave up.
+    let out = ddshark(&[
+        "-r",
+        pcap.to_str().unwrap(),
+        "--no-tui",
+        "--otlp",
+        &format!("https://127.0.0.1:{grpc}"),
+        "--otlp-no-metrics",
+        "--otlp-flush-timeout",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("214 spans: 0 sent"),
+        "untrusted TLS server accepted:\n{err}"
+    );
+}
