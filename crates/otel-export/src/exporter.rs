@@ -427,7 +427,7 @@ async fn batch_loop(
                 match rec {
                     Some(rec) => {
                         if batch.is_empty() {
-                            deadline = Some(tokio::time::Instant::now() + w.cfg.batch_timeout);
+                            deadline = Some(tokio::time::Instant::now() + w.cfg.batch_timeout.min(Duration::from_secs(3600)));
                         }
                         batch.push(rec);
                         if batch.len() >= max_batch {
@@ -521,7 +521,7 @@ async fn send_with_retry(w: &Worker, signal: Signal, body: Bytes, n: u64) {
     let mut backoff = w.cfg.initial_backoff;
     loop {
         let res = match tokio::time::timeout(
-            w.cfg.timeout + Duration::from_secs(1),
+            w.cfg.timeout.saturating_add(Duration::from_secs(1)),
             w.transport.send(signal, body.clone()),
         )
         .await
@@ -545,13 +545,14 @@ async fn send_with_retry(w: &Worker, signal: Signal, body: Bytes, n: u64) {
                 c.healthy.store(false, Ordering::Relaxed);
                 add(&c.requests_failed, 1);
                 c.set_error(e.message);
-                if !e.retryable || started.elapsed() + backoff > w.cfg.max_retry_time {
+                if !e.retryable || started.elapsed().saturating_add(backoff) > w.cfg.max_retry_time
+                {
                     add(&c.failed, n);
                     return;
                 }
                 add(&c.retries, 1);
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(w.cfg.max_backoff);
+                backoff = backoff.saturating_mul(2).min(w.cfg.max_backoff);
             }
         }
     }
