@@ -183,7 +183,7 @@ impl ExporterConfig {
             resource: Vec::new(),
             topic_filter: TopicFilter::default(),
             queue_capacity: 65_536,
-            max_batch: 4096,
+            max_batch: 2048,
             batch_timeout: Duration::from_millis(500),
             max_concurrent: 2,
             initial_backoff: Duration::from_millis(200),

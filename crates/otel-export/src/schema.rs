@@ -433,3 +433,12 @@ mod tests {
         assert_eq!(domain_from_port(53), None);
     }
 }
+#[cfg(test)]
+mod size_bound {
+    /// The queue's memory bound is `queue_capacity × size_of::<SpanRecord>()`
+    /// (65536 × 264 B = 17 MiB by default); keep the record from growing unnoticed.
+    #[test]
+    fn span_record_stays_small() {
+        assert!(std::mem::size_of::<super::SpanRecord>() <= 264);
+    }
+}
