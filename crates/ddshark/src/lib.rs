@@ -2,7 +2,11 @@
 //! tests and benches drive the same code as the command line.
 
 pub mod capture;
+pub mod daemon;
 pub mod dissect;
 pub mod latency;
 pub mod output;
+pub mod pipeline;
 pub mod record;
+pub mod state;
+pub mod stats_cmd;

@@ -8,14 +8,22 @@ const EXAMPLES: &str = "\
 Examples:
   ddshark dissect capture.pcap                    one line per RTPS submessage
   ddshark dissect capture.pcapng --format jsonl | jq 'select(.kind==\"DATA\") | .topic'
+  ddshark stats capture.pcap | jq '.topics[] | {name, samples, lost, retransmitted}'
+  ddshark -i eth0 --no-tui                        live, a summary every 2 s
+  ddshark -i any --no-tui -F jsonl udp port 7400  live with a BPF filter, JSON lines
+  ddshark -r capture.pcap --no-tui --speed 1      replay at recorded speed
 ";
 
 /// Passive DDS/RTPS sniffer: per-topic statistics, loss, repairs and cross-host latency.
 #[derive(Debug, Parser)]
 #[command(name = "ddshark", version, about, after_help = EXAMPLES)]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Live capture / replay (when no subcommand is given).
+    #[command(flatten)]
+    daemon: ddshark::daemon::DaemonArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -32,19 +40,24 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
     },
-    /// One-way latency of every DDS sample between captures of two (or more) hosts.
-    Latency(ddshark::latency::LatencyArgs),
+    /// Final state and per-topic statistics of a capture (JSON or text).
+    Stats(ddshark::stats_cmd::StatsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Dissect {
+        None if !cli.daemon.wanted() => {
+            let _ = <Cli as clap::CommandFactory>::command().print_help();
+            return ExitCode::FAILURE;
+        }
+        None => ddshark::daemon::run(&cli.daemon),
+        Some(Command::Stats(args)) => ddshark::stats_cmd::run(&args),
+        Some(Command::Dissect {
             file,
             format,
             quiet,
-        } => dissect::run(&file, format, quiet),
-        Command::Latency(args) => ddshark::latency::run(&args),
+        }) => dissect::run(&file, format, quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

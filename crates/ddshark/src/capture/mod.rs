@@ -2,6 +2,7 @@
 //! so the whole pipeline runs in tests from files or in-memory frames.
 
 pub mod file;
+pub mod live;
 pub mod memory;
 
 use rtps_dissect::Frame;
@@ -31,12 +32,22 @@ pub enum CaptureError {
         after_frame: u64,
         message: String,
     },
+    /// A live capture's read timeout expired with no packet (not an error: poll again).
+    #[error("{0}: no packet before the read timeout")]
+    Timeout(String),
+    #[error("{0}")]
+    Live(#[from] live::LiveError),
 }
 
 impl CaptureError {
     /// A truncated last record is reported, not fatal: what came before it stands.
     pub fn is_truncation(&self) -> bool {
         matches!(self, CaptureError::Truncated { .. })
+    }
+
+    /// No packet yet on a live capture; try again.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, CaptureError::Timeout(_))
     }
 }
 

@@ -1,0 +1,355 @@
+//! The daemon: `ddshark -i IFACE …` (live) or `ddshark -r FILE …` (replay), with
+//! the TUI or, with `--no-tui`, a periodic text summary / JSON lines on stdout.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::capture::file::FileSource;
+use crate::capture::live::{interface_list, LiveOptions, LiveSource, DEFAULT_FILTER};
+use crate::pipeline::{
+    run_threaded, CaptureInput, Engine, EngineConfig, PaceControl, RunOptions, Sink, SnapshotHub,
+    SourceCtx,
+};
+use crate::state::cache::DiscoveryCache;
+use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
+use crate::state::StateConfig;
+use crate::stats_cmd::{text_report, ReportOptions};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DaemonFormat {
+    #[default]
+    Text,
+    Jsonl,
+}
+
+/// Capture and replay options (top level of the command line).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DaemonArgs {
+    /// Capture live on this interface (repeat for several; `any` = all)
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interfaces: Vec<String>,
+    /// Replay a pcap/pcapng file
+    #[arg(
+        short = 'r',
+        long = "read",
+        value_name = "FILE",
+        conflicts_with = "interfaces"
+    )]
+    pub read: Option<PathBuf>,
+    /// No TUI: print a periodic summary on stdout
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Summary format with --no-tui
+    #[arg(long, short = 'F', value_enum, default_value = "text")]
+    pub format: DaemonFormat,
+    /// Seconds (capture time) between summaries
+    #[arg(long, default_value = "2", value_name = "SECONDS")]
+    pub interval: f64,
+    /// Replay at N times the recorded speed (default: as fast as possible with
+    /// --no-tui, recorded speed with the TUI; 0 = as fast as possible)
+    #[arg(long, value_name = "N")]
+    pub speed: Option<f64>,
+    /// Stop after this many seconds
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Bytes kept of each packet
+    #[arg(long, short = 's', default_value = "262144")]
+    pub snaplen: i32,
+    /// Kernel capture buffer, MiB
+    #[arg(long, short = 'B', default_value = "64", value_name = "MIB")]
+    pub buffer_size: i32,
+    /// Deliver packets as soon as they arrive (no kernel batching)
+    #[arg(long)]
+    pub immediate: bool,
+    /// Do not put the interface into promiscuous mode
+    #[arg(long, short = 'p')]
+    pub no_promisc: bool,
+    /// Timestamp source: host, host_lowprec, host_hiprec, adapter, adapter_unsynced
+    #[arg(long, short = 'j', value_name = "TYPE")]
+    pub tstamp_type: Option<String>,
+    /// Run the capture thread with this SCHED_FIFO priority (1-99)
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub rt_priority: Option<u8>,
+    /// Pin the capture thread to this CPU
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// Batches of 256 frames queued between capture and state before dropping
+    #[arg(long, default_value = "64", value_name = "BATCHES")]
+    pub queue: usize,
+    /// Load discovery from FILE at start and save it at the end
+    #[arg(long, value_name = "FILE")]
+    pub discovery_cache: Option<PathBuf>,
+    /// Show ROS 2 names demangled
+    #[arg(long)]
+    pub ros: bool,
+    /// Sliding window for rates, seconds
+    #[arg(long, default_value = "10", value_name = "SECONDS")]
+    pub window: f64,
+    /// Print the interfaces that can be captured and exit
+    #[arg(long, short = 'D')]
+    pub list_interfaces: bool,
+    /// Print the final snapshot as JSON (like `ddshark stats`) at the end
+    #[arg(long, value_name = "FILE")]
+    pub final_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub otlp: crate::otlp::OtlpArgs,
+    /// Capture filter (BPF, as tcpdump takes it); default: UDP and IP fragments
+    #[arg(trailing_var_arg = true, value_name = "FILTER")]
+    pub filter: Vec<String>,
+}
+
+impl DaemonArgs {
+    /// Was any daemon option given (so `ddshark` alone prints help)?
+    pub fn wanted(&self) -> bool {
+        !self.interfaces.is_empty() || self.read.is_some() || self.list_interfaces
+    }
+}
+
+/// One line of `--format jsonl`.
+#[derive(Serialize)]
+struct JsonLine<'a> {
+    summary: &'a Summary,
+    topics: Vec<&'a TopicView>,
+    health: &'a Health,
+}
+
+/// Prints every snapshot on stdout.
+pub struct ReportSink {
+    format: DaemonFormat,
+    report: ReportOptions,
+    out: io::Stdout,
+    /// stdout was closed (`| head`): stop writing.
+    closed: bool,
+}
+
+impl ReportSink {
+    pub fn new(format: DaemonFormat, ros: bool) -> Self {
+        Self {
+            format,
+            report: ReportOptions {
+                ros,
+                builtin: false,
+                writers: false,
+            },
+            out: io::stdout(),
+            closed: false,
+        }
+    }
+
+    fn print(&mut self, s: &Snapshot, last: bool) {
+        if self.closed {
+            return;
+        }
+        let mut buf = Vec::new();
+        match self.format {
+            DaemonFormat::Jsonl => {
+                let line = JsonLine {
+                    summary: &s.summary,
+                    topics: s.topics.iter().filter(|t| !t.builtin).collect(),
+                    health: &s.health,
+                };
+                if serde_json::to_writer(&mut buf, &line).is_err() {
+                    return;
+                }
+                buf.push(b'\n');
+            }
+            DaemonFormat::Text => {
+                let opts = ReportOptions {
+                    writers: last,
+                    ..self.report
+                };
+                buf.extend_from_slice(
+                    format!(
+                        "=== {} ===\n{}",
+                        crate::output::text::fmt_ts(s.summary.capture_time_ns),
+                        text_report(s, &opts)
+                    )
+                    .as_bytes(),
+                );
+                buf.push(b'\n');
+            }
+        }
+        let mut out = self.out.lock();
+        if out.write_all(&buf).and_then(|()| out.flush()).is_err() {
+            self.closed = true;
+        }
+    }
+}
+
+impl Sink for ReportSink {
+    fn on_datagram(&mut self, _d: &rtps_dissect::Datagram<'_>, _ctx: &SourceCtx<'_>) {}
+    fn on_snapshot(&mut self, s: &Arc<Snapshot>) {
+        self.print(s, false);
+    }
+    fn finish(&mut self, s: &Arc<Snapshot>) {
+        self.print(s, true);
+    }
+}
+
+fn secs_ns(s: f64) -> u64 {
+    if s.is_finite() && s > 0.0 {
+        (s * 1e9).min(u64::MAX as f64) as u64
+    } else {
+        1_000_000_000
+    }
+}
+
+/// Start the daemon. Returns when the input ends, `--duration` passes or Ctrl-C.
+pub fn run(args: &DaemonArgs) -> Result<()> {
+    if args.list_interfaces {
+        println!("{}", interface_list());
+        return Ok(());
+    }
+    // The TUI (crate::tui) renders `hub.latest()` on its own thread; it starts
+    // right before the capture below.
+    let tui = !args.no_tui && crate::tui::available();
+    if !args.no_tui && !tui {
+        eprintln!("ddshark: not a terminal; printing summaries (as with --no-tui)");
+    }
+    let interactive = tui;
+    let state = StateConfig {
+        window_ns: secs_ns(args.window),
+        ..StateConfig::default()
+    };
+    let mut engine = Engine::new(EngineConfig {
+        state,
+        report_ns: Some(if tui {
+            crate::tui::SNAPSHOT_NS
+        } else {
+            secs_ns(args.interval)
+        }),
+        ..EngineConfig::default()
+    });
+    let hub = SnapshotHub::new();
+    engine.set_hub(hub.clone());
+    if !tui {
+        engine.add_sink(Box::new(ReportSink::new(args.format, args.ros)));
+    }
+    let mut export = None;
+    if let Some((sink, handle)) = crate::otlp::sink_with_handle(&args.otlp, args.read.is_none())? {
+        engine.add_sink(sink);
+        export = Some(handle);
+    }
+
+    let cache = match &args.discovery_cache {
+        Some(p) if p.exists() => Some(DiscoveryCache::load(p)?),
+        _ => None,
+    };
+    if let Some(c) = &cache {
+        let n = engine.import_cache(c);
+        eprintln!("ddshark: {n} endpoints loaded from the discovery cache");
+    }
+
+    let mut inputs = Vec::new();
+    let filter = if args.filter.is_empty() {
+        DEFAULT_FILTER.to_string()
+    } else {
+        args.filter.join(" ")
+    };
+    if let Some(path) = &args.read {
+        let src = FileSource::open(path)?;
+        let size = src.file_size;
+        inputs.push(CaptureInput {
+            source: Box::new(src),
+            live: false,
+            size_hint: Some(size),
+        });
+    } else if !args.interfaces.is_empty() {
+        let opts = LiveOptions {
+            snaplen: args.snaplen,
+            buffer_size: args.buffer_size.saturating_mul(1 << 20),
+            immediate: args.immediate,
+            promisc: !args.no_promisc,
+            tstamp_type: args.tstamp_type.clone(),
+            filter,
+            timeout_ms: 100,
+        };
+        for iface in &args.interfaces {
+            let src = LiveSource::open(iface, &opts)?;
+            inputs.push(CaptureInput {
+                source: Box::new(src),
+                live: true,
+                size_hint: None,
+            });
+        }
+    } else {
+        bail!("nothing to capture: give -i IFACE or -r FILE (see --help)");
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // A second Ctrl-C is the default behaviour (exit at once) only if this fails.
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed));
+    }
+    if let Some(d) = args.duration {
+        let stop = stop.clone();
+        let d = Duration::from_secs_f64(d.max(0.0));
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let speed = match args.speed {
+        Some(s) if s > 0.0 => Some(s),
+        Some(_) => None,
+        None if interactive => Some(1.0),
+        None => None,
+    };
+    let run = RunOptions {
+        queue_batches: args.queue.max(1),
+        speed,
+        rt_priority: args.rt_priority,
+        cpu: args.cpu,
+        progress: args.read.is_some()
+            && !interactive
+            && io::stderr().is_terminal()
+            && !io::stdout().is_terminal(),
+        stop,
+        pace: (tui && args.read.is_some()).then(|| Arc::new(PaceControl::new(speed))),
+        ..RunOptions::default()
+    };
+    let ui = if tui {
+        let source = match &args.read {
+            Some(p) => p.display().to_string(),
+            None => args.interfaces.join(","),
+        };
+        let opts = crate::tui::TuiOptions {
+            source,
+            replay: args.read.is_some(),
+            speed,
+            ros_names: args.ros,
+            export,
+        };
+        Some(crate::tui::start(
+            hub.clone(),
+            run.stop.clone(),
+            run.pace.clone(),
+            opts,
+        )?)
+    } else {
+        None
+    };
+    let result = run_threaded(inputs, &mut engine, &run);
+    if let Some(ui) = ui {
+        // The input ended: the UI stays until the user quits (at once on an error).
+        ui.finish(result.is_err())?;
+    }
+    if let Some(p) = &args.discovery_cache {
+        let mut merged = cache.unwrap_or_default();
+        merged.merge(engine.state.export_cache());
+        merged.save(p)?;
+    }
+    let snap = result?;
+    if let Some(p) = &args.final_json {
+        let text = serde_json::to_string_pretty(&*snap)?;
+        std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,792 @@
+//! The pipeline: packet sources on capture threads → bounded queue → the engine
+//! (dissector, state, sinks) on the caller's thread.
+//!
+//! ```text
+//!  capture thread (per source, optional RT priority / CPU pin)
+//!     frames → batches ──bounded channel──▶ Engine::process
+//!                  ▲   (live: full → batch dropped, counted)      │  Dissector → Datagram
+//!                  └──── empty batches recycled ◀─────────────────┤  State::datagram
+//!                                                                 │  extra sinks (OTLP, ...)
+//!                                                                 ▼
+//!                                                   Arc<Snapshot> → SnapshotHub (TUI), reports
+//! ```
+//!
+//! The capture thread never waits on the state for a live source: when the queue
+//! is full the batch is dropped and counted. File replays block instead (nothing
+//! is lost by waiting). Time is the capture's: ticks and reports follow frame
+//! timestamps; only a live source that sees no packet advances the clock from the
+//! system clock, at this edge, so quiet periods still produce reports.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rtps_dissect::{Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType};
+use thiserror::Error;
+
+use crate::capture::{CaptureError, KernelStats, PacketSource};
+use crate::state::cache::DiscoveryCache;
+use crate::state::snapshot::{PipelineCounters, SourceHealth};
+use crate::state::{Snapshot, State, StateConfig};
+
+/// Where a datagram came from.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceCtx<'a> {
+    /// Index of the packet source (interface or file) in the run.
+    pub source_index: usize,
+    pub source_name: &'a str,
+}
+
+/// Something that consumes the event stream next to the state (OTLP exporter,
+/// JSON lines, reports, ...). Every method runs on the state thread and must not
+/// block for long: a sink that talks to the network keeps its own bounded queue.
+pub trait Sink: Send {
+    /// One whole RTPS datagram (its submessages and discovery records).
+    fn on_datagram(&mut self, d: &Datagram<'_>, ctx: &SourceCtx<'_>);
+    /// The capture clock passed another tick (see [`EngineConfig::tick_ns`]).
+    fn on_tick(&mut self, _now_ns: u64) {}
+    /// A fresh snapshot of the state (every [`EngineConfig::report_ns`]).
+    fn on_snapshot(&mut self, _snapshot: &Arc<Snapshot>) {}
+    /// End of input, with the final snapshot.
+    fn finish(&mut self, _snapshot: &Arc<Snapshot>) {}
+}
+
+/// The state is the first sink.
+impl Sink for State {
+    fn on_datagram(&mut self, d: &Datagram<'_>, _ctx: &SourceCtx<'_>) {
+        self.datagram(d);
+    }
+    fn on_tick(&mut self, now_ns: u64) {
+        self.advance(now_ns);
+    }
+    fn finish(&mut self, _snapshot: &Arc<Snapshot>) {}
+}
+
+/// The latest snapshot, for readers on other threads (the TUI). The lock is held
+/// only to clone an `Arc`; the capture thread never takes it.
+#[derive(Clone, Default)]
+pub struct SnapshotHub {
+    latest: Arc<Mutex<Option<Arc<Snapshot>>>>,
+    version: Arc<AtomicU64>,
+}
+
+impl SnapshotHub {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn publish(&self, s: Arc<Snapshot>) {
+        if let Ok(mut g) = self.latest.lock() {
+            *g = Some(s);
+        }
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn latest(&self) -> Option<Arc<Snapshot>> {
+        self.latest.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// Increases with every publish: cheap "anything new?" check.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig {
+    pub state: StateConfig,
+    pub dissector: DissectorConfig,
+    /// Capture-time period of `Sink::on_tick`.
+    pub tick_ns: u64,
+    /// Capture-time period of snapshots (hub + `Sink::on_snapshot`); `None`: only at the end.
+    pub report_ns: Option<u64>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            state: StateConfig::default(),
+            dissector: DissectorConfig::default(),
+            tick_ns: 1_000_000_000,
+            report_ns: None,
+        }
+    }
+}
+
+/// Dissector + state + extra sinks, driven frame by frame.
+pub struct Engine {
+    dissector: Dissector,
+    pub state: State,
+    sinks: Vec<Box<dyn Sink>>,
+    hub: Option<SnapshotHub>,
+    pipeline: PipelineCounters,
+    config: EngineConfig,
+    next_tick_ns: Option<u64>,
+    next_report_ns: Option<u64>,
+    frame_no: u64,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Self {
+        Self {
+            dissector: Dissector::new(config.dissector),
+            state: State::new(config.state),
+            sinks: Vec::new(),
+            hub: None,
+            pipeline: PipelineCounters::default(),
+            config,
+            next_tick_ns: None,
+            next_report_ns: None,
+            frame_no: 0,
+        }
+    }
+
+    /// Register another sink; it sees every datagram after the state.
+    pub fn add_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
+    }
+
+    /// Publish snapshots to `hub` (every report period and at the end).
+    pub fn set_hub(&mut self, hub: SnapshotHub) {
+        self.hub = Some(hub);
+    }
+
+    /// Declare a packet source; returns its index.
+    pub fn add_source(&mut self, name: &str) -> usize {
+        self.pipeline.sources.push(SourceHealth {
+            name: name.to_string(),
+            ..SourceHealth::default()
+        });
+        self.pipeline.sources.len().saturating_sub(1)
+    }
+
+    pub fn dissector_stats(&self) -> rtps_dissect::DissectorStats {
+        self.dissector.stats()
+    }
+
+    /// Load a discovery cache into the state and the dissector's topic map.
+    pub fn import_cache(&mut self, cache: &DiscoveryCache) -> usize {
+        self.state.import_cache(cache, self.dissector.topics_mut())
+    }
+
+    /// One captured frame. Frames are renumbered across sources (1-based).
+    pub fn process(&mut self, source: usize, frame: &Frame<'_>) {
+        self.frame_no = self.frame_no.saturating_add(1);
+        self.pipeline.frames_processed = self.pipeline.frames_processed.saturating_add(1);
+        let frame = Frame {
+            number: self.frame_no,
+            ..*frame
+        };
+        let Engine {
+            dissector,
+            state,
+            sinks,
+            pipeline,
+            ..
+        } = self;
+        match dissector.process(&frame) {
+            FrameOutcome::Rtps(d) => {
+                let ctx = SourceCtx {
+                    source_index: source,
+                    source_name: pipeline.sources.get(source).map_or("", |s| s.name.as_str()),
+                };
+                state.on_datagram(&d, &ctx);
+                for s in sinks.iter_mut() {
+                    s.on_datagram(&d, &ctx);
+                }
+            }
+            _ => state.advance(frame.ts_ns),
+        }
+        self.clock();
+    }
+
+    /// A live source saw nothing until `now_ns`: let the capture clock move on.
+    pub fn idle(&mut self, now_ns: u64) {
+        if self.state.first_ts_ns.is_some() && now_ns > self.state.now_ns {
+            self.state.advance(now_ns);
+            self.clock();
+        }
+    }
+
+    fn clock(&mut self) {
+        let now = self.state.now_ns;
+        let tick = self.config.tick_ns.max(1);
+        let next_tick = *self.next_tick_ns.get_or_insert(now.saturating_add(tick));
+        if now >= next_tick {
+            for s in self.sinks.iter_mut() {
+                s.on_tick(now);
+            }
+            self.next_tick_ns = Some(now.saturating_add(tick));
+        }
+        if let Some(every) = self.config.report_ns {
+            let next = *self
+                .next_report_ns
+                .get_or_insert(now.saturating_add(every.max(1)));
+            if now >= next {
+                self.next_report_ns = Some(now.saturating_add(every.max(1)));
+                let snap = Arc::new(self.snapshot());
+                for s in self.sinks.iter_mut() {
+                    s.on_snapshot(&snap);
+                }
+                if let Some(h) = &self.hub {
+                    h.publish(snap);
+                }
+            }
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.state.snapshot(&self.dissector.stats(), &self.pipeline)
+    }
+
+    pub fn pipeline_mut(&mut self) -> &mut PipelineCounters {
+        &mut self.pipeline
+    }
+
+    /// End of input: flush the dissector, finalize losses, give every sink the
+    /// final snapshot.
+    pub fn finish(&mut self) -> Arc<Snapshot> {
+        let _incomplete = self.dissector.finish();
+        self.state.finish();
+        let snap = Arc::new(self.snapshot());
+        for s in self.sinks.iter_mut() {
+            s.finish(&snap);
+        }
+        if let Some(h) = &self.hub {
+            h.publish(snap.clone());
+        }
+        snap
+    }
+}
+
+/// Run a source to its end on this thread (no capture thread): tests and tools.
+pub fn run_inline(
+    source: &mut dyn PacketSource,
+    engine: &mut Engine,
+) -> Result<Option<String>, CaptureError> {
+    let idx = engine.add_source(source.name());
+    let mut truncated = None;
+    let mut frames = 0u64;
+    loop {
+        match source.next_frame() {
+            Ok(Some(f)) => {
+                frames = frames.saturating_add(1);
+                engine.process(idx, &f);
+            }
+            Ok(None) => break,
+            Err(e) if e.is_truncation() => {
+                truncated = Some(e.to_string());
+                break;
+            }
+            Err(e) if e.is_timeout() => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(s) = engine.pipeline.sources.get_mut(idx) {
+        s.frames = frames;
+        s.finished = true;
+        s.error.clone_from(&truncated);
+    }
+    Ok(truncated)
+}
+
+#[derive(Debug, Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error("{source_name}: {message}")]
+    Thread {
+        source_name: String,
+        message: String,
+    },
+}
+
+/// One input of a threaded run.
+pub struct CaptureInput {
+    pub source: Box<dyn PacketSource + Send>,
+    /// Live: never block (drop on a full queue), report kernel stats, idle ticks.
+    pub live: bool,
+    /// Size of the file, for the progress bar.
+    pub size_hint: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Batches in flight between capture threads and the state thread.
+    pub queue_batches: usize,
+    pub batch_frames: usize,
+    /// Replay pacing: `None` as fast as possible, `Some(x)` at x times recorded speed.
+    pub speed: Option<f64>,
+    pub rt_priority: Option<u8>,
+    pub cpu: Option<usize>,
+    /// Progress bar on stderr (file replays).
+    pub progress: bool,
+    /// Set to stop capturing (Ctrl-C, `--duration`).
+    pub stop: Arc<AtomicBool>,
+    /// Replay pacing changed while running (TUI speed keys); overrides `speed`.
+    pub pace: Option<Arc<PaceControl>>,
+}
+
+/// Replay speed and pause, set from another thread (the TUI) while a file replays.
+#[derive(Debug, Default)]
+pub struct PaceControl {
+    /// f64 bits of the speed; 0 = as fast as possible.
+    speed_bits: AtomicU64,
+    paused: AtomicBool,
+    /// Bumped on every change, so the capture thread re-anchors its pacing.
+    generation: AtomicU64,
+}
+
+impl PaceControl {
+    pub fn new(speed: Option<f64>) -> Self {
+        let c = Self::default();
+        c.speed_bits
+            .store(speed.unwrap_or(0.0).to_bits(), Ordering::Relaxed);
+        c
+    }
+    /// `None`: as fast as possible.
+    pub fn speed(&self) -> Option<f64> {
+        let s = f64::from_bits(self.speed_bits.load(Ordering::Relaxed));
+        (s.is_finite() && s > 0.0).then_some(s)
+    }
+    pub fn set_speed(&self, speed: Option<f64>) {
+        self.speed_bits
+            .store(speed.unwrap_or(0.0).to_bits(), Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+    pub fn paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            queue_batches: 64,
+            batch_frames: 256,
+            speed: None,
+            rt_priority: None,
+            cpu: None,
+            progress: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            pace: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    ts_ns: u64,
+    link: LinkType,
+    orig_len: u32,
+    len: u32,
+}
+
+struct Batch {
+    metas: Vec<Meta>,
+    data: Vec<u8>,
+}
+
+impl Batch {
+    fn with_capacity(frames: usize) -> Self {
+        Self {
+            metas: Vec::with_capacity(frames),
+            data: Vec::with_capacity(frames.saturating_mul(1600)),
+        }
+    }
+    fn clear(&mut self) {
+        self.metas.clear();
+        self.data.clear();
+    }
+}
+
+enum Msg {
+    Batch(usize, Batch),
+    Idle(u64),
+    Kernel(usize, KernelStats),
+    End {
+        src: usize,
+        error: Option<String>,
+        fatal: bool,
+        kernel: Option<KernelStats>,
+    },
+}
+
+/// Counters the capture thread owns and the state thread reads.
+#[derive(Default)]
+struct Shared {
+    frames: AtomicU64,
+    dropped: AtomicU64,
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn apply_thread_settings(opts: &RunOptions) -> Result<(), String> {
+    if let Some(cpu) = opts.cpu {
+        let ids = core_affinity::get_core_ids().unwrap_or_default();
+        let Some(id) = ids.into_iter().find(|c| c.id == cpu) else {
+            return Err(format!("--cpu {cpu}: no such CPU"));
+        };
+        if !core_affinity::set_for_current(id) {
+            return Err(format!("--cpu {cpu}: cannot pin the capture thread"));
+        }
+    }
+    if let Some(prio) = opts.rt_priority {
+        use thread_priority::{
+            set_thread_priority_and_policy, thread_native_id, RealtimeThreadSchedulePolicy,
+            ThreadPriority, ThreadSchedulePolicy,
+        };
+        let p = ThreadPriority::from_posix(thread_priority::ScheduleParams {
+            sched_priority: i32::from(prio),
+        });
+        set_thread_priority_and_policy(
+            thread_native_id(),
+            p,
+            ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
+        )
+        .map_err(|e| {
+            format!(
+                "--rt-priority {prio}: cannot make the capture thread SCHED_FIFO ({e:?}); \
+                 it needs CAP_SYS_NICE (run as root or `setcap cap_sys_nice+ep`)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+struct Progress {
+    enabled: bool,
+    total: u64,
+    done: u64,
+    last: Instant,
+}
+
+impl Progress {
+    fn tick(&mut self, name: &str, frames: u64, caplen: usize) {
+        if !self.enabled {
+            return;
+        }
+        // Record header (pcap 16 B, pcapng ~32 B) + data: a close estimate of the position.
+        self.done = self.done.saturating_add(caplen as u64).saturating_add(24);
+        if frames % 4096 == 0 && self.last.elapsed() >= Duration::from_millis(200) {
+            self.last = Instant::now();
+            let pct = if self.total > 0 {
+                (self.done as f64 / self.total as f64 * 100.0).min(99.9)
+            } else {
+                0.0
+            };
+            let width = 30usize;
+            let filled = ((pct / 100.0) * width as f64) as usize;
+            eprint!(
+                "\r{name} [{}{}] {pct:5.1}% {frames} frames",
+                "#".repeat(filled.min(width)),
+                " ".repeat(width.saturating_sub(filled))
+            );
+        }
+    }
+    fn done(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn capture_loop(
+    src: usize,
+    mut input: CaptureInput,
+    tx: SyncSender<Msg>,
+    pool: Receiver<Batch>,
+    shared: Arc<Shared>,
+    opts: RunOptions,
+) {
+    if let Err(message) = apply_thread_settings(&opts) {
+        let _ = tx.send(Msg::End {
+            src,
+            error: Some(message),
+            fatal: true,
+            kernel: None,
+        });
+        return;
+    }
+    let name = input.source.name().to_string();
+    let live = input.live;
+    let mut progress = Progress {
+        enabled: opts.progress && !live,
+        total: input.size_hint.unwrap_or(0),
+        done: 24,
+        last: Instant::now(),
+    };
+    let batch_frames = opts.batch_frames.max(1);
+    let new_batch = |pool: &Receiver<Batch>| {
+        pool.try_recv().map_or_else(
+            |_| Batch::with_capacity(batch_frames),
+            |mut b| {
+                b.clear();
+                b
+            },
+        )
+    };
+    let mut batch = new_batch(&pool);
+    let mut frames = 0u64;
+    let mut last_kernel = Instant::now();
+    let mut pace: Option<(u64, Instant)> = None;
+    let mut pace_generation = opts.pace.as_ref().map_or(0, |c| c.generation());
+    let mut last_idle = Instant::now();
+    // Send a full batch: block for files, drop and count for live sources.
+    let send = |batch: Batch, tx: &SyncSender<Msg>| -> Result<Option<Batch>, ()> {
+        let n = batch.metas.len() as u64;
+        if live {
+            match tx.try_send(Msg::Batch(src, batch)) {
+                Ok(()) => Ok(None),
+                Err(TrySendError::Full(Msg::Batch(_, b))) => {
+                    shared.dropped.fetch_add(n, Ordering::Relaxed);
+                    Ok(Some(b))
+                }
+                Err(_) => Err(()),
+            }
+        } else {
+            tx.send(Msg::Batch(src, batch))
+                .map(|()| None)
+                .map_err(|_| ())
+        }
+    };
+    let mut error = None;
+    let mut fatal = false;
+    loop {
+        if opts.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let flush;
+        match input.source.next_frame() {
+            Ok(Some(f)) => {
+                frames = frames.saturating_add(1);
+                shared.frames.store(frames, Ordering::Relaxed);
+                if let (Some(ctl), false) = (&opts.pace, live) {
+                    // Paused (TUI): hand over what was read, then wait.
+                    if ctl.paused() && !batch.metas.is_empty() {
+                        let full = std::mem::replace(&mut batch, new_batch(&pool));
+                        if send(full, &tx).is_err() {
+                            return;
+                        }
+                    }
+                    while ctl.paused() && !opts.stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    if ctl.generation() != pace_generation {
+                        pace_generation = ctl.generation();
+                        pace = None;
+                    }
+                }
+                let speed = opts.pace.as_ref().map_or(opts.speed, |c| c.speed());
+                if let (Some(speed), false) = (speed, live) {
+                    let (t0, start) = *pace.get_or_insert((f.ts_ns, Instant::now()));
+                    let target = f.ts_ns.saturating_sub(t0) as f64 / speed.max(1e-6);
+                    let target = Duration::from_nanos(target.min(u64::MAX as f64) as u64);
+                    let elapsed = start.elapsed();
+                    if target > elapsed.saturating_add(Duration::from_millis(1)) {
+                        if !batch.metas.is_empty() {
+                            let full = std::mem::replace(&mut batch, new_batch(&pool));
+                            if send(full, &tx).is_err() {
+                                return;
+                            }
+                        }
+                        let mut wait = target.saturating_sub(elapsed);
+                        if let Some(ctl) = &opts.pace {
+                            // Sleep in slices so that a speed change, a pause
+                            // or a stop takes effect at once.
+                            while !wait.is_zero()
+                                && ctl.generation() == pace_generation
+                                && !opts.stop.load(Ordering::Relaxed)
+                            {
+                                let step = wait.min(Duration::from_millis(20));
+                                std::thread::sleep(step);
+                                wait = wait.saturating_sub(step);
+                            }
+                        } else {
+                            std::thread::sleep(wait);
+                        }
+                    }
+                }
+                progress.tick(&name, frames, f.data.len());
+                let len = u32::try_from(f.data.len()).unwrap_or(u32::MAX);
+                batch.metas.push(Meta {
+                    ts_ns: f.ts_ns,
+                    link: f.link,
+                    orig_len: f.orig_len,
+                    len,
+                });
+                batch.data.extend_from_slice(f.data);
+                flush = batch.metas.len() >= batch_frames || batch.data.len() >= (4 << 20);
+            }
+            Ok(None) => break,
+            Err(e) if e.is_timeout() => {
+                flush = !batch.metas.is_empty();
+                if live && last_idle.elapsed() >= Duration::from_millis(200) {
+                    last_idle = Instant::now();
+                    let _ = tx.try_send(Msg::Idle(wall_ns()));
+                }
+            }
+            Err(e) => {
+                fatal = !e.is_truncation();
+                error = Some(e.to_string());
+                break;
+            }
+        }
+        if flush {
+            let full = std::mem::replace(&mut batch, new_batch(&pool));
+            match send(full, &tx) {
+                Ok(Some(mut back)) => {
+                    back.clear();
+                    batch = back;
+                }
+                Ok(None) => {}
+                Err(()) => return,
+            }
+        }
+        if live && last_kernel.elapsed() >= Duration::from_secs(1) {
+            last_kernel = Instant::now();
+            if let Some(k) = input.source.kernel_stats() {
+                let _ = tx.try_send(Msg::Kernel(src, k));
+            }
+        }
+    }
+    progress.done();
+    if !batch.metas.is_empty() {
+        // The last batch of a live capture may wait: it is the end.
+        let _ = tx.send(Msg::Batch(src, batch));
+    }
+    let kernel = input.source.kernel_stats();
+    let _ = tx.send(Msg::End {
+        src,
+        error,
+        fatal,
+        kernel,
+    });
+}
+
+/// Run every input on its own capture thread into `engine` until all end (or
+/// `opts.stop` is set). Returns the final snapshot; a fatal source error is
+/// returned after the others are drained.
+pub fn run_threaded(
+    inputs: Vec<CaptureInput>,
+    engine: &mut Engine,
+    opts: &RunOptions,
+) -> Result<Arc<Snapshot>, PipelineError> {
+    let (tx, rx) = mpsc::sync_channel::<Msg>(opts.queue_batches.max(1));
+    let mut pools = Vec::new();
+    let mut shared = Vec::new();
+    let mut first_error = None;
+    std::thread::scope(|scope| {
+        for input in inputs {
+            let idx = engine.add_source(input.source.name());
+            let (pool_tx, pool_rx) =
+                mpsc::sync_channel::<Batch>(opts.queue_batches.saturating_add(2));
+            pools.push(pool_tx);
+            let sh = Arc::new(Shared::default());
+            shared.push(sh.clone());
+            let tx = tx.clone();
+            let o = opts.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("capture-{idx}"))
+                .spawn_scoped(scope, move || capture_loop(idx, input, tx, pool_rx, sh, o));
+            if let Err(e) = spawned {
+                first_error.get_or_insert(PipelineError::Thread {
+                    source_name: format!("source {idx}"),
+                    message: e.to_string(),
+                });
+            }
+        }
+        drop(tx);
+        let mut frames_buf: Vec<Meta> = Vec::new();
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                Msg::Batch(src, batch) => {
+                    let mut off = 0usize;
+                    frames_buf.clear();
+                    for m in &batch.metas {
+                        let end = off.saturating_add(m.len as usize);
+                        if let Some(data) = batch.data.get(off..end) {
+                            let f = Frame {
+                                number: 0,
+                                ts_ns: m.ts_ns,
+                                link: m.link,
+                                data,
+                                orig_len: m.orig_len,
+                            };
+                            engine.process(src, &f);
+                        }
+                        off = end;
+                    }
+                    if let Some(p) = pools.get(src) {
+                        let _ = p.try_send(batch);
+                    }
+                    sync_counters(engine, &shared);
+                }
+                Msg::Idle(now) => engine.idle(now),
+                Msg::Kernel(src, k) => {
+                    if let Some(s) = engine.pipeline_mut().sources.get_mut(src) {
+                        s.kernel = Some(k);
+                    }
+                }
+                Msg::End {
+                    src,
+                    error,
+                    fatal,
+                    kernel,
+                } => {
+                    sync_counters(engine, &shared);
+                    let p = engine.pipeline_mut();
+                    let name = p
+                        .sources
+                        .get(src)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default();
+                    if let Some(s) = p.sources.get_mut(src) {
+                        s.finished = true;
+                        s.error.clone_from(&error);
+                        if kernel.is_some() {
+                            s.kernel = kernel;
+                        }
+                    }
+                    if let (true, Some(message)) = (fatal, error) {
+                        first_error.get_or_insert(PipelineError::Thread {
+                            source_name: name,
+                            message,
+                        });
+                        opts.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    });
+    sync_counters(engine, &shared);
+    let snap = engine.finish();
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(snap),
+    }
+}
+
+fn sync_counters(engine: &mut Engine, shared: &[Arc<Shared>]) {
+    let p = engine.pipeline_mut();
+    let mut dropped = 0u64;
+    for (s, sh) in p.sources.iter_mut().zip(shared) {
+        s.frames = sh.frames.load(Ordering::Relaxed);
+        s.queue_dropped = sh.dropped.load(Ordering::Relaxed);
+        dropped = dropped.saturating_add(s.queue_dropped);
+    }
+    p.queue_dropped = dropped;
+}

@@ -1,0 +1,881 @@
+//! The traffic state: participants, writers, readers and topics seen on the wire,
+//! with per-writer statistics (totals and a capture-time sliding window),
+//! loss/retransmission/repair accounting and discovery attribution.
+//!
+//! Time is capture time only: every method takes the capture timestamp it works
+//! with, so a replay gives the same state as the live run that recorded it.
+//! Every map is bounded by a cap and (optionally) an idle timeout; what they drop
+//! is counted in [`StateCounters`].
+#![deny(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+pub mod bounded;
+pub mod cache;
+pub mod qos;
+pub mod ros;
+pub mod seq;
+pub mod snapshot;
+pub mod window;
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use rtps_dissect::types::BuiltinWriter;
+use rtps_dissect::{
+    Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, ParticipantInfo,
+    Submessage, SubmessageBody, VendorId,
+};
+use serde::Serialize;
+
+use bounded::{Aged, Bounded};
+use seq::{Finalized, FragInfo, Observed, SeqConfig, SeqTracker};
+pub use snapshot::Snapshot;
+use window::{Counts, Windowed};
+
+/// Bounds and windows of the state.
+#[derive(Debug, Clone, Copy)]
+pub struct StateConfig {
+    /// Sliding window for rates and recent counts.
+    pub window_ns: u64,
+    pub seq: SeqConfig,
+    pub max_participants: usize,
+    pub max_writers: usize,
+    pub max_readers: usize,
+    /// Entities not seen for this long are dropped (`None`: only the caps apply).
+    pub idle_timeout_ns: Option<u64>,
+    /// How often (capture time) idle entities, leases and loss timeouts are checked.
+    pub sweep_every_ns: u64,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self {
+            window_ns: 10_000_000_000,
+            seq: SeqConfig::default(),
+            max_participants: 4096,
+            max_writers: 16_384,
+            max_readers: 16_384,
+            idle_timeout_ns: Some(600_000_000_000),
+            sweep_every_ns: 1_000_000_000,
+        }
+    }
+}
+
+/// Why an entity is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoneReason {
+    Disposed,
+    Unregistered,
+    LeaseExpired,
+    ParticipantGone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Gone {
+    pub at_ns: u64,
+    pub reason: GoneReason,
+}
+
+fn gone_reason(status_info: u32) -> GoneReason {
+    if status_info & rtps_dissect::discovery::STATUS_DISPOSED != 0 {
+        GoneReason::Disposed
+    } else {
+        GoneReason::Unregistered
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Participant {
+    pub prefix: GuidPrefix,
+    pub info: Option<Arc<ParticipantInfo>>,
+    pub from_cache: bool,
+    /// Vendor and version of the RTPS header of its messages.
+    pub vendor: Option<VendorId>,
+    pub version: Option<(u8, u8)>,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub last_spdp_ns: Option<u64>,
+    pub addresses: Vec<IpAddr>,
+    pub datagrams: u64,
+    pub bytes: u64,
+    pub gone: Option<Gone>,
+}
+
+const MAX_ADDRESSES: usize = 8;
+
+impl Aged for Participant {
+    fn last_seen(&self) -> u64 {
+        self.last_seen_ns
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Writer {
+    pub guid: Guid,
+    pub info: Option<Arc<EndpointInfo>>,
+    pub from_cache: bool,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    /// Capture time SEDP named it.
+    pub discovered_ns: Option<u64>,
+    /// Samples seen before discovery named it.
+    pub samples_before_discovery: u64,
+    pub stats: Windowed,
+    pub size_min: Option<u64>,
+    pub size_max: u64,
+    /// New samples by size, see [`size_bucket`].
+    pub size_hist: [u64; SIZE_BUCKETS],
+    pub seq: SeqTracker,
+    /// Datagrams carrying its DATA/DATA_FRAG by outer 802.1Q PCP; index 8 = untagged.
+    pub pcp: [u64; 9],
+    pub vlan_id: Option<u16>,
+    pub last_src: Option<SocketAddr>,
+    pub gone: Option<Gone>,
+    pub sn_jumps: u64,
+    pub invalid_sn: u64,
+}
+
+impl Aged for Writer {
+    fn last_seen(&self) -> u64 {
+        self.last_seen_ns
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Reader {
+    pub guid: Guid,
+    pub info: Option<Arc<EndpointInfo>>,
+    pub from_cache: bool,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub discovered_ns: Option<u64>,
+    pub acknacks: u64,
+    pub acknack_requested_sns: u64,
+    pub nackfrags: u64,
+    pub gone: Option<Gone>,
+}
+
+impl Aged for Reader {
+    fn last_seen(&self) -> u64 {
+        self.last_seen_ns
+    }
+}
+
+/// What the state itself counted; see [`StateCounters::reconciles`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StateCounters {
+    pub datagrams: u64,
+    pub submessages: u64,
+    /// DATA + DATA_FRAG submessages of any writer (built-in ones included).
+    pub data_submessages: u64,
+    /// ... of which started a new sample,
+    pub new_samples: u64,
+    /// ... carried more fragments of a sample already counted,
+    pub more_fragments: u64,
+    /// ... repeated something already seen,
+    pub repeat_submessages: u64,
+    /// ... or had an invalid SN (≤ 0).
+    pub invalid_sn: u64,
+    /// Samples that filled a hole already counted as lost (lost was decremented).
+    pub late_fills: u64,
+    pub discovery_records: u64,
+    pub acknacks_unattributed: u64,
+    pub nackfrags_unattributed: u64,
+    pub participants_evicted_idle: u64,
+    pub participants_evicted_capacity: u64,
+    pub writers_evicted_idle: u64,
+    pub writers_evicted_capacity: u64,
+    pub readers_evicted_idle: u64,
+    pub readers_evicted_capacity: u64,
+    /// Samples counted by writers that were evicted since (so totals still reconcile).
+    pub samples_of_evicted_writers: u64,
+    pub frag_samples_evicted: u64,
+    pub leases_expired: u64,
+    /// Capture timestamps that went backwards (tolerated: the clock does not go back).
+    pub ts_backwards: u64,
+}
+
+impl StateCounters {
+    /// Every DATA/DATA_FRAG submessage is exactly one of new/more/repeat/invalid.
+    pub fn reconciles(&self) -> bool {
+        self.new_samples
+            .saturating_add(self.more_fragments)
+            .saturating_add(self.repeat_submessages)
+            .saturating_add(self.invalid_sn)
+            == self.data_submessages
+    }
+}
+
+/// Buckets of the sample size histogram (TUI detail pane).
+pub const SIZE_BUCKETS: usize = 18;
+
+/// Sample size histogram bucket: 0 = below 64 B, `i` = [2^(i+5), 2^(i+6)) B, the
+/// last = 4 MiB and more.
+pub fn size_bucket(size: u64) -> usize {
+    let log2 = 63u32.saturating_sub(size.leading_zeros());
+    usize::try_from(log2.saturating_sub(5))
+        .unwrap_or(usize::MAX)
+        .min(SIZE_BUCKETS.saturating_sub(1))
+}
+
+/// Name of a built-in writer's stream, used as its "topic".
+pub fn builtin_topic(guid: &Guid) -> Option<&'static str> {
+    if !guid.entity.is_builtin() {
+        return None;
+    }
+    Some(match guid.entity.builtin_writer_role() {
+        Some(BuiltinWriter::Participant) => "DCPSParticipant",
+        Some(BuiltinWriter::Publication) => "DCPSPublication",
+        Some(BuiltinWriter::Subscription) => "DCPSSubscription",
+        Some(BuiltinWriter::Topic) => "DCPSTopic",
+        None => match guid.entity.0 {
+            [0, 2, 0, 0xc2] | [0, 2, 0, 0xc7] => "DCPSParticipantMessage",
+            [0, 3, 0, 0xc3] | [0, 3, 1, 0xc3] => "DCPSTypeLookup",
+            _ => "DCPSBuiltin",
+        },
+    })
+}
+
+fn addr_hash(a: &SocketAddr) -> u32 {
+    let mut h = DefaultHasher::new();
+    a.hash(&mut h);
+    // Fold the 64-bit hash; collisions only blur fan-out vs retransmission.
+    let v = h.finish();
+    (v ^ (v >> 32)) as u32
+}
+
+/// The whole observed DDS system.
+pub struct State {
+    pub config: StateConfig,
+    pub participants: Bounded<GuidPrefix, Participant>,
+    pub writers: Bounded<Guid, Writer>,
+    pub readers: Bounded<Guid, Reader>,
+    pub counters: StateCounters,
+    /// Latest capture time seen (never goes back).
+    pub now_ns: u64,
+    pub first_ts_ns: Option<u64>,
+    next_sweep_ns: u64,
+    /// Writers already credited with this datagram's IP fragments.
+    credited: Vec<Guid>,
+    /// Endpoints known from the discovery cache, applied when traffic shows them.
+    cached: HashMap<Guid, Arc<EndpointInfo>>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self::new(StateConfig::default())
+    }
+}
+
+impl State {
+    pub fn new(config: StateConfig) -> Self {
+        Self {
+            participants: Bounded::new(config.max_participants),
+            writers: Bounded::new(config.max_writers),
+            readers: Bounded::new(config.max_readers),
+            config,
+            counters: StateCounters::default(),
+            now_ns: 0,
+            first_ts_ns: None,
+            next_sweep_ns: 0,
+            credited: Vec::new(),
+            cached: HashMap::new(),
+        }
+    }
+
+    /// Advance the capture clock; timestamps going backwards are counted, not obeyed.
+    pub fn advance(&mut self, ts_ns: u64) {
+        if self.first_ts_ns.is_none() {
+            self.first_ts_ns = Some(ts_ns);
+            self.next_sweep_ns = ts_ns.saturating_add(self.config.sweep_every_ns);
+        }
+        if ts_ns < self.now_ns {
+            self.counters.ts_backwards = self.counters.ts_backwards.saturating_add(1);
+        } else {
+            self.now_ns = ts_ns;
+        }
+        if self.now_ns >= self.next_sweep_ns {
+            self.sweep();
+            self.next_sweep_ns = self.now_ns.saturating_add(self.config.sweep_every_ns);
+        }
+    }
+
+    fn new_writer(&self, guid: Guid, ts: u64) -> Writer {
+        Writer {
+            guid,
+            info: None,
+            from_cache: false,
+            first_seen_ns: ts,
+            last_seen_ns: ts,
+            discovered_ns: None,
+            samples_before_discovery: 0,
+            stats: Windowed::new(self.config.window_ns),
+            size_min: None,
+            size_max: 0,
+            size_hist: [0; SIZE_BUCKETS],
+            seq: SeqTracker::default(),
+            pcp: [0; 9],
+            vlan_id: None,
+            last_src: None,
+            gone: None,
+            sn_jumps: 0,
+            invalid_sn: 0,
+        }
+    }
+
+    fn new_reader(guid: Guid, ts: u64) -> Reader {
+        Reader {
+            guid,
+            info: None,
+            from_cache: false,
+            first_seen_ns: ts,
+            last_seen_ns: ts,
+            discovered_ns: None,
+            acknacks: 0,
+            acknack_requested_sns: 0,
+            nackfrags: 0,
+            gone: None,
+        }
+    }
+
+    fn writer_mut(&mut self, guid: Guid) -> Option<&mut Writer> {
+        let ts = self.now_ns;
+        if !self.writers.contains(&guid) {
+            let mut w = self.new_writer(guid, ts);
+            if let Some(info) = self.cached_info(&guid) {
+                w.info = Some(info);
+                w.from_cache = true;
+            }
+            for old in self.writers.insert(guid, w) {
+                self.counters.writers_evicted_capacity =
+                    self.counters.writers_evicted_capacity.saturating_add(1);
+                self.counters.samples_of_evicted_writers = self
+                    .counters
+                    .samples_of_evicted_writers
+                    .saturating_add(old.stats.total.samples);
+            }
+        }
+        let w = self.writers.get_mut(&guid)?;
+        w.last_seen_ns = ts;
+        Some(w)
+    }
+
+    fn reader_mut(&mut self, guid: Guid) -> Option<&mut Reader> {
+        let ts = self.now_ns;
+        if !self.readers.contains(&guid) {
+            let mut r = Self::new_reader(guid, ts);
+            if let Some(info) = self.cached_info(&guid) {
+                r.info = Some(info);
+                r.from_cache = true;
+            }
+            let evicted = self.readers.insert(guid, r).len() as u64;
+            self.counters.readers_evicted_capacity = self
+                .counters
+                .readers_evicted_capacity
+                .saturating_add(evicted);
+        }
+        let r = self.readers.get_mut(&guid)?;
+        r.last_seen_ns = ts;
+        Some(r)
+    }
+
+    fn participant_mut(&mut self, prefix: GuidPrefix) -> Option<&mut Participant> {
+        let ts = self.now_ns;
+        if !self.participants.contains(&prefix) {
+            let p = Participant {
+                prefix,
+                info: None,
+                from_cache: false,
+                vendor: None,
+                version: None,
+                first_seen_ns: ts,
+                last_seen_ns: ts,
+                last_spdp_ns: None,
+                addresses: Vec::new(),
+                datagrams: 0,
+                bytes: 0,
+                gone: None,
+            };
+            let evicted = self.participants.insert(prefix, p).len() as u64;
+            self.counters.participants_evicted_capacity = self
+                .counters
+                .participants_evicted_capacity
+                .saturating_add(evicted);
+        }
+        self.participants.get_mut(&prefix)
+    }
+
+    /// Account for one RTPS datagram.
+    pub fn datagram(&mut self, d: &Datagram<'_>) {
+        self.advance(d.ts_last_ns);
+        let c = &mut self.counters;
+        c.datagrams = c.datagrams.saturating_add(1);
+        let now = self.now_ns;
+        if let Some(p) = self.participant_mut(d.header.guid_prefix) {
+            p.last_seen_ns = now;
+            p.vendor = Some(d.header.vendor);
+            p.version = Some(d.header.version);
+            p.datagrams = p.datagrams.saturating_add(1);
+            p.bytes = p.bytes.saturating_add(d.udp_len as u64);
+            let ip = d.src.ip();
+            if !p.addresses.contains(&ip) && p.addresses.len() < MAX_ADDRESSES {
+                p.addresses.push(ip);
+            }
+            if p.gone.is_some_and(|g| g.reason == GoneReason::LeaseExpired) {
+                p.gone = None;
+            }
+        }
+        for rec in &d.discovery {
+            self.discovery(rec);
+        }
+        self.credited.clear();
+        let dst = addr_hash(&d.dst);
+        for sm in d.submessages.iter().flatten() {
+            self.submessage(d, sm, dst);
+        }
+    }
+
+    fn discovery(&mut self, rec: &DiscoveryRecord) {
+        let now = self.now_ns;
+        self.counters.discovery_records = self.counters.discovery_records.saturating_add(1);
+        match rec {
+            DiscoveryRecord::Participant(info) => {
+                if let Some(p) = self.participant_mut(info.guid_prefix) {
+                    p.info = Some(Arc::new(info.clone()));
+                    p.from_cache = false;
+                    p.last_spdp_ns = Some(now);
+                    p.last_seen_ns = now;
+                    p.gone = None;
+                }
+            }
+            DiscoveryRecord::Endpoint(info) => self.endpoint(Arc::new(info.clone()), false),
+            DiscoveryRecord::Topic { .. } => {}
+            DiscoveryRecord::Gone {
+                role,
+                guid,
+                status_info,
+            } => {
+                let Some(guid) = guid else { return };
+                let gone = Some(Gone {
+                    at_ns: now,
+                    reason: gone_reason(*status_info),
+                });
+                match role {
+                    BuiltinWriter::Participant => self.participant_gone(guid.prefix, gone),
+                    BuiltinWriter::Publication => {
+                        if let Some(w) = self.writers.get_mut(guid) {
+                            w.gone = gone;
+                        }
+                    }
+                    BuiltinWriter::Subscription => {
+                        if let Some(r) = self.readers.get_mut(guid) {
+                            r.gone = gone;
+                        }
+                    }
+                    BuiltinWriter::Topic => {}
+                }
+            }
+        }
+    }
+
+    fn participant_gone(&mut self, prefix: GuidPrefix, gone: Option<Gone>) {
+        if let Some(p) = self.participants.get_mut(&prefix) {
+            p.gone = gone;
+        }
+        let ep_gone = gone.map(|g| Gone {
+            reason: GoneReason::ParticipantGone,
+            ..g
+        });
+        for w in self.writers.values_mut() {
+            if w.guid.prefix == prefix && w.gone.is_none() {
+                w.gone = ep_gone;
+            }
+        }
+        for r in self.readers.values_mut() {
+            if r.guid.prefix == prefix && r.gone.is_none() {
+                r.gone = ep_gone;
+            }
+        }
+    }
+
+    /// An SEDP endpoint (from the wire or from the discovery cache).
+    pub fn endpoint(&mut self, info: Arc<EndpointInfo>, from_cache: bool) {
+        let now = self.now_ns;
+        let guid = info.guid;
+        match info.kind {
+            EndpointKind::Writer => {
+                if let Some(w) = self.writer_mut(guid) {
+                    if from_cache && w.info.is_some() {
+                        return;
+                    }
+                    if w.discovered_ns.is_none() && !from_cache {
+                        w.discovered_ns = Some(now);
+                        w.samples_before_discovery = w.stats.total.samples;
+                    }
+                    w.info = Some(info);
+                    w.from_cache = from_cache;
+                    w.gone = None;
+                }
+            }
+            EndpointKind::Reader => {
+                if let Some(r) = self.reader_mut(guid) {
+                    if from_cache && r.info.is_some() {
+                        return;
+                    }
+                    if r.discovered_ns.is_none() && !from_cache {
+                        r.discovered_ns = Some(now);
+                    }
+                    r.info = Some(info);
+                    r.from_cache = from_cache;
+                    r.gone = None;
+                }
+            }
+        }
+    }
+
+    fn apply_final(&mut self, guid: &Guid, fin: Finalized) {
+        if fin == Finalized::default() {
+            return;
+        }
+        let now = self.now_ns;
+        if let Some(w) = self.writers.get_mut(guid) {
+            w.sn_jumps = w.sn_jumps.saturating_add(fin.jumps);
+            w.stats.record(now, |c| {
+                c.lost = c.lost.saturating_add(fin.lost);
+                c.incomplete = c.incomplete.saturating_add(fin.incomplete);
+            });
+        }
+    }
+
+    fn submessage(&mut self, d: &Datagram<'_>, sm: &Submessage<'_>, dst: u32) {
+        self.counters.submessages = self.counters.submessages.saturating_add(1);
+        let now = self.now_ns;
+        let seq_cfg = self.config.seq;
+        match &sm.body {
+            SubmessageBody::Data { writer_sn, .. } | SubmessageBody::DataFrag { writer_sn, .. } => {
+                let Some(guid) = sm.writer_guid() else { return };
+                let frag = match &sm.body {
+                    SubmessageBody::DataFrag {
+                        fragment_starting_num,
+                        fragments_in_submessage,
+                        fragment_size,
+                        sample_size,
+                        ..
+                    } => Some(FragInfo {
+                        start: *fragment_starting_num,
+                        count: *fragments_in_submessage,
+                        fragment_size: *fragment_size,
+                        sample_size: *sample_size,
+                    }),
+                    _ => None,
+                };
+                let size = match frag {
+                    Some(f) => u64::from(f.sample_size),
+                    None => sm.payload_size().unwrap_or(0) as u64,
+                };
+                let credit = !self.credited.contains(&guid);
+                if credit {
+                    self.credited.push(guid);
+                }
+                let counters = &mut self.counters;
+                counters.data_submessages = counters.data_submessages.saturating_add(1);
+                let Some(w) = self.writer_mut(guid) else {
+                    return;
+                };
+                let (observed, fin) = w.seq.observe(*writer_sn, dst, now, frag, &seq_cfg);
+                w.last_src = Some(d.src);
+                if credit {
+                    let slot = d.pcp.map_or(8, usize::from).min(8);
+                    if let Some(n) = w.pcp.get_mut(slot) {
+                        *n = n.saturating_add(1);
+                    }
+                    if d.vlan_id.is_some() {
+                        w.vlan_id = d.vlan_id;
+                    }
+                }
+                let is_frag = frag.is_some();
+                let ipf = if credit { u64::from(d.ip_fragments) } else { 0 };
+                let wire = if credit { d.udp_len as u64 } else { 0 };
+                let mut new_sample = false;
+                let mut late_fill = false;
+                let mut retrans = false;
+                let mut repaired = false;
+                let mut fanout = false;
+                let mut unfanout = false;
+                let mut repeat = false;
+                match observed {
+                    Observed::NewSample { late_fill: lf } => {
+                        new_sample = true;
+                        late_fill = lf;
+                    }
+                    Observed::MoreFragments => {}
+                    Observed::Repeat {
+                        retransmitted,
+                        repaired: rp,
+                        fanout: fo,
+                        was_fanout,
+                    } => {
+                        repeat = true;
+                        unfanout = was_fanout;
+                        retrans = retransmitted;
+                        repaired = rp;
+                        fanout = fo;
+                    }
+                    Observed::Invalid => w.invalid_sn = w.invalid_sn.saturating_add(1),
+                }
+                if new_sample {
+                    w.size_min = Some(w.size_min.map_or(size, |m| m.min(size)));
+                    w.size_max = w.size_max.max(size);
+                    if let Some(b) = w.size_hist.get_mut(size_bucket(size)) {
+                        *b = b.saturating_add(1);
+                    }
+                }
+                w.stats.record(now, |c| {
+                    if is_frag {
+                        c.data_frag_submessages = c.data_frag_submessages.saturating_add(1);
+                    } else {
+                        c.data_submessages = c.data_submessages.saturating_add(1);
+                    }
+                    c.ip_fragments = c.ip_fragments.saturating_add(ipf);
+                    c.wire_bytes = c.wire_bytes.saturating_add(wire);
+                    if new_sample {
+                        c.samples = c.samples.saturating_add(1);
+                        c.bytes = c.bytes.saturating_add(size);
+                    }
+                    if late_fill {
+                        c.lost = c.lost.saturating_sub(1);
+                    }
+                    if repeat {
+                        c.repeat_submessages = c.repeat_submessages.saturating_add(1);
+                    }
+                    if retrans {
+                        c.retransmitted = c.retransmitted.saturating_add(1);
+                    }
+                    if repaired {
+                        c.repaired = c.repaired.saturating_add(1);
+                    }
+                    if fanout {
+                        c.fanout = c.fanout.saturating_add(1);
+                    }
+                    if unfanout {
+                        c.fanout = c.fanout.saturating_sub(1);
+                    }
+                });
+                let counters = &mut self.counters;
+                match observed {
+                    Observed::NewSample { late_fill } => {
+                        counters.new_samples = counters.new_samples.saturating_add(1);
+                        if late_fill {
+                            counters.late_fills = counters.late_fills.saturating_add(1);
+                        }
+                    }
+                    Observed::MoreFragments => {
+                        counters.more_fragments = counters.more_fragments.saturating_add(1)
+                    }
+                    Observed::Repeat { .. } => {
+                        counters.repeat_submessages = counters.repeat_submessages.saturating_add(1)
+                    }
+                    Observed::Invalid => {
+                        counters.invalid_sn = counters.invalid_sn.saturating_add(1)
+                    }
+                }
+                self.apply_final(&guid, fin);
+            }
+            SubmessageBody::Heartbeat {
+                first_sn, last_sn, ..
+            } => {
+                let Some(guid) = sm.writer_guid() else { return };
+                let Some(w) = self.writer_mut(guid) else {
+                    return;
+                };
+                w.stats
+                    .record(now, |c| c.heartbeats = c.heartbeats.saturating_add(1));
+                let fin = w.seq.heartbeat(*first_sn, *last_sn, now, &seq_cfg);
+                self.apply_final(&guid, fin);
+            }
+            SubmessageBody::HeartbeatFrag { .. } => {
+                let Some(guid) = sm.writer_guid() else { return };
+                if let Some(w) = self.writer_mut(guid) {
+                    w.stats.record(now, |c| {
+                        c.heartbeat_frags = c.heartbeat_frags.saturating_add(1)
+                    });
+                }
+            }
+            SubmessageBody::Gap {
+                gap_start,
+                gap_list,
+                ..
+            } => {
+                let Some(guid) = sm.writer_guid() else { return };
+                let Some(w) = self.writer_mut(guid) else {
+                    return;
+                };
+                w.stats.record(now, |c| c.gaps = c.gaps.saturating_add(1));
+                let mut fin =
+                    w.seq
+                        .gap_range(*gap_start, gap_list.base.saturating_sub(1), now, &seq_cfg);
+                for sn in gap_list.iter() {
+                    let f = w.seq.gap_range(sn, sn, now, &seq_cfg);
+                    fin.lost = fin.lost.saturating_add(f.lost);
+                    fin.incomplete = fin.incomplete.saturating_add(f.incomplete);
+                    fin.jumps = fin.jumps.saturating_add(f.jumps);
+                }
+                self.apply_final(&guid, fin);
+            }
+            SubmessageBody::AckNack {
+                reader_sn_state, ..
+            } => {
+                let requested = reader_sn_state.iter().count() as u64;
+                if let Some(rguid) = sm.reader_guid() {
+                    if let Some(r) = self.reader_mut(rguid) {
+                        r.acknacks = r.acknacks.saturating_add(1);
+                        r.acknack_requested_sns = r.acknack_requested_sns.saturating_add(requested);
+                    }
+                }
+                match sm.writer_guid() {
+                    Some(guid) => {
+                        if let Some(w) = self.writer_mut(guid) {
+                            w.stats.record(now, |c| {
+                                c.acknacks = c.acknacks.saturating_add(1);
+                                c.acknack_requested_sns =
+                                    c.acknack_requested_sns.saturating_add(requested);
+                            });
+                            for sn in reader_sn_state.iter() {
+                                w.seq.requested(sn);
+                            }
+                        }
+                    }
+                    None => {
+                        self.counters.acknacks_unattributed =
+                            self.counters.acknacks_unattributed.saturating_add(1)
+                    }
+                }
+            }
+            SubmessageBody::NackFrag { writer_sn, .. } => {
+                if let Some(rguid) = sm.reader_guid() {
+                    if let Some(r) = self.reader_mut(rguid) {
+                        r.nackfrags = r.nackfrags.saturating_add(1);
+                    }
+                }
+                match sm.writer_guid() {
+                    Some(guid) => {
+                        if let Some(w) = self.writer_mut(guid) {
+                            w.stats
+                                .record(now, |c| c.nackfrags = c.nackfrags.saturating_add(1));
+                            w.seq.requested(*writer_sn);
+                        }
+                    }
+                    None => {
+                        self.counters.nackfrags_unattributed =
+                            self.counters.nackfrags_unattributed.saturating_add(1)
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Periodic work on the capture clock: loss timeouts, leases, idle entities.
+    pub fn sweep(&mut self) {
+        let now = self.now_ns;
+        let cfg = self.config.seq;
+        let mut finals = Vec::new();
+        for w in self.writers.values_mut() {
+            let fin = w.seq.expire(now, &cfg);
+            if fin != Finalized::default() {
+                finals.push((w.guid, fin));
+            }
+        }
+        for (g, fin) in finals {
+            self.apply_final(&g, fin);
+        }
+        // Leases: any traffic from a participant renews it (as Cyclone does).
+        let mut expired = Vec::new();
+        for p in self.participants.values_mut() {
+            let lease = p
+                .info
+                .as_ref()
+                .and_then(|i| i.lease_ns)
+                .flatten()
+                .and_then(|l| u64::try_from(l).ok());
+            if let (Some(lease), None) = (lease, p.gone) {
+                if p.last_seen_ns.saturating_add(lease) < now {
+                    p.gone = Some(Gone {
+                        at_ns: now,
+                        reason: GoneReason::LeaseExpired,
+                    });
+                    expired.push(p.prefix);
+                }
+            }
+        }
+        for prefix in expired {
+            self.counters.leases_expired = self.counters.leases_expired.saturating_add(1);
+            let gone = self.participants.get(&prefix).and_then(|p| p.gone);
+            self.participant_gone(prefix, gone);
+        }
+        if let Some(idle) = self.config.idle_timeout_ns {
+            let cutoff = now.saturating_sub(idle);
+            let evicted = self.writers.evict_older_than(cutoff);
+            self.counters.writers_evicted_idle = self
+                .counters
+                .writers_evicted_idle
+                .saturating_add(evicted.len() as u64);
+            for w in evicted {
+                self.counters.samples_of_evicted_writers = self
+                    .counters
+                    .samples_of_evicted_writers
+                    .saturating_add(w.stats.total.samples);
+            }
+            let n = self.readers.evict_older_than(cutoff).len() as u64;
+            self.counters.readers_evicted_idle =
+                self.counters.readers_evicted_idle.saturating_add(n);
+            let n = self.participants.evict_older_than(cutoff).len() as u64;
+            self.counters.participants_evicted_idle =
+                self.counters.participants_evicted_idle.saturating_add(n);
+        }
+        self.counters.frag_samples_evicted = self
+            .writers
+            .values()
+            .map(|w| w.seq.frag_evicted)
+            .fold(0u64, u64::saturating_add);
+    }
+
+    /// End of input: every open hole and incomplete sample is final.
+    pub fn finish(&mut self) {
+        self.sweep();
+        let cfg = self.config.seq;
+        let mut finals = Vec::new();
+        for w in self.writers.values_mut() {
+            finals.push((w.guid, w.seq.finish(&cfg)));
+        }
+        for (g, fin) in finals {
+            self.apply_final(&g, fin);
+        }
+    }
+
+    /// Sum of every writer's samples plus those of evicted writers.
+    pub fn total_samples(&self) -> u64 {
+        self.writers.values().map(|w| w.stats.total.samples).fold(
+            self.counters.samples_of_evicted_writers,
+            u64::saturating_add,
+        )
+    }
+
+    /// Totals over all writers (for summaries).
+    pub fn totals(&self) -> Counts {
+        let mut c = Counts::default();
+        for w in self.writers.values() {
+            c.add(&w.stats.total);
+        }
+        c
+    }
+}

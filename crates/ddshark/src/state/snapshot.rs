@@ -1,0 +1,769 @@
+//! An immutable, serialisable view of the state: what `stats` prints, what the
+//! daemon reports and what the TUI renders. Built on the state thread, shared as
+//! `Arc<Snapshot>`; readers never touch the live state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rtps_dissect::discovery::EndpointQos;
+use rtps_dissect::{DissectorStats, EndpointInfo, Guid};
+use serde::Serialize;
+
+use super::qos::{mismatches, Mismatch};
+use super::ros::{demangle_topic, demangle_type, RosKind};
+use super::window::Counts;
+use super::{builtin_topic, Gone, State, StateCounters, Writer, SIZE_BUCKETS};
+use crate::capture::KernelStats;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QosView {
+    pub reliability: Option<&'static str>,
+    pub durability: Option<&'static str>,
+    pub history: Option<String>,
+    pub deadline_ns: Option<Option<i64>>,
+    pub liveliness: Option<&'static str>,
+    pub liveliness_lease_ns: Option<Option<i64>>,
+    pub ownership: Option<&'static str>,
+    pub ownership_strength: Option<i32>,
+    pub partitions: Vec<String>,
+}
+
+impl QosView {
+    fn of(q: &EndpointQos) -> Self {
+        Self {
+            reliability: q.reliability.map(|r| r.name()),
+            durability: q.durability.map(|d| d.name()),
+            history: q.history.map(|h| h.name()),
+            deadline_ns: q.deadline_ns,
+            liveliness: q.liveliness.map(|l| l.name()),
+            liveliness_lease_ns: q.liveliness_lease_ns,
+            ownership: q.ownership.map(|o| o.name()),
+            ownership_strength: q.ownership_strength,
+            partitions: q.partitions.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ParticipantView {
+    pub guid_prefix: String,
+    pub vendor: Option<String>,
+    pub vendor_name: Option<&'static str>,
+    pub version: Option<String>,
+    pub entity_name: Option<String>,
+    pub domain_id: Option<u32>,
+    pub lease_ns: Option<Option<i64>>,
+    pub addresses: Vec<String>,
+    pub locators: Vec<String>,
+    pub shared_memory_only: bool,
+    pub discovered: bool,
+    pub from_cache: bool,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub datagrams: u64,
+    pub bytes: u64,
+    pub gone: Option<Gone>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SizeView {
+    pub min: Option<u64>,
+    pub mean: Option<f64>,
+    pub max: Option<u64>,
+}
+
+/// Recent activity over the sliding window.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct WindowView {
+    /// Length of the window actually covered (≤ the configured window).
+    pub seconds: f64,
+    pub samples: u64,
+    pub bytes: u64,
+    pub rate_hz: f64,
+    pub bandwidth_bps: f64,
+    pub lost: u64,
+    pub retransmitted: u64,
+    pub heartbeats: u64,
+    pub acknacks: u64,
+}
+
+impl WindowView {
+    fn of(c: &Counts, seconds: f64) -> Self {
+        let per_s = |v: u64| {
+            if seconds > 0.0 {
+                v as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        Self {
+            seconds,
+            samples: c.samples,
+            bytes: c.bytes,
+            rate_hz: per_s(c.samples),
+            bandwidth_bps: per_s(c.bytes.saturating_mul(8)),
+            lost: c.lost,
+            retransmitted: c.retransmitted,
+            heartbeats: c.heartbeats,
+            acknacks: c.acknacks,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PcpCount {
+    /// 802.1Q priority; `null` = untagged.
+    pub pcp: Option<u8>,
+    pub datagrams: u64,
+}
+
+fn pcp_list(p: &[u64; 9]) -> Vec<PcpCount> {
+    p.iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| PcpCount {
+            pcp: u8::try_from(i).ok().filter(|v| *v < 8),
+            datagrams: *n,
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WriterView {
+    pub guid: String,
+    pub participant: String,
+    pub topic: Option<String>,
+    #[serde(rename = "type")]
+    pub type_name: Option<String>,
+    pub ros_topic: Option<String>,
+    pub ros_type: Option<String>,
+    pub builtin: bool,
+    /// SEDP named it in this capture (`from_cache`: only the discovery cache did).
+    pub discovered: bool,
+    pub from_cache: bool,
+    pub discovered_ns: Option<u64>,
+    pub samples_before_discovery: u64,
+    pub shared_memory_only: bool,
+    pub qos: Option<QosView>,
+    pub locators: Vec<String>,
+    pub src: Option<String>,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub gone: Option<Gone>,
+    #[serde(flatten)]
+    pub totals: Counts,
+    pub size: SizeView,
+    pub data_frags_per_sample: Option<f64>,
+    pub ip_fragments_per_sample: Option<f64>,
+    pub window: WindowView,
+    pub highest_sn: Option<i64>,
+    pub open_holes: u64,
+    pub sn_jumps: u64,
+    pub pcp: Vec<PcpCount>,
+    pub vlan_id: Option<u16>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReaderView {
+    pub guid: String,
+    pub participant: String,
+    pub topic: Option<String>,
+    #[serde(rename = "type")]
+    pub type_name: Option<String>,
+    pub ros_topic: Option<String>,
+    pub discovered: bool,
+    pub from_cache: bool,
+    pub shared_memory_only: bool,
+    pub qos: Option<QosView>,
+    pub locators: Vec<String>,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub acknacks: u64,
+    pub acknack_requested_sns: u64,
+    pub nackfrags: u64,
+    pub gone: Option<Gone>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QosMismatchView {
+    pub writer: String,
+    pub reader: String,
+    #[serde(flatten)]
+    pub mismatch: Mismatch,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicView {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Other type names announced for the same topic.
+    pub other_types: Vec<String>,
+    pub ros_name: Option<String>,
+    pub ros_type: Option<String>,
+    pub ros_kind: Option<RosKind>,
+    pub builtin: bool,
+    pub writers: u64,
+    pub readers: u64,
+    pub writer_guids: Vec<String>,
+    pub reader_guids: Vec<String>,
+    #[serde(flatten)]
+    pub totals: Counts,
+    pub size: SizeView,
+    /// Samples by size bucket (`state::size_bucket`: < 64 B, then powers of two).
+    pub size_histogram: Vec<u64>,
+    pub data_frags_per_sample: Option<f64>,
+    pub ip_fragments_per_sample: Option<f64>,
+    pub window: WindowView,
+    pub pcp: Vec<PcpCount>,
+    pub shared_memory_only_endpoints: u64,
+    pub qos_mismatches: Vec<QosMismatchView>,
+}
+
+/// Frame-level counters of the dissector.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct DissectorCounters {
+    pub frames: u64,
+    pub frames_truncated: u64,
+    pub skipped_not_ip: u64,
+    pub skipped_not_udp: u64,
+    pub skipped_not_rtps: u64,
+    pub skipped_icmp_quoted_rtps: u64,
+    pub fragments_held: u64,
+    pub fragments_dropped: u64,
+    pub malformed: u64,
+    pub rtps_frames: u64,
+    pub rtps_datagrams: u64,
+    pub submessages: u64,
+    pub submessage_errors: u64,
+    pub discovery_records: u64,
+    pub ip_fragments: u64,
+    pub ip_duplicate_fragments: u64,
+    pub ip_reassembled: u64,
+    pub ip_evicted_idle: u64,
+    pub ip_evicted_capacity: u64,
+    pub ip_inconsistent: u64,
+    pub ip_in_progress: u64,
+    pub discovery_frag_reassembled: u64,
+    pub discovery_frag_evicted: u64,
+    pub discovery_frag_rejected: u64,
+    pub endpoints_known: u64,
+    pub endpoints_evicted: u64,
+}
+
+impl From<&DissectorStats> for DissectorCounters {
+    fn from(s: &DissectorStats) -> Self {
+        Self {
+            frames: s.frames,
+            frames_truncated: s.frames_truncated,
+            skipped_not_ip: s.skipped_not_ip,
+            skipped_not_udp: s.skipped_not_udp,
+            skipped_not_rtps: s.skipped_not_rtps,
+            skipped_icmp_quoted_rtps: s.skipped_icmp_quoted_rtps,
+            fragments_held: s.fragments_held,
+            fragments_dropped: s.fragments_dropped,
+            malformed: s.malformed,
+            rtps_frames: s.rtps_frames,
+            rtps_datagrams: s.rtps_datagrams,
+            submessages: s.submessages,
+            submessage_errors: s.submessage_errors,
+            discovery_records: s.discovery_records,
+            ip_fragments: s.ip.fragments,
+            ip_duplicate_fragments: s.ip.duplicate_fragments,
+            ip_reassembled: s.ip.reassembled,
+            ip_evicted_idle: s.ip.evicted_idle,
+            ip_evicted_capacity: s.ip.evicted_capacity,
+            ip_inconsistent: s.ip.inconsistent,
+            ip_in_progress: s.ip.in_progress,
+            discovery_frag_reassembled: s.discovery_fragments.reassembled,
+            discovery_frag_evicted: s.discovery_fragments.evicted,
+            discovery_frag_rejected: s.discovery_fragments.rejected,
+            endpoints_known: s.endpoints_known,
+            endpoints_evicted: s.endpoints_evicted,
+        }
+    }
+}
+
+/// One packet source as the pipeline saw it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SourceHealth {
+    pub name: String,
+    /// Frames the capture thread read.
+    pub frames: u64,
+    /// Frames dropped because the queue to the state thread was full.
+    pub queue_dropped: u64,
+    /// libpcap kernel statistics (live captures).
+    pub kernel: Option<KernelStats>,
+    pub error: Option<String>,
+    pub finished: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PipelineCounters {
+    pub sources: Vec<SourceHealth>,
+    /// Frames handed to the dissector.
+    pub frames_processed: u64,
+    pub queue_dropped: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Health {
+    pub dissector: DissectorCounters,
+    pub state: StateCounters,
+    pub pipeline: PipelineCounters,
+    pub participants: u64,
+    pub writers: u64,
+    pub readers: u64,
+    pub writers_unattributed: u64,
+    pub reconciles: bool,
+    pub checks: Vec<Check>,
+}
+
+/// Whole-capture totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub first_ts_ns: Option<u64>,
+    pub capture_time_ns: u64,
+    pub duration_s: f64,
+    pub window_s: f64,
+    #[serde(flatten)]
+    pub totals: Counts,
+    pub user_samples: u64,
+    pub user_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub summary: Summary,
+    pub participants: Vec<ParticipantView>,
+    pub writers: Vec<WriterView>,
+    pub readers: Vec<ReaderView>,
+    pub topics: Vec<TopicView>,
+    pub health: Health,
+}
+
+/// Most writer×reader pairs checked for QoS per topic.
+const MAX_QOS_PAIRS: usize = 4096;
+
+fn size_view(c: &Counts, min: Option<u64>, max: u64) -> SizeView {
+    SizeView {
+        min,
+        mean: (c.samples > 0).then(|| c.bytes as f64 / c.samples as f64),
+        max: min.map(|_| max),
+    }
+}
+
+fn per_sample(v: u64, samples: u64) -> Option<f64> {
+    (samples > 0).then(|| v as f64 / samples as f64)
+}
+
+fn locators(info: &EndpointInfo) -> Vec<String> {
+    info.unicast_locators
+        .iter()
+        .chain(&info.multicast_locators)
+        .map(|l| l.to_string())
+        .collect()
+}
+
+struct TopicAgg {
+    type_name: String,
+    other_types: Vec<String>,
+    builtin: bool,
+    writers: Vec<(Guid, Option<Arc<EndpointInfo>>)>,
+    readers: Vec<(Guid, Option<Arc<EndpointInfo>>)>,
+    totals: Counts,
+    window: Counts,
+    first_seen_ns: u64,
+    size_min: Option<u64>,
+    size_max: u64,
+    size_hist: [u64; SIZE_BUCKETS],
+    pcp: [u64; 9],
+    shm: u64,
+}
+
+impl TopicAgg {
+    fn new(type_name: &str, builtin: bool) -> Self {
+        Self {
+            type_name: type_name.to_string(),
+            other_types: Vec::new(),
+            builtin,
+            writers: Vec::new(),
+            readers: Vec::new(),
+            totals: Counts::default(),
+            window: Counts::default(),
+            first_seen_ns: u64::MAX,
+            size_min: None,
+            size_max: 0,
+            size_hist: [0; SIZE_BUCKETS],
+            pcp: [0; 9],
+            shm: 0,
+        }
+    }
+    fn note_type(&mut self, t: &str) {
+        if self.type_name.is_empty() {
+            self.type_name = t.to_string();
+        } else if self.type_name != t
+            && !t.is_empty()
+            && !self.other_types.iter().any(|o| o == t)
+            && self.other_types.len() < 8
+        {
+            self.other_types.push(t.to_string());
+        }
+    }
+}
+
+impl State {
+    fn window_seconds(&self, first_seen_ns: u64) -> f64 {
+        let covered = self.now_ns.saturating_sub(first_seen_ns);
+        let w = self.config.window_ns.min(covered.max(1));
+        w as f64 / 1e9
+    }
+
+    fn writer_topic(w: &Writer) -> (Option<String>, Option<String>, bool) {
+        if let Some(name) = builtin_topic(&w.guid) {
+            return (Some(name.to_string()), None, true);
+        }
+        match &w.info {
+            Some(i) => (Some(i.topic.clone()), Some(i.type_name.clone()), false),
+            None => (None, None, false),
+        }
+    }
+
+    /// Build an immutable view. `dissector` and `pipeline` are the counters of the
+    /// stages before the state, so the snapshot can say whether everything reconciles.
+    pub fn snapshot(&self, dissector: &DissectorStats, pipeline: &PipelineCounters) -> Snapshot {
+        let now = self.now_ns;
+        let mut topics: BTreeMap<String, TopicAgg> = BTreeMap::new();
+        let mut writers = Vec::with_capacity(self.writers.len());
+        let mut unattributed = 0u64;
+        for w in self.writers.values() {
+            let (topic, type_name, builtin) = Self::writer_topic(w);
+            let t = &w.stats.total;
+            let win = w.stats.window(now);
+            let shm = w.info.as_ref().is_some_and(|i| i.shared_memory_only());
+            if topic.is_none() {
+                unattributed = unattributed.saturating_add(1);
+            }
+            if let Some(name) = &topic {
+                let agg = topics
+                    .entry(name.clone())
+                    .or_insert_with(|| TopicAgg::new("", builtin));
+                agg.note_type(type_name.as_deref().unwrap_or(""));
+                agg.writers.push((w.guid, w.info.clone()));
+                agg.totals.add(t);
+                agg.window.add(&win);
+                agg.first_seen_ns = agg.first_seen_ns.min(w.first_seen_ns);
+                if let Some(m) = w.size_min {
+                    agg.size_min = Some(agg.size_min.map_or(m, |a| a.min(m)));
+                }
+                agg.size_max = agg.size_max.max(w.size_max);
+                for (a, b) in agg.size_hist.iter_mut().zip(w.size_hist.iter()) {
+                    *a = a.saturating_add(*b);
+                }
+                for (a, b) in agg.pcp.iter_mut().zip(w.pcp.iter()) {
+                    *a = a.saturating_add(*b);
+                }
+                if shm {
+                    agg.shm = agg.shm.saturating_add(1);
+                }
+            }
+            writers.push(WriterView {
+                guid: w.guid.to_string(),
+                participant: w.guid.prefix.to_string(),
+                ros_topic: topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
+                ros_type: type_name.as_deref().and_then(demangle_type),
+                topic,
+                type_name,
+                builtin,
+                discovered: w.discovered_ns.is_some(),
+                from_cache: w.from_cache,
+                discovered_ns: w.discovered_ns,
+                samples_before_discovery: if w.discovered_ns.is_some() {
+                    w.samples_before_discovery
+                } else {
+                    t.samples
+                },
+                shared_memory_only: shm,
+                qos: w.info.as_ref().map(|i| QosView::of(&i.qos)),
+                locators: w.info.as_deref().map(locators).unwrap_or_default(),
+                src: w.last_src.map(|s| s.to_string()),
+                first_seen_ns: w.first_seen_ns,
+                last_seen_ns: w.last_seen_ns,
+                gone: w.gone,
+                totals: *t,
+                size: size_view(t, w.size_min, w.size_max),
+                data_frags_per_sample: per_sample(t.data_frag_submessages, t.samples),
+                ip_fragments_per_sample: per_sample(t.ip_fragments, t.samples),
+                window: WindowView::of(&win, self.window_seconds(w.first_seen_ns)),
+                highest_sn: w.seq.highest_seen,
+                open_holes: w.seq.open_holes(),
+                sn_jumps: w.sn_jumps,
+                pcp: pcp_list(&w.pcp),
+                vlan_id: w.vlan_id,
+            });
+        }
+        writers.sort_by(|a, b| (&a.topic, &a.guid).cmp(&(&b.topic, &b.guid)));
+
+        let mut readers = Vec::with_capacity(self.readers.len());
+        for r in self.readers.values() {
+            let topic = r.info.as_ref().map(|i| i.topic.clone());
+            let shm = r.info.as_ref().is_some_and(|i| i.shared_memory_only());
+            if let (Some(name), Some(info)) = (&topic, &r.info) {
+                let agg = topics
+                    .entry(name.clone())
+                    .or_insert_with(|| TopicAgg::new("", false));
+                agg.note_type(&info.type_name);
+                agg.readers.push((r.guid, r.info.clone()));
+                if shm {
+                    agg.shm = agg.shm.saturating_add(1);
+                }
+            }
+            readers.push(ReaderView {
+                guid: r.guid.to_string(),
+                participant: r.guid.prefix.to_string(),
+                ros_topic: topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
+                topic,
+                type_name: r.info.as_ref().map(|i| i.type_name.clone()),
+                discovered: r.discovered_ns.is_some(),
+                from_cache: r.from_cache,
+                shared_memory_only: shm,
+                qos: r.info.as_ref().map(|i| QosView::of(&i.qos)),
+                locators: r.info.as_deref().map(locators).unwrap_or_default(),
+                first_seen_ns: r.first_seen_ns,
+                last_seen_ns: r.last_seen_ns,
+                acknacks: r.acknacks,
+                acknack_requested_sns: r.acknack_requested_sns,
+                nackfrags: r.nackfrags,
+                gone: r.gone,
+            });
+        }
+        readers.sort_by(|a, b| (&a.topic, &a.guid).cmp(&(&b.topic, &b.guid)));
+
+        let mut topic_views = Vec::with_capacity(topics.len());
+        let mut user_samples = 0u64;
+        let mut user_bytes = 0u64;
+        for (name, agg) in topics {
+            let mut qos_mismatches = Vec::new();
+            let mut pairs = 0usize;
+            'outer: for (wg, wi) in &agg.writers {
+                let Some(wi) = wi else { continue };
+                for (rg, ri) in &agg.readers {
+                    let Some(ri) = ri else { continue };
+                    pairs = pairs.saturating_add(1);
+                    if pairs > MAX_QOS_PAIRS {
+                        break 'outer;
+                    }
+                    for m in mismatches(&wi.qos, &ri.qos) {
+                        qos_mismatches.push(QosMismatchView {
+                            writer: wg.to_string(),
+                            reader: rg.to_string(),
+                            mismatch: m,
+                        });
+                    }
+                }
+            }
+            if !agg.builtin {
+                user_samples = user_samples.saturating_add(agg.totals.samples);
+                user_bytes = user_bytes.saturating_add(agg.totals.bytes);
+            }
+            let ros = demangle_topic(&name);
+            let first = if agg.first_seen_ns == u64::MAX {
+                now
+            } else {
+                agg.first_seen_ns
+            };
+            let mut writer_guids: Vec<String> =
+                agg.writers.iter().map(|(g, _)| g.to_string()).collect();
+            writer_guids.sort();
+            let mut reader_guids: Vec<String> =
+                agg.readers.iter().map(|(g, _)| g.to_string()).collect();
+            reader_guids.sort();
+            topic_views.push(TopicView {
+                ros_type: demangle_type(&agg.type_name),
+                ros_name: ros.as_ref().map(|(n, _)| n.clone()),
+                ros_kind: ros.map(|(_, k)| k),
+                name,
+                type_name: agg.type_name,
+                other_types: agg.other_types,
+                builtin: agg.builtin,
+                writers: agg.writers.len() as u64,
+                readers: agg.readers.len() as u64,
+                writer_guids,
+                reader_guids,
+                totals: agg.totals,
+                size: size_view(&agg.totals, agg.size_min, agg.size_max),
+                size_histogram: agg.size_hist.to_vec(),
+                data_frags_per_sample: per_sample(
+                    agg.totals.data_frag_submessages,
+                    agg.totals.samples,
+                ),
+                ip_fragments_per_sample: per_sample(agg.totals.ip_fragments, agg.totals.samples),
+                window: WindowView::of(&agg.window, self.window_seconds(first)),
+                pcp: pcp_list(&agg.pcp),
+                shared_memory_only_endpoints: agg.shm,
+                qos_mismatches,
+            });
+        }
+
+        let mut participants: Vec<ParticipantView> = self
+            .participants
+            .values()
+            .map(|p| {
+                let info = p.info.as_deref();
+                let vendor = info.and_then(|i| i.vendor).or(p.vendor);
+                ParticipantView {
+                    guid_prefix: p.prefix.to_string(),
+                    vendor: vendor.map(|v| v.to_string()),
+                    vendor_name: vendor.map(|v| v.name()),
+                    version: p.version.map(|(a, b)| format!("{a}.{b}")),
+                    entity_name: info.and_then(|i| i.entity_name.clone()),
+                    domain_id: info.and_then(|i| i.domain_id),
+                    lease_ns: info.and_then(|i| i.lease_ns),
+                    addresses: p.addresses.iter().map(|a| a.to_string()).collect(),
+                    locators: info
+                        .map(|i| {
+                            i.default_unicast
+                                .iter()
+                                .chain(&i.default_multicast)
+                                .map(|l| l.to_string())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    shared_memory_only: info.is_some_and(|i| i.shared_memory_only()),
+                    discovered: p.last_spdp_ns.is_some(),
+                    from_cache: p.from_cache,
+                    first_seen_ns: p.first_seen_ns,
+                    last_seen_ns: p.last_seen_ns,
+                    datagrams: p.datagrams,
+                    bytes: p.bytes,
+                    gone: p.gone,
+                }
+            })
+            .collect();
+        participants.sort_by(|a, b| a.guid_prefix.cmp(&b.guid_prefix));
+
+        let health = self.health(dissector, pipeline, unattributed);
+        let totals = self.totals();
+        let first = self.first_ts_ns;
+        Snapshot {
+            summary: Summary {
+                first_ts_ns: first,
+                capture_time_ns: now,
+                duration_s: first.map_or(0.0, |f| now.saturating_sub(f) as f64 / 1e9),
+                window_s: self.config.window_ns as f64 / 1e9,
+                totals,
+                user_samples,
+                user_bytes,
+            },
+            participants,
+            writers,
+            readers,
+            topics: topic_views,
+            health,
+        }
+    }
+
+    fn health(
+        &self,
+        dissector: &DissectorStats,
+        pipeline: &PipelineCounters,
+        unattributed: u64,
+    ) -> Health {
+        let c = &self.counters;
+        let mut checks = Vec::new();
+        checks.push(Check {
+            name: "frames",
+            ok: dissector.reconciles(),
+            detail: format!(
+                "{} frames = {} RTPS + {} held IP fragments + {} dropped fragments + {} not IP + {} not UDP + {} not RTPS + {} ICMP-quoted RTPS + {} malformed",
+                dissector.frames,
+                dissector.rtps_frames,
+                dissector.fragments_held,
+                dissector.fragments_dropped,
+                dissector.skipped_not_ip,
+                dissector.skipped_not_udp,
+                dissector.skipped_not_rtps,
+                dissector.skipped_icmp_quoted_rtps,
+                dissector.malformed
+            ),
+        });
+        checks.push(Check {
+            name: "datagrams",
+            ok: dissector.rtps_datagrams == c.datagrams,
+            detail: format!(
+                "dissector {} RTPS datagrams, state {}",
+                dissector.rtps_datagrams, c.datagrams
+            ),
+        });
+        checks.push(Check {
+            name: "submessages",
+            ok: dissector.submessages == c.submessages,
+            detail: format!(
+                "dissector {} decoded submessages (+{} undecodable), state {}",
+                dissector.submessages, dissector.submessage_errors, c.submessages
+            ),
+        });
+        checks.push(Check {
+            name: "data_submessages",
+            ok: c.reconciles(),
+            detail: format!(
+                "{} DATA/DATA_FRAG = {} new samples + {} more fragments + {} repeats + {} invalid SN",
+                c.data_submessages, c.new_samples, c.more_fragments, c.repeat_submessages, c.invalid_sn
+            ),
+        });
+        let total_samples = self.total_samples();
+        checks.push(Check {
+            name: "samples",
+            ok: total_samples == c.new_samples,
+            detail: format!(
+                "{} samples over writers (incl. {} of evicted writers) = {} new samples",
+                total_samples, c.samples_of_evicted_writers, c.new_samples
+            ),
+        });
+        let in_flight_ok = pipeline.sources.iter().all(|s| s.finished)
+            && pipeline
+                .sources
+                .iter()
+                .map(|s| s.frames)
+                .fold(0u64, u64::saturating_add)
+                == pipeline
+                    .frames_processed
+                    .saturating_add(pipeline.queue_dropped);
+        let finished = !pipeline.sources.is_empty() && pipeline.sources.iter().all(|s| s.finished);
+        if finished {
+            checks.push(Check {
+                name: "pipeline",
+                ok: in_flight_ok && pipeline.frames_processed == dissector.frames,
+                detail: format!(
+                    "{} frames captured = {} processed + {} dropped on a full queue; dissector saw {}",
+                    pipeline
+                        .sources
+                        .iter()
+                        .map(|s| s.frames)
+                        .fold(0u64, u64::saturating_add),
+                    pipeline.frames_processed,
+                    pipeline.queue_dropped,
+                    dissector.frames
+                ),
+            });
+        }
+        Health {
+            dissector: DissectorCounters::from(dissector),
+            state: *c,
+            pipeline: pipeline.clone(),
+            participants: self.participants.len() as u64,
+            writers: self.writers.len() as u64,
+            readers: self.readers.len() as u64,
+            writers_unattributed: unattributed,
+            reconciles: checks.iter().all(|k| k.ok),
+            checks,
+        }
+    }
+}

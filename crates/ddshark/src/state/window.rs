@@ -1,0 +1,136 @@
+//! Counters kept as totals and over a capture-time sliding window of buckets.
+
+use serde::Serialize;
+
+/// Traffic counters of one writer (or summed over a topic).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Distinct (writer, SN) seen in DATA/DATA_FRAG.
+    pub samples: u64,
+    /// Whole sample sizes, once per sample.
+    pub bytes: u64,
+    pub data_submessages: u64,
+    pub data_frag_submessages: u64,
+    /// IP fragments of the datagrams that carried this writer's DATA/DATA_FRAGs.
+    pub ip_fragments: u64,
+    /// Bytes on the wire of those datagrams (UDP length).
+    pub wire_bytes: u64,
+    pub retransmitted: u64,
+    pub repaired: u64,
+    pub fanout: u64,
+    /// DATA/DATA_FRAG copies of samples already seen.
+    pub repeat_submessages: u64,
+    pub lost: u64,
+    pub incomplete: u64,
+    pub heartbeats: u64,
+    pub acknacks: u64,
+    /// SNs requested by ACKNACK bitmaps.
+    pub acknack_requested_sns: u64,
+    pub nackfrags: u64,
+    pub gaps: u64,
+    pub heartbeat_frags: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: &Counts) {
+        let f = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        f(&mut self.samples, o.samples);
+        f(&mut self.bytes, o.bytes);
+        f(&mut self.data_submessages, o.data_submessages);
+        f(&mut self.data_frag_submessages, o.data_frag_submessages);
+        f(&mut self.ip_fragments, o.ip_fragments);
+        f(&mut self.wire_bytes, o.wire_bytes);
+        f(&mut self.retransmitted, o.retransmitted);
+        f(&mut self.repaired, o.repaired);
+        f(&mut self.fanout, o.fanout);
+        f(&mut self.repeat_submessages, o.repeat_submessages);
+        f(&mut self.lost, o.lost);
+        f(&mut self.incomplete, o.incomplete);
+        f(&mut self.heartbeats, o.heartbeats);
+        f(&mut self.acknacks, o.acknacks);
+        f(&mut self.acknack_requested_sns, o.acknack_requested_sns);
+        f(&mut self.nackfrags, o.nackfrags);
+        f(&mut self.gaps, o.gaps);
+        f(&mut self.heartbeat_frags, o.heartbeat_frags);
+    }
+}
+
+/// Number of buckets in a window.
+pub const BUCKETS: usize = 10;
+
+/// Totals plus a ring of `BUCKETS` time buckets of `width_ns` each.
+#[derive(Debug, Clone)]
+pub struct Windowed {
+    pub total: Counts,
+    width_ns: u64,
+    buckets: [(u64, Counts); BUCKETS],
+    latest: u64,
+}
+
+impl Windowed {
+    pub fn new(window_ns: u64) -> Self {
+        Self {
+            total: Counts::default(),
+            width_ns: (window_ns / BUCKETS as u64).max(1),
+            buckets: [(u64::MAX, Counts::default()); BUCKETS],
+            latest: 0,
+        }
+    }
+
+    /// Apply `f` to the totals and to the bucket of capture time `ts_ns`.
+    /// A timestamp older than the window lands in the newest bucket.
+    pub fn record(&mut self, ts_ns: u64, f: impl Fn(&mut Counts)) {
+        f(&mut self.total);
+        let mut idx = ts_ns / self.width_ns;
+        if idx > self.latest {
+            self.latest = idx;
+        } else if self.latest.saturating_sub(idx) >= BUCKETS as u64 {
+            idx = self.latest;
+        }
+        let slot = usize::try_from(idx % BUCKETS as u64).unwrap_or(0);
+        if let Some((bidx, counts)) = self.buckets.get_mut(slot) {
+            if *bidx != idx {
+                *bidx = idx;
+                *counts = Counts::default();
+            }
+            f(counts);
+        }
+    }
+
+    /// Sum of the buckets inside the window ending at `now_ns`.
+    pub fn window(&self, now_ns: u64) -> Counts {
+        let now_idx = now_ns / self.width_ns;
+        let oldest = now_idx.saturating_sub(BUCKETS as u64 - 1);
+        let mut c = Counts::default();
+        for (idx, counts) in &self.buckets {
+            if *idx != u64::MAX && *idx >= oldest && *idx <= now_idx {
+                c.add(counts);
+            }
+        }
+        c
+    }
+
+    pub fn window_ns(&self) -> u64 {
+        self.width_ns.saturating_mul(BUCKETS as u64)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_slides_with_capture_time() {
+        let mut w = Windowed::new(10_000_000_000);
+        for s in 0..20u64 {
+            w.record(s * 1_000_000_000, |c| c.samples += 1);
+        }
+        assert_eq!(w.total.samples, 20);
+        assert_eq!(w.window(19_000_000_000).samples, 10);
+        assert_eq!(w.window(40_000_000_000).samples, 0);
+        // Backwards in time: counted, in the newest bucket.
+        w.record(0, |c| c.samples += 1);
+        assert_eq!(w.window(19_000_000_000).samples, 11);
+    }
+}

@@ -1,0 +1,381 @@
+//! `ddshark stats FILE`: the final state and statistics of a capture, as JSON for
+//! scripts or as a readable report. Also the text report the daemon prints.
+
+use std::fmt::Write as _;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use crate::capture::file::FileSource;
+use crate::pipeline::{run_threaded, CaptureInput, Engine, EngineConfig, RunOptions};
+use crate::state::cache::DiscoveryCache;
+use crate::state::ros::{display_topic, display_type};
+use crate::state::snapshot::Snapshot;
+use crate::state::StateConfig;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    Json,
+    Text,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// pcap or pcapng file
+    pub file: PathBuf,
+    /// JSON (participants, writers, readers, topics, health) or a readable report
+    #[arg(long, short = 'F', value_enum, default_value = "json")]
+    pub format: StatsFormat,
+    /// Show ROS 2 names demangled in the text report (rt/chatter → /chatter)
+    #[arg(long)]
+    pub ros: bool,
+    /// Load discovery from FILE first and save what this capture discovered into it
+    #[arg(long, value_name = "FILE")]
+    pub discovery_cache: Option<PathBuf>,
+    /// Sliding window for rates, in seconds (ending at the last frame)
+    #[arg(long, default_value = "10", value_name = "SECONDS")]
+    pub window: f64,
+    /// A hole in a writer's sequence numbers older than this (capture time) is lost
+    #[arg(long, default_value = "10", value_name = "SECONDS")]
+    pub loss_timeout: f64,
+    /// Include built-in discovery writers (DCPSParticipant, ...) in the text report
+    #[arg(long)]
+    pub builtin: bool,
+    /// No progress bar
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn secs_to_ns(s: f64) -> u64 {
+    if s.is_finite() && s > 0.0 {
+        (s * 1e9).min(u64::MAX as f64) as u64
+    } else {
+        1
+    }
+}
+
+/// Options of a whole-file statistics run.
+#[derive(Debug, Clone, Default)]
+pub struct StatsOptions {
+    pub window_s: Option<f64>,
+    pub loss_timeout_s: Option<f64>,
+    pub discovery_cache: Option<PathBuf>,
+    pub progress: bool,
+}
+
+/// The engine configuration of `stats`: caps, but no idle timeout (a file is
+/// summarised whole).
+pub fn stats_engine_config(opts: &StatsOptions) -> EngineConfig {
+    let mut state = StateConfig {
+        idle_timeout_ns: None,
+        ..StateConfig::default()
+    };
+    if let Some(w) = opts.window_s {
+        state.window_ns = secs_to_ns(w);
+    }
+    if let Some(t) = opts.loss_timeout_s {
+        state.seq.final_after_ns = secs_to_ns(t);
+    }
+    EngineConfig {
+        state,
+        ..EngineConfig::default()
+    }
+}
+
+/// Run a whole capture file through the pipeline and return the final snapshot.
+pub fn stats_file(path: &Path, opts: &StatsOptions) -> Result<Arc<Snapshot>> {
+    let source = FileSource::open(path)?;
+    let size = source.file_size;
+    let mut engine = Engine::new(stats_engine_config(opts));
+    let cache = match &opts.discovery_cache {
+        Some(p) if p.exists() => Some(DiscoveryCache::load(p)?),
+        _ => None,
+    };
+    if let Some(c) = &cache {
+        engine.import_cache(c);
+    }
+    let run = RunOptions {
+        progress: opts.progress,
+        ..RunOptions::default()
+    };
+    let snap = run_threaded(
+        vec![CaptureInput {
+            source: Box::new(source),
+            live: false,
+            size_hint: Some(size),
+        }],
+        &mut engine,
+        &run,
+    )?;
+    if let Some(p) = &opts.discovery_cache {
+        let mut merged = cache.unwrap_or_default();
+        merged.merge(engine.state.export_cache());
+        merged.save(p)?;
+    }
+    Ok(snap)
+}
+
+pub fn run(args: &StatsArgs) -> Result<()> {
+    let opts = StatsOptions {
+        window_s: Some(args.window),
+        loss_timeout_s: Some(args.loss_timeout),
+        discovery_cache: args.discovery_cache.clone(),
+        progress: !args.quiet && io::stderr().is_terminal(),
+    };
+    let snap = stats_file(&args.file, &opts)?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let res = match args.format {
+        StatsFormat::Json => serde_json::to_writer_pretty(&mut out, &*snap)
+            .map_err(io::Error::other)
+            .and_then(|()| out.write_all(b"\n")),
+        StatsFormat::Text => out.write_all(
+            text_report(
+                &snap,
+                &ReportOptions {
+                    ros: args.ros,
+                    builtin: args.builtin,
+                    writers: true,
+                },
+            )
+            .as_bytes(),
+        ),
+    };
+    match res.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(e).context("writing to standard output")
+        }
+        _ => {
+            for s in &snap.health.pipeline.sources {
+                if let Some(e) = &s.error {
+                    eprintln!("ddshark: warning: {e}; the statistics cover what came before it");
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportOptions {
+    pub ros: bool,
+    pub builtin: bool,
+    /// List writers that need attention (loss, no discovery, shared memory).
+    pub writers: bool,
+}
+
+fn human_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = b;
+    let mut u = 0usize;
+    while v >= 1000.0 && u < UNITS.len() - 1 {
+        v /= 1000.0;
+        u += 1;
+    }
+    let unit = UNITS.get(u).copied().unwrap_or("B");
+    if u == 0 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+fn trunc(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The readable report: totals, one line per topic, what needs attention, health.
+pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
+    let mut r = String::new();
+    let h = &s.health;
+    let d = &h.dissector;
+    let _ = writeln!(
+        r,
+        "capture {:.3} s: {} frames, {} RTPS datagrams ({} IP fragments reassembled), {} submessages; {} participants, {} writers, {} readers, {} topics",
+        s.summary.duration_s,
+        d.frames,
+        d.rtps_datagrams,
+        d.ip_reassembled,
+        d.submessages,
+        h.participants,
+        h.writers,
+        h.readers,
+        s.topics.iter().filter(|t| !t.builtin).count()
+    );
+    let _ = writeln!(
+        r,
+        "user data: {} samples, {}; all writers: {} samples, lost {}, retransmitted {} (repaired {}), incomplete {}",
+        s.summary.user_samples,
+        human_bytes(s.summary.user_bytes as f64),
+        s.summary.totals.samples,
+        s.summary.totals.lost,
+        s.summary.totals.retransmitted,
+        s.summary.totals.repaired,
+        s.summary.totals.incomplete
+    );
+    let _ = writeln!(
+        r,
+        "\n{:<40} {:<34} {:>3} {:>3} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>6} {:>24}",
+        "TOPIC",
+        "TYPE",
+        "W",
+        "R",
+        "SAMPLES",
+        "BYTES",
+        "RATE/s",
+        "BW",
+        "LOST",
+        "RETX",
+        "INCMP",
+        "SIZE min/mean/max"
+    );
+    for t in s.topics.iter().filter(|t| o.builtin || !t.builtin) {
+        let size = match (t.size.min, t.size.mean, t.size.max) {
+            (Some(a), Some(m), Some(b)) => format!("{a}/{m:.0}/{b}"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            r,
+            "{:<40} {:<34} {:>3} {:>3} {:>8} {:>10} {:>8.1} {:>10} {:>6} {:>6} {:>6} {:>24}",
+            trunc(&display_topic(&t.name, o.ros), 40),
+            trunc(&display_type(&t.type_name, o.ros), 34),
+            t.writers,
+            t.readers,
+            t.totals.samples,
+            human_bytes(t.totals.bytes as f64),
+            t.window.rate_hz,
+            format!("{}/s", human_bytes(t.window.bandwidth_bps / 8.0)),
+            t.totals.lost,
+            t.totals.retransmitted,
+            t.totals.incomplete,
+            size
+        );
+    }
+    let mut notes = Vec::new();
+    for t in &s.topics {
+        for m in &t.qos_mismatches {
+            notes.push(format!(
+                "QoS mismatch on {}: {} offered {} but reader {} requests {} (writer {})",
+                display_topic(&t.name, o.ros),
+                m.mismatch.policy,
+                m.mismatch.offered,
+                m.reader,
+                m.mismatch.requested,
+                m.writer
+            ));
+        }
+        if t.shared_memory_only_endpoints > 0 {
+            notes.push(format!(
+                "{}: {} endpoint(s) announce only shared-memory locators; their traffic never reaches the wire",
+                display_topic(&t.name, o.ros),
+                t.shared_memory_only_endpoints
+            ));
+        }
+    }
+    if o.writers {
+        for w in &s.writers {
+            if w.topic.is_none() && w.totals.samples > 0 {
+                notes.push(format!(
+                    "writer {} sent {} samples ({}) but its discovery (SEDP) was not captured; start earlier or use --discovery-cache",
+                    w.guid,
+                    w.totals.samples,
+                    human_bytes(w.totals.bytes as f64)
+                ));
+            } else if w.samples_before_discovery > 0 && w.discovered {
+                notes.push(format!(
+                    "writer {} ({}): {} samples seen before its discovery, attributed afterwards",
+                    w.guid,
+                    w.topic.as_deref().unwrap_or("?"),
+                    w.samples_before_discovery
+                ));
+            }
+            if w.totals.lost > 0 || w.totals.incomplete > 0 {
+                notes.push(format!(
+                    "writer {} ({}): lost {}, incomplete {}, retransmitted {}, NACKed SNs {}",
+                    w.guid,
+                    w.topic.as_deref().unwrap_or("?"),
+                    w.totals.lost,
+                    w.totals.incomplete,
+                    w.totals.retransmitted,
+                    w.totals.acknack_requested_sns
+                ));
+            }
+        }
+    }
+    for p in &s.participants {
+        if let Some(g) = p.gone {
+            notes.push(format!(
+                "participant {} ({}) gone: {:?}",
+                p.guid_prefix,
+                p.entity_name.as_deref().unwrap_or("-"),
+                g.reason
+            ));
+        }
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(r);
+        for n in notes.iter().take(200) {
+            let _ = writeln!(r, "! {n}");
+        }
+        if notes.len() > 200 {
+            let _ = writeln!(r, "! ... {} more", notes.len() - 200);
+        }
+    }
+    let _ = writeln!(r);
+    let mut health = format!(
+        "health: skipped {} not IP, {} not UDP, {} not RTPS, {} ICMP-quoted RTPS; {} malformed; {} IP datagrams incomplete",
+        d.skipped_not_ip,
+        d.skipped_not_udp,
+        d.skipped_not_rtps,
+        d.skipped_icmp_quoted_rtps,
+        d.malformed,
+        d.ip_evicted_idle.saturating_add(d.ip_evicted_capacity).saturating_add(d.ip_inconsistent)
+    );
+    for src in &h.pipeline.sources {
+        let _ = write!(health, "; {}: {} frames", src.name, src.frames);
+        if src.queue_dropped > 0 {
+            let _ = write!(health, ", {} DROPPED (queue full)", src.queue_dropped);
+        }
+        if let Some(k) = src.kernel {
+            let _ = write!(
+                health,
+                ", kernel received {} dropped {} if-dropped {}",
+                k.received, k.dropped, k.if_dropped
+            );
+        }
+    }
+    let ev = &h.state;
+    let evicted = ev
+        .writers_evicted_idle
+        .saturating_add(ev.writers_evicted_capacity)
+        .saturating_add(ev.readers_evicted_idle)
+        .saturating_add(ev.readers_evicted_capacity)
+        .saturating_add(ev.participants_evicted_idle)
+        .saturating_add(ev.participants_evicted_capacity);
+    if evicted > 0 {
+        let _ = write!(health, "; {evicted} entities evicted");
+    }
+    let _ = writeln!(
+        r,
+        "{health}; counters {}",
+        if h.reconciles {
+            "reconcile"
+        } else {
+            "DO NOT RECONCILE"
+        }
+    );
+    if !h.reconciles {
+        for c in h.checks.iter().filter(|c| !c.ok) {
+            let _ = writeln!(r, "  {}: {}", c.name, c.detail);
+        }
+    }
+    r
+}
