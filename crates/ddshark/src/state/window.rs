@@ -71,7 +71,7 @@ impl Windowed {
     pub fn new(window_ns: u64) -> Self {
         Self {
             total: Counts::default(),
-            width_ns: (window_ns / BUCKETS as u64).max(1),
+            width_ns: window_ns.checked_div(BUCKETS as u64).unwrap_or(1).max(1),
             buckets: [(u64::MAX, Counts::default()); BUCKETS],
             latest: 0,
         }
@@ -81,13 +81,13 @@ impl Windowed {
     /// A timestamp older than the window lands in the newest bucket.
     pub fn record(&mut self, ts_ns: u64, f: impl Fn(&mut Counts)) {
         f(&mut self.total);
-        let mut idx = ts_ns / self.width_ns;
+        let mut idx = ts_ns.checked_div(self.width_ns).unwrap_or(0);
         if idx > self.latest {
             self.latest = idx;
         } else if self.latest.saturating_sub(idx) >= BUCKETS as u64 {
             idx = self.latest;
         }
-        let slot = usize::try_from(idx % BUCKETS as u64).unwrap_or(0);
+        let slot = usize::try_from(idx.checked_rem(BUCKETS as u64).unwrap_or(0)).unwrap_or(0);
         if let Some((bidx, counts)) = self.buckets.get_mut(slot) {
             if *bidx != idx {
                 *bidx = idx;
@@ -99,8 +99,8 @@ impl Windowed {
 
     /// Sum of the buckets inside the window ending at `now_ns`.
     pub fn window(&self, now_ns: u64) -> Counts {
-        let now_idx = now_ns / self.width_ns;
-        let oldest = now_idx.saturating_sub(BUCKETS as u64 - 1);
+        let now_idx = now_ns.checked_div(self.width_ns).unwrap_or(0);
+        let oldest = now_idx.saturating_sub(BUCKETS.saturating_sub(1) as u64);
         let mut c = Counts::default();
         for (idx, counts) in &self.buckets {
             if *idx != u64::MAX && *idx >= oldest && *idx <= now_idx {
