@@ -145,6 +145,21 @@ t1=$(date +%s.%N)
 SUMMARY=$(grep ' spans: ' "$WORK/run.err" | tail -1)
 SENT=$(sed -E 's/.*spans: ([0-9]+) sent,.*/\1/' <<<"$SUMMARY")
 DROPPED=$(sed -E 's/.* ([0-9]+) dropped \(queue full\).*/\1/' <<<"$SUMMARY")
+# With InfluxDB behind the collector: wait until the collector has written everything.
+if [ "$SINK" = influxdb ]; then
+  for _ in $(seq 1 600); do
+    M=$(curl -s "http://127.0.0.1:$DDSHARK_OTELCOL_METRICS_PORT/metrics")
+    ACC=$(awk '/^otelcol_receiver_accepted_spans_total/{s+=$2} END{print s+0}' <<<"$M")
+    OUT=$(awk '/^otelcol_exporter_(sent|send_failed)_spans_total\{.*exporter="influxdb"/{s+=$2} END{print s+0}' <<<"$M")
+    [ "$OUT" -ge "$ACC" ] && break
+    sleep 0.2
+  done
+  t2=$(date +%s.%N)
+  E2E_S=$(python3 -c "print(f'{$t2-$t0:.2f}')")
+  WRITTEN=$(awk '/^otelcol_exporter_sent_spans_total\{.*exporter="influxdb"/{s+=$2} END{print s+0}' <<<"$M")
+  FAILED_W=$(awk '/^otelcol_exporter_send_failed_spans_total\{.*exporter="influxdb"/{s+=$2} END{print s+0}' <<<"$M")
+  echo "  collector -> InfluxDB : $WRITTEN spans written, $FAILED_W failed, all written $E2E_S s after the start ($(python3 -c "print(f'{$WRITTEN/$E2E_S:,.0f}')") spans/s end to end)" >"$WORK/e2e.txt"
+fi
 ACCEPTED=$(curl -s "http://127.0.0.1:$DDSHARK_OTELCOL_METRICS_PORT/metrics" | awk '/^otelcol_receiver_accepted_spans_total/{s+=$2} END{print s+0}')
 python3 - "$t0" "$t1" "$SENT" "$DROPPED" "$ACCEPTED" "$PEAK" "$BASE_S" "$SPANS" "$PROTO" "$COMP" "$SINK" "$BASE_PEAK" "$USR" "$SYS" <<'EOF'
 import sys
@@ -160,3 +175,4 @@ print(f"  sustained export rate : {sent/d:,.0f} spans/s")
 print(f"  ddshark peak RSS      : {peak/1024:.1f} MiB (max resident set, /usr/bin/time)")
 print(f"  ddshark CPU           : {cpu:.2f} s ({cpu/d*100:.0f}% of one core; the collector has the rest of the 2-core machine)")
 EOF
+[ -f "$WORK/e2e.txt" ] && cat "$WORK/e2e.txt"
