@@ -40,6 +40,8 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
     },
+    /// One-way latency of every DDS sample between captures of two (or more) hosts.
+    Latency(ddshark::latency::LatencyArgs),
     /// Final state and per-topic statistics of a capture (JSON or text).
     Stats(ddshark::stats_cmd::StatsArgs),
 }
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
             format,
             quiet,
         }) => dissect::run(&file, format, quiet),
+        Some(Command::Latency(args)) => ddshark::latency::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
