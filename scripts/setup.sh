@@ -26,7 +26,8 @@ PACKAGES=(
   build-essential pkg-config libpcap-dev           # building ddshark (libpcap)
   tshark tcpdump iproute2 ethtool iputils-ping     # oracle, live capture tests, namespaces
   cyclonedds-tools clang python3-venv              # real DDS traffic generator (../shared/traffic)
-  jq tmux chromium                                 # JSON checks, TUI test, HTML report test
+  jq tmux chromium python3-yaml                    # JSON checks, TUI test, HTML report test, dashboards
+  prometheus prometheus-node-exporter              # the docker-free monitoring side (tests)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
