@@ -224,7 +224,8 @@ impl OtlpSink {
 
     fn mapper(&mut self, ctx: &SourceCtx<'_>) -> Option<&mut SpanMapper> {
         if self.mappers.len() <= ctx.source_index {
-            self.mappers.resize_with(ctx.source_index.saturating_add(1), || None);
+            self.mappers
+                .resize_with(ctx.source_index.saturating_add(1), || None);
         }
         let slot = self.mappers.get_mut(ctx.source_index)?;
         if slot.is_none() {
@@ -256,7 +257,10 @@ impl OtlpSink {
 
     fn metrics_of(snap: &Snapshot) -> MetricsSnapshot {
         MetricsSnapshot {
-            start_ns: snap.summary.first_ts_ns.unwrap_or(snap.summary.capture_time_ns),
+            start_ns: snap
+                .summary
+                .first_ts_ns
+                .unwrap_or(snap.summary.capture_time_ns),
             time_ns: snap.summary.capture_time_ns,
             topics: snap
                 .topics
@@ -384,10 +388,9 @@ mod tests {
             "--otlp-topic",
             "rt/*",
         ]);
-        let c = t
-            .o
-            .config_from(|k| (k == "OTEL_SERVICE_NAME").then(|| "svc".to_string()))
-            .unwrap();
+        let c =
+            t.o.config_from(|k| (k == "OTEL_SERVICE_NAME").then(|| "svc".to_string()))
+                .unwrap();
         assert_eq!(c.traces_endpoint, "http://127.0.0.1:9/v1/traces");
         assert_eq!(c.service_name, "svc");
         assert!(c
@@ -401,9 +404,8 @@ mod tests {
     fn bare_otlp_uses_env() {
         let t = T::parse_from(["t", "--otlp"]);
         assert!(t.o.enabled());
-        let c = t
-            .o
-            .config_from(|k| {
+        let c =
+            t.o.config_from(|k| {
                 (k == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://c:4317".to_string())
             })
             .unwrap();
