@@ -740,6 +740,39 @@ fn stack_two_hosts_every_submessage_exactly_once() {
             }
         }
     }
+    // --otlp-topic: only matching topics are exported (glob and re: patterns).
+    let out = ddshark(&[
+        "-r",
+        fixture("a_small_reliable/a.pcap").to_str().unwrap(),
+        "--no-tui",
+        "--otlp",
+        &stack.grpc(),
+        "--host-name",
+        "filtered",
+        "--otlp-topic",
+        "rt/c*",
+        "--otlp-topic",
+        "re:^DCPSPub.*",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = small_a_topics(&stack, "^(rt/c.*|DCPSPub.*)$");
+    assert!(want > 0);
+    assert!(
+        err.contains(&format!("214 spans: {want} sent, {} filtered", 214 - want)),
+        "{err}"
+    );
+    assert_eq!(stack.wait_spans("filtered", want), want);
+    let rows = stack.flux(&format!(
+        r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "filtered" and r._field == "span.name")
+  |> filter(fn: (r) => not (r.topic_name =~ /^(rt\/c.*|DCPSPub.*)$/))
+  |> group() |> count()"#
+    ));
+    assert!(
+        rows.is_empty() || rows[0]["_value"] == "0",
+        "unmatched topics exported: {rows:?}"
+    );
+
     // Per-topic metrics: the last exported counters equal the final snapshot's.
     for (host, final_json) in finals {
         let snap: Value =
@@ -803,6 +836,20 @@ fn write_ns_copy(src: &Path, dst: &Path, shift: fn(u64) -> u64) {
         off += 16 + incl;
     }
     std::fs::write(dst, out).unwrap();
+}
+
+/// Spans of host small-a whose topic matches `re` (a Flux regex).
+fn small_a_topics(stack: &Stack, re: &str) -> usize {
+    let rows = stack.flux(&format!(
+        r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "small-a" and r._field == "span.name")
+  |> filter(fn: (r) => exists r.topic_name and r.topic_name =~ /{}/)
+  |> group() |> count()"#,
+        re.replace('/', "\\/")
+    ));
+    rows.first()
+        .and_then(|r| r["_value"].parse().ok())
+        .unwrap_or(0)
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
