@@ -593,7 +593,7 @@ fn stack_two_hosts_every_submessage_exactly_once() {
     let ns_pcap = stack.run_dir.join("small-a-ns.pcap");
     write_ns_copy(&fixture("a_small_reliable/a.pcap"), &ns_pcap, sub_us_shift);
     let no_shift = |_: u64| 0u64;
-    let runs: [(PathBuf, &str, &str, &str, &str, &dyn Fn(u64) -> u64); 6] = [
+    let runs: [Run; 6] = [
         (
             fixture("a_small_reliable/a.pcap"),
             "a_small_reliable/oracle_a_submsgs.tsv",
@@ -805,6 +805,16 @@ fn stack_two_hosts_every_submessage_exactly_once() {
         assert_eq!(have, want, "{host}: ddshark.topic.samples");
     }
 }
+
+/// One replay: capture, oracle TSV, host.name, protocol, compression, time shift.
+type Run<'a> = (
+    PathBuf,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a dyn Fn(u64) -> u64,
+);
 
 /// Sub-microsecond offset of frame `n` (1-based) in the nanosecond copy.
 fn sub_us_shift(frame: u64) -> u64 {
