@@ -176,6 +176,13 @@ impl LiveSource {
                     message: e.to_string(),
                 })?;
         }
+        // Non-blocking reads: a blocking read may never return on a quiet interface
+        // (TPACKET_V3 ignores the timeout until a packet arrives), and the capture
+        // thread must still flush, report kernel statistics and see a stop request.
+        let capture = capture.setnonblock().map_err(|e| LiveError::Open {
+            iface: iface.to_string(),
+            message: e.to_string(),
+        })?;
         let dlt = u32::try_from(capture.get_datalink().0).unwrap_or(u32::MAX);
         Ok(Self {
             capture,
@@ -210,7 +217,11 @@ impl PacketSource for LiveSource {
                     orig_len: packet.header.len,
                 }))
             }
-            Err(pcap::Error::TimeoutExpired) => Err(CaptureError::Timeout(self.name.clone())),
+            Err(pcap::Error::TimeoutExpired) => {
+                // Nothing queued: wait a little (the kernel buffer keeps what arrives).
+                std::thread::sleep(std::time::Duration::from_micros(500));
+                Err(CaptureError::Timeout(self.name.clone()))
+            }
             Err(pcap::Error::NoMorePackets) => Ok(None),
             Err(e) => Err(CaptureError::Read {
                 path: self.name.clone(),
