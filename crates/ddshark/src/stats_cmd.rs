@@ -98,6 +98,8 @@ pub fn stats_file(path: &Path, opts: &StatsOptions) -> Result<Arc<Snapshot>> {
     }
     let run = RunOptions {
         progress: opts.progress,
+        // A replay blocks on a full queue: a short one keeps memory small and flat.
+        queue_batches: 8,
         ..RunOptions::default()
     };
     let snap = run_threaded(
