@@ -28,6 +28,7 @@ PACKAGES=(
   cyclonedds-tools clang python3-venv              # real DDS traffic generator (../shared/traffic)
   jq tmux chromium python3-yaml                    # JSON checks, TUI test, HTML report test, dashboards
   prometheus prometheus-node-exporter              # the docker-free monitoring side (tests)
+  curl openssl time                                # OTLP TLS test, benches
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -22,6 +22,13 @@ step "unit and integration tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee target/cargo-test.log
 grep -q "test result:" target/cargo-test.log
 
+step "live capture in network namespaces (real Cyclone DDS traffic, tcpdump alongside)"
+cargo build --release -q -p ddshark
+tests/live/live_capture.sh target/release/ddshark
+
+step "Flux queries and dashboards on the real collector + InfluxDB"
+tests/flux/run.sh
+
 step "fuzz (bounded)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
 

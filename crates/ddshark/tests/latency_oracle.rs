@@ -371,7 +371,11 @@ fn several_receivers_get_one_row_each() {
     // The receiver capture given twice stands for two receiving hosts on one segment.
     let dir = fixtures().join("b_large_frag");
     let b = dir.join("b.pcap");
-    let (two, _) = run(&args(&dir.join("a.pcap"), std::slice::from_ref(&b), Level::Sample));
+    let (two, _) = run(&args(
+        &dir.join("a.pcap"),
+        std::slice::from_ref(&b),
+        Level::Sample,
+    ));
     let (three, s) = run(&args(&dir.join("a.pcap"), &[b.clone(), b], Level::Sample));
     assert_eq!(s.captures.len(), 3);
     let ab: HashMap<_, _> = two
@@ -466,7 +470,11 @@ fn a_sample_completed_by_its_retransmission_is_marked_repaired() {
         &[dir.join("b.pcap")],
         Level::Sample,
     ));
-    let (cut, _) = run(&args(&dir.join("a.pcap"), std::slice::from_ref(&tmp), Level::Sample));
+    let (cut, _) = run(&args(
+        &dir.join("a.pcap"),
+        std::slice::from_ref(&tmp),
+        Level::Sample,
+    ));
     let _ = std::fs::remove_file(&tmp);
     let pick = |rows: &[SampleRow]| {
         rows.iter()
