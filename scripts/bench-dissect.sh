@@ -12,6 +12,7 @@ command -v tshark >/dev/null || { echo "bench-dissect: tshark is not installed (
 cargo build --release -q -p ddshark
 bin=target/release/ddshark
 now() { date +%s%N; }
+cat "$file" >/dev/null   # same page-cache state for every contender
 t0=$(now); "$bin" dissect -q --format jsonl "$file" >/dev/null; t1=$(now)
 "$bin" dissect -q --format text "$file" >/dev/null; t2=$(now)
 tshark -n -r "$file" -Y rtps -T fields -e frame.number -e rtps.sm.id -e rtps.sm.wrEntityId \

@@ -33,3 +33,5 @@ step "fuzz (bounded)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
 
 step "done"
+# One closing line over every cargo test binary (the scripted checks above exit non-zero on failure).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/cargo-test.log
