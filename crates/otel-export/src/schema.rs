@@ -15,9 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rtps_dissect::types::BuiltinWriter;
-use rtps_dissect::{
-    Datagram, DiscoveryRecord, EntityId, Guid, GuidPrefix, SubmessageBody, VendorId,
-};
+use rtps_dissect::{Datagram, DiscoveryRecord, EntityId, Guid, GuidPrefix, VendorId};
 use sha2::{Digest, Sha256};
 
 /// Attribute keys, shared by the encoder, the docs and the tests.
@@ -308,39 +306,25 @@ impl SpanMapper {
         let iface = self.interface.clone();
         let iface = iface.as_deref().unwrap_or("");
         for sm in d.submessages.iter().flatten() {
-            let (kind, writer_entity, sn, frag_start, frags, frag_size, sample_size, payload) =
-                match &sm.body {
-                    SubmessageBody::Data {
-                        writer,
-                        writer_sn,
-                        payload,
-                        ..
-                    } => {
-                        let len = payload.map_or(0, |p| p.bytes.len()) as u64;
-                        (SampleKind::Data, *writer, *writer_sn, 0, 1, None, len, len)
-                    }
-                    SubmessageBody::DataFrag {
-                        writer,
-                        writer_sn,
-                        fragment_starting_num,
-                        fragments_in_submessage,
-                        fragment_size,
-                        sample_size,
-                        fragments,
-                        ..
-                    } => (
-                        SampleKind::DataFrag,
-                        *writer,
-                        *writer_sn,
-                        *fragment_starting_num,
-                        *fragments_in_submessage,
-                        Some(*fragment_size),
-                        u64::from(*sample_size),
-                        fragments.len() as u64,
-                    ),
-                    _ => continue,
-                };
-            let writer = Guid::new(sm.ctx.src_prefix, writer_entity);
+            let Some(piece) = sm.sample_piece() else {
+                continue;
+            };
+            let (kind, frag_start, frags, frag_size) = match piece.fragments {
+                None => (SampleKind::Data, 0, 1, None),
+                Some(r) => (
+                    SampleKind::DataFrag,
+                    r.start,
+                    r.count,
+                    Some(r.fragment_size),
+                ),
+            };
+            let (writer, sn, sample_size, payload) = (
+                piece.writer,
+                piece.sn,
+                piece.sample_size,
+                piece.payload_size,
+            );
+            let writer_entity = writer.entity;
             let traffic = if writer_entity.is_builtin() {
                 TrafficType::Discovery
             } else {

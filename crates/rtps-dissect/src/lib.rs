@@ -34,5 +34,5 @@ pub use dissector::{
 };
 pub use error::{DissectError, Layer};
 pub use link::LinkType;
-pub use rtps::{Submessage, SubmessageBody, SubmessageKind};
+pub use rtps::{FragmentRange, SamplePiece, Submessage, SubmessageBody, SubmessageKind};
 pub use types::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time, VendorId};

@@ -314,6 +314,48 @@ pub enum SubmessageBody<'a> {
     },
 }
 
+/// Where a DATA_FRAG's fragments sit in their sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentRange {
+    /// fragmentStartingNum (1-based).
+    pub start: u32,
+    /// fragmentsInSubmessage.
+    pub count: u16,
+    pub fragment_size: u16,
+    pub sample_size: u32,
+}
+
+impl FragmentRange {
+    /// Fragments the whole sample is cut into; `None` when fragmentSize is 0.
+    pub fn total(&self) -> Option<u64> {
+        (self.fragment_size > 0)
+            .then(|| u64::from(self.sample_size).div_ceil(u64::from(self.fragment_size)))
+    }
+
+    /// Numbers that make sense: 1-based start, at least one fragment, and the last one
+    /// within the sample.
+    pub fn is_consistent(&self) -> bool {
+        let last = u64::from(self.start).saturating_add(u64::from(self.count));
+        self.start >= 1
+            && self.count >= 1
+            && self.sample_size > 0
+            && self.total().is_some_and(|t| last.saturating_sub(1) <= t)
+    }
+}
+
+/// What one DATA or DATA_FRAG carries of a writer's sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplePiece {
+    pub writer: Guid,
+    pub sn: SequenceNumber,
+    /// `None` for DATA (the whole sample in one submessage).
+    pub fragments: Option<FragmentRange>,
+    /// Size of the whole sample: DATA_FRAG's sampleSize, DATA's serialized payload.
+    pub sample_size: u64,
+    /// Serialized bytes in this submessage, on the wire ([`Submessage::payload_size`]).
+    pub payload_size: u64,
+}
+
 /// Receiver state carried through a message (RTPS 8.3.4 "message receiver").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Context {
@@ -401,6 +443,43 @@ impl<'a> Submessage<'a> {
             | SubmessageBody::HeartbeatFrag { writer_sn, .. } => Some(*writer_sn),
             _ => None,
         }
+    }
+
+    /// The part of a sample a DATA or DATA_FRAG carries; `None` for other submessages.
+    pub fn sample_piece(&self) -> Option<SamplePiece> {
+        let payload_size = self.payload_size().map_or(0, |p| p as u64);
+        let (writer, sn, fragments, sample_size) = match &self.body {
+            SubmessageBody::Data {
+                writer, writer_sn, ..
+            } => (*writer, *writer_sn, None, payload_size),
+            SubmessageBody::DataFrag {
+                writer,
+                writer_sn,
+                fragment_starting_num,
+                fragments_in_submessage,
+                fragment_size,
+                sample_size,
+                ..
+            } => (
+                *writer,
+                *writer_sn,
+                Some(FragmentRange {
+                    start: *fragment_starting_num,
+                    count: *fragments_in_submessage,
+                    fragment_size: *fragment_size,
+                    sample_size: *sample_size,
+                }),
+                u64::from(*sample_size),
+            ),
+            _ => return None,
+        };
+        Some(SamplePiece {
+            writer: Guid::new(self.ctx.src_prefix, writer),
+            sn,
+            fragments,
+            sample_size,
+            payload_size,
+        })
     }
 
     /// Bytes of serialized data this submessage carries on the wire (DATA payload incl.

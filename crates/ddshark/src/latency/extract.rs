@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rtps_dissect::{Datagram, Guid, SequenceNumber, SubmessageBody};
+use rtps_dissect::{Datagram, Guid, SequenceNumber};
 
 use super::Level;
 
@@ -56,13 +56,6 @@ pub struct ExtractStats {
     pub truncated_datagrams: u64,
 }
 
-fn ceil_div(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        return 0;
-    }
-    a / b + u64::from(a % b != 0)
-}
-
 /// Observations of one datagram. `shift_ns` maps this capture's clock onto the first one's.
 pub fn observations(
     d: &Datagram<'_>,
@@ -78,72 +71,36 @@ pub fn observations(
     let ts_first = clock(d.ts_first_ns, shift_ns);
     let ts_last = clock(d.ts_last_ns, shift_ns);
     for sm in d.submessages.iter().flatten() {
-        let (writer_entity, sn, unit_start, unit_count, units_total, sample_size, frag_start) =
-            match &sm.body {
-                SubmessageBody::Data {
-                    writer,
-                    writer_sn,
-                    payload,
-                    ..
-                } => {
-                    stats.data_submessages = stats.data_submessages.saturating_add(1);
-                    let size = payload.map_or(0, |p| p.bytes.len() as u64);
-                    (*writer, *writer_sn, 1, 1, 1, size, 0)
+        let Some(piece) = sm.sample_piece() else {
+            continue;
+        };
+        let (unit_start, unit_count, units_total, frag_start) = match piece.fragments {
+            None => {
+                stats.data_submessages = stats.data_submessages.saturating_add(1);
+                (1, 1, 1, 0)
+            }
+            Some(range) => {
+                stats.data_frag_submessages = stats.data_frag_submessages.saturating_add(1);
+                if !range.is_consistent() {
+                    stats.unusable_data_frag = stats.unusable_data_frag.saturating_add(1);
+                    continue;
                 }
-                SubmessageBody::DataFrag {
-                    writer,
-                    writer_sn,
-                    fragment_starting_num,
-                    fragments_in_submessage,
-                    fragment_size,
-                    sample_size,
-                    ..
-                } => {
-                    stats.data_frag_submessages = stats.data_frag_submessages.saturating_add(1);
-                    let fs = u64::from(*fragment_starting_num);
-                    let nf = u64::from(*fragments_in_submessage);
-                    let total = ceil_div(u64::from(*sample_size), u64::from(*fragment_size));
-                    let usable = fs >= 1
-                        && nf >= 1
-                        && *fragment_size > 0
-                        && *sample_size > 0
-                        && fs + nf - 1 <= total;
-                    if !usable {
-                        stats.unusable_data_frag = stats.unusable_data_frag.saturating_add(1);
-                        continue;
-                    }
-                    match level {
-                        Level::Sample => {
-                            if total > u64::from(MAX_UNITS) {
-                                stats.too_many_fragments =
-                                    stats.too_many_fragments.saturating_add(1);
-                                continue;
-                            }
-                            // total ≤ MAX_UNITS and fs + nf - 1 ≤ total: all fit in u32.
-                            (
-                                *writer,
-                                *writer_sn,
-                                u32::try_from(fs).unwrap_or(1),
-                                u32::try_from(nf).unwrap_or(1),
-                                u32::try_from(total).unwrap_or(1),
-                                u64::from(*sample_size),
-                                0,
-                            )
+                match level {
+                    Level::Sample => {
+                        let total = range.total().unwrap_or(0);
+                        if total > u64::from(MAX_UNITS) {
+                            stats.too_many_fragments = stats.too_many_fragments.saturating_add(1);
+                            continue;
                         }
-                        Level::Submessage => (
-                            *writer,
-                            *writer_sn,
-                            1,
-                            1,
-                            1,
-                            u64::from(*sample_size),
-                            *fragment_starting_num,
-                        ),
+                        // total ≤ MAX_UNITS: fits in u32.
+                        let total = u32::try_from(total).unwrap_or(1);
+                        (range.start, u32::from(range.count), total, 0)
                     }
+                    Level::Submessage => (1, 1, 1, range.start),
                 }
-                _ => continue,
-            };
-        let writer = Guid::new(sm.ctx.src_prefix, writer_entity);
+            }
+        };
+        let (writer, sn, sample_size) = (piece.writer, piece.sn, piece.sample_size);
         out.push(Obs {
             key: Key {
                 writer,
@@ -154,7 +111,7 @@ pub fn observations(
             unit_count,
             units_total,
             sample_size,
-            fragmented: matches!(sm.body, SubmessageBody::DataFrag { .. }),
+            fragmented: piece.fragments.is_some(),
             ts_first,
             ts_last,
             frame_first: d.frame_first,

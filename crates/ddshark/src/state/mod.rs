@@ -36,7 +36,7 @@ use rtps_dissect::{
 use serde::Serialize;
 
 use bounded::{Aged, Bounded};
-use seq::{Finalized, FragInfo, Observed, SeqConfig, SeqTracker};
+use seq::{Finalized, Observed, SeqConfig, SeqTracker};
 pub use snapshot::Snapshot;
 use window::{Counts, Windowed};
 
@@ -561,27 +561,13 @@ impl State {
         let now = self.now_ns;
         let seq_cfg = self.config.seq;
         match &sm.body {
-            SubmessageBody::Data { writer_sn, .. } | SubmessageBody::DataFrag { writer_sn, .. } => {
-                let Some(guid) = sm.writer_guid() else { return };
-                let frag = match &sm.body {
-                    SubmessageBody::DataFrag {
-                        fragment_starting_num,
-                        fragments_in_submessage,
-                        fragment_size,
-                        sample_size,
-                        ..
-                    } => Some(FragInfo {
-                        start: *fragment_starting_num,
-                        count: *fragments_in_submessage,
-                        fragment_size: *fragment_size,
-                        sample_size: *sample_size,
-                    }),
-                    _ => None,
+            SubmessageBody::Data { .. } | SubmessageBody::DataFrag { .. } => {
+                let Some(piece) = sm.sample_piece() else {
+                    return;
                 };
-                let size = match frag {
-                    Some(f) => u64::from(f.sample_size),
-                    None => sm.payload_size().unwrap_or(0) as u64,
-                };
+                let guid = piece.writer;
+                let frag = piece.fragments;
+                let size = piece.sample_size;
                 let credit = !self.credited.contains(&guid);
                 if credit {
                     self.credited.push(guid);
@@ -591,7 +577,7 @@ impl State {
                 let Some(w) = self.writer_mut(guid) else {
                     return;
                 };
-                let (observed, fin) = w.seq.observe(*writer_sn, dst, now, frag, &seq_cfg);
+                let (observed, fin) = w.seq.observe(piece.sn, dst, now, frag, &seq_cfg);
                 w.last_src = Some(d.src);
                 if credit {
                     let slot = d.pcp.map_or(8, usize::from).min(8);

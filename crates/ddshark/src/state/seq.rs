@@ -13,6 +13,7 @@
 //!   longer offers it, or the input ended;
 //! - an *incomplete* sample is a DATA_FRAG sample some of whose fragments never came.
 
+use rtps_dissect::FragmentRange;
 use std::collections::VecDeque;
 
 use rtps_dissect::SequenceNumber;
@@ -113,15 +114,6 @@ impl FragSample {
     fn complete(&self) -> bool {
         self.received >= self.total
     }
-}
-
-/// The fragment part of a DATA_FRAG.
-#[derive(Debug, Clone, Copy)]
-pub struct FragInfo {
-    pub start: u32,
-    pub count: u16,
-    pub fragment_size: u16,
-    pub sample_size: u32,
 }
 
 /// What one DATA/DATA_FRAG submessage turned out to be.
@@ -298,7 +290,7 @@ impl SeqTracker {
         sn: SequenceNumber,
         dst: u32,
         ts_ns: u64,
-        frag: Option<FragInfo>,
+        frag: Option<FragmentRange>,
         cfg: &SeqConfig,
     ) -> (Observed, Finalized) {
         let mut fin = Finalized::default();
@@ -413,7 +405,7 @@ impl SeqTracker {
     fn mark_frags(
         &mut self,
         sn: SequenceNumber,
-        fi: FragInfo,
+        fi: FragmentRange,
         cfg: &SeqConfig,
     ) -> (bool, u32, u32) {
         let pos = match self.frags.iter().position(|s| s.sn == sn) {
@@ -623,7 +615,7 @@ mod tests {
     fn fragments_complete_or_count_incomplete() {
         let c = cfg();
         let mut t = SeqTracker::default();
-        let fi = |start| FragInfo {
+        let fi = |start| FragmentRange {
             start,
             count: 1,
             fragment_size: 100,
