@@ -4,33 +4,13 @@
 //! equal what the pipeline reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{fixtures, read_tsv};
 use ddshark::state::snapshot::Snapshot;
 use ddshark::stats_cmd::{stats_file, StatsOptions};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-
-/// `tests/pcaps` at the workspace root.
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pcaps")
-}
-
-/// One TSV file as rows of column → value (missing cells are "").
-fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split('\t').collect();
-    lines
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            header
-                .iter()
-                .zip(l.split('\t').chain(std::iter::repeat("")))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect()
-}
 
 /// Every (capture, submsgs oracle, discovery oracle) under tests/pcaps.
 fn cases() -> Vec<(PathBuf, PathBuf, PathBuf)> {
