@@ -69,6 +69,10 @@ const PAIRS: &[(&str, &str)] = &[
     ("i_late_start/a.pcap", "i_late_start/oracle_a_submsgs.tsv"),
     ("i_late_start/b.pcap", "i_late_start/oracle_b_submsgs.tsv"),
     (
+        "i_late_start/discovery.pcap",
+        "i_late_start/oracle_discovery/oracle_discovery_submsgs.tsv",
+    ),
+    (
         "public/foxglove_ros2_talker_listener/talker-listener-rtps.pcapng",
         "public/foxglove_ros2_talker_listener/oracle_talker-listener_submsgs.tsv",
     ),
@@ -379,5 +383,108 @@ fn dropped_ip_fragments_leave_incomplete_datagrams_counted() {
     assert!(
         ip.evicted_idle > 0,
         "the datagrams missing a fragment are given up and counted: {ip:?}"
+    );
+}
+
+/// Every SPDP/SEDP announcement tshark decoded (oracle_*_discovery.tsv) is decoded by us
+/// too, with the same GUIDs, topic, type, reliability, durability and history.
+#[test]
+fn discovery_records_match_the_tshark_oracle() {
+    use ddshark::capture::PacketSource;
+    use rtps_dissect::discovery::{Durability, History, Reliability};
+    use rtps_dissect::{DiscoveryRecord, Dissector, FrameOutcome};
+
+    let mut compared = 0usize;
+    let mut failures = Vec::new();
+    for (pcap, tsv) in PAIRS {
+        let disc_tsv = tsv.replace("_submsgs.tsv", "_discovery.tsv");
+        let oracle = read_tsv(&fixture(&disc_tsv));
+        // Ours, by the frame that completed the datagram (the oracle's frame).
+        let mut ours: HashMap<u64, Vec<DiscoveryRecord>> = HashMap::new();
+        let mut source = FileSource::open(&fixture(pcap)).expect("open");
+        let mut d = Dissector::default();
+        loop {
+            let frame = match source.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) | Err(_) => break,
+            };
+            if let FrameOutcome::Rtps(dg) = d.process(&frame) {
+                for rec in &dg.discovery {
+                    ours.entry(dg.frame_last).or_default().push(rec.clone());
+                }
+            }
+        }
+        for o in &oracle {
+            if o["sm_kind"] != "DATA" || o["status_info"].ends_with('3') {
+                continue;
+            }
+            let frame: u64 = o["frame"].parse().expect("frame");
+            let key = format!("{pcap} frame {frame} {}", o["kind"]);
+            let recs = ours.get(&frame).cloned().unwrap_or_default();
+            compared += 1;
+            match o["kind"].as_str() {
+                "SPDP_participant" => {
+                    let want = o["participant_guid"].get(..24).unwrap_or("").to_string();
+                    let found = recs.iter().any(|r| {
+                        matches!(r, DiscoveryRecord::Participant(p) if p.guid_prefix.to_string() == want)
+                    });
+                    if !found {
+                        failures.push(format!("{key}: participant {want} not decoded"));
+                    }
+                }
+                "SEDP_publication" | "SEDP_subscription" => {
+                    let want = o["endpoint_guid"].clone();
+                    let Some(e) = recs.iter().find_map(|r| match r {
+                        DiscoveryRecord::Endpoint(e) if e.guid.to_string() == want => Some(e),
+                        _ => None,
+                    }) else {
+                        failures.push(format!("{key}: endpoint {want} not decoded"));
+                        continue;
+                    };
+                    let mut check = |what: &str, a: String, b: String| {
+                        if a != b {
+                            failures
+                                .push(format!("{key} {want} {what}: tshark {a:?}, ddshark {b:?}"));
+                        }
+                    };
+                    check("topic", o["topic"].clone(), e.topic.clone());
+                    check("type", o["type"].clone(), e.type_name.clone());
+                    let rel = match e.qos.reliability {
+                        Some(Reliability::BestEffort) => "0x00000001".to_string(),
+                        Some(Reliability::Reliable) => "0x00000002".to_string(),
+                        Some(Reliability::Other(v)) => format!("0x{v:08x}"),
+                        None => String::new(),
+                    };
+                    check("reliability", o["reliability_kind"].clone(), rel);
+                    let dur = e.qos.durability.map(|d| match d {
+                        Durability::Other(v) => format!("0x{v:08x}"),
+                        d => format!("0x{:08x}", d.rank()),
+                    });
+                    check(
+                        "durability",
+                        o["durability"].clone(),
+                        dur.unwrap_or_default(),
+                    );
+                    let hist = match e.qos.history {
+                        Some(History::KeepLast(_)) => "0x00000000".to_string(),
+                        Some(History::KeepAll) => "0x00000001".to_string(),
+                        Some(History::Other(v)) => format!("0x{v:08x}"),
+                        None => String::new(),
+                    };
+                    check("history", o["history_kind"].clone(), hist);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        compared > 300,
+        "only {compared} discovery announcements compared"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
     );
 }
