@@ -403,11 +403,7 @@ fn discovery_records_match_the_tshark_oracle() {
         let mut ours: HashMap<u64, Vec<DiscoveryRecord>> = HashMap::new();
         let mut source = FileSource::open(&fixture(pcap)).expect("open");
         let mut d = Dissector::default();
-        loop {
-            let frame = match source.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) | Err(_) => break,
-            };
+        while let Ok(Some(frame)) = source.next_frame() {
             if let FrameOutcome::Rtps(dg) = d.process(&frame) {
                 for rec in &dg.discovery {
                     ours.entry(dg.frame_last).or_default().push(rec.clone());
