@@ -29,6 +29,7 @@ PACKAGES=(
   jq tmux chromium python3-yaml                    # JSON checks, TUI test, HTML report test, dashboards
   prometheus prometheus-node-exporter              # the docker-free monitoring side (tests)
   curl openssl time                                # OTLP TLS test, benches
+  tcpreplay                                        # bench-live.sh: replays RTPS into a private veth
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
