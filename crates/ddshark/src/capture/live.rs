@@ -85,7 +85,15 @@ pub struct LiveSource {
     frames: u64,
     /// Timestamps are nanoseconds (else microseconds, scaled).
     nano: bool,
+    /// Current wait after an empty read: doubles while the interface is quiet, halves
+    /// with each packet.
+    idle_sleep_us: u64,
 }
+
+/// Bounds of the wait after an empty non-blocking read. 10 ms of traffic fits the
+/// kernel buffer many times over, even at line rate.
+const MIN_IDLE_SLEEP_US: u64 = 200;
+const MAX_IDLE_SLEEP_US: u64 = 10_000;
 
 fn is_permission(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
@@ -190,6 +198,7 @@ impl LiveSource {
             link: LinkType::from_dlt(dlt),
             frames: 0,
             nano,
+            idle_sleep_us: 0,
         })
     }
 
@@ -203,6 +212,7 @@ impl PacketSource for LiveSource {
         match self.capture.next_packet() {
             Ok(packet) => {
                 self.frames = self.frames.saturating_add(1);
+                self.idle_sleep_us /= 2;
                 let ts = packet.header.ts;
                 let frac = if self.nano {
                     ts.tv_usec
@@ -218,8 +228,13 @@ impl PacketSource for LiveSource {
                 }))
             }
             Err(pcap::Error::TimeoutExpired) => {
-                // Nothing queued: wait a little (the kernel buffer keeps what arrives).
-                std::thread::sleep(std::time::Duration::from_micros(500));
+                // Nothing queued: wait (the kernel buffer keeps what arrives), longer the
+                // longer the interface stays quiet, so an idle capture costs no CPU.
+                self.idle_sleep_us = self
+                    .idle_sleep_us
+                    .saturating_mul(2)
+                    .clamp(MIN_IDLE_SLEEP_US, MAX_IDLE_SLEEP_US);
+                std::thread::sleep(std::time::Duration::from_micros(self.idle_sleep_us));
                 Err(CaptureError::Timeout(self.name.clone()))
             }
             Err(pcap::Error::NoMorePackets) => Ok(None),
