@@ -565,9 +565,18 @@ fn capture_loop(
     };
     let mut error = None;
     let mut fatal = false;
+    // A stopped live capture first reads what the kernel already holds (bounded), so
+    // that every frame it received is counted as captured or dropped.
+    let mut draining: Option<Instant> = None;
     loop {
         if opts.stop.load(Ordering::Relaxed) {
-            break;
+            if !live {
+                break;
+            }
+            let since = *draining.get_or_insert_with(Instant::now);
+            if since.elapsed() >= LIVE_DRAIN_LIMIT {
+                break;
+            }
         }
         let flush;
         match input.source.next_frame() {
@@ -632,6 +641,7 @@ fn capture_loop(
                 flush = batch.metas.len() >= batch_frames || batch.data.len() >= (4 << 20);
             }
             Ok(None) => break,
+            Err(e) if e.is_timeout() && draining.is_some() => break,
             Err(e) if e.is_timeout() => {
                 flush = !batch.metas.is_empty();
                 if live && last_idle.elapsed() >= Duration::from_millis(200) {
@@ -676,6 +686,9 @@ fn capture_loop(
         kernel,
     });
 }
+
+/// Longest a stopped live capture keeps reading what the kernel already holds.
+const LIVE_DRAIN_LIMIT: Duration = Duration::from_millis(500);
 
 /// Run every input on its own capture thread into `engine` until all end (or
 /// `opts.stop` is set). Returns the final snapshot; a fatal source error is
