@@ -446,16 +446,7 @@ fn discovery_of(
                 data: fragments,
                 ts_ns,
             })?;
-            let payload = SerializedPayload {
-                representation: whole.get(..2).map(|b| {
-                    u16::from_be_bytes([
-                        b.first().copied().unwrap_or(0),
-                        b.get(1).copied().unwrap_or(0),
-                    ])
-                }),
-                options: None,
-                bytes: &whole,
-            };
+            let payload = SerializedPayload::new(&whole);
             decode_discovery(role, vendor, payload.parameter_list(), 0, None)
         }
         _ => None,

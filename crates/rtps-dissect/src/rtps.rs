@@ -139,23 +139,28 @@ pub struct SequenceNumberSet<'a> {
     little_endian: bool,
 }
 
+/// Offsets (0-based) of the set bits of an RTPS bitmap: 32-bit words in the
+/// submessage's byte order, most significant bit first, at most 256 bits.
+fn set_bits(bitmap: &[u8], num_bits: u32, little_endian: bool) -> impl Iterator<Item = u32> + '_ {
+    let b = Bytes::new(bitmap, Layer::Submessage, little_endian);
+    (0..num_bits.min(256)).filter(move |i| {
+        let word = usize::try_from(i / 32)
+            .ok()
+            .and_then(|w| w.checked_mul(4))
+            .and_then(|off| b.u32(off).ok());
+        match (word, 31u32.checked_sub(i % 32)) {
+            (Some(word), Some(bit)) => (word >> bit) & 1 == 1,
+            _ => false,
+        }
+    })
+}
+
 impl<'a> SequenceNumberSet<'a> {
     /// The sequence numbers whose bit is set, in order.
     pub fn iter(&self) -> impl Iterator<Item = SequenceNumber> + 'a {
         let base = self.base;
-        let bitmap = self.bitmap;
-        let le = self.little_endian;
-        (0..self.num_bits.min(256)).filter_map(move |i| {
-            let word_idx = usize::try_from(i / 32).ok()?;
-            let b = Bytes::new(bitmap, Layer::Submessage, le);
-            let word = b.u32(word_idx.checked_mul(4)?).ok()?;
-            let bit = 31u32.checked_sub(i % 32)?;
-            if (word >> bit) & 1 == 1 {
-                base.checked_add(i64::from(i))
-            } else {
-                None
-            }
-        })
+        set_bits(self.bitmap, self.num_bits, self.little_endian)
+            .filter_map(move |i| base.checked_add(i64::from(i)))
     }
 }
 
@@ -169,21 +174,11 @@ pub struct FragmentNumberSet<'a> {
 }
 
 impl<'a> FragmentNumberSet<'a> {
+    /// The fragment numbers whose bit is set, in order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
         let base = self.base;
-        let bitmap = self.bitmap;
-        let le = self.little_endian;
-        (0..self.num_bits.min(256)).filter_map(move |i| {
-            let word_idx = usize::try_from(i / 32).ok()?;
-            let b = Bytes::new(bitmap, Layer::Submessage, le);
-            let word = b.u32(word_idx.checked_mul(4)?).ok()?;
-            let bit = 31u32.checked_sub(i % 32)?;
-            if (word >> bit) & 1 == 1 {
-                base.checked_add(i)
-            } else {
-                None
-            }
-        })
+        set_bits(self.bitmap, self.num_bits, self.little_endian)
+            .filter_map(move |i| base.checked_add(i))
     }
 }
 
@@ -199,7 +194,8 @@ pub struct SerializedPayload<'a> {
 }
 
 impl<'a> SerializedPayload<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
+    /// A payload from its bytes, encapsulation header first.
+    pub fn new(bytes: &'a [u8]) -> Self {
         let b = Bytes::big(bytes, Layer::Submessage);
         Self {
             representation: b.be_u16(0).ok(),
