@@ -14,10 +14,12 @@
 #   --bench       also generate j_autoware_mix (Autoware mix, up to 40 MB per pcap) into
 #                 the work dir; it is NEVER copied into tests/pcaps/. `--bench` alone
 #                 (no SCENARIO) generates only j_autoware_mix.
-#   --no-public   do not (re)copy the public captures into tests/pcaps/public/
+#
+# Public captures of other projects are never copied into the repository (the tests read
+# them from outside it, see crates/ddshark/tests/common/public.rs).
 #
 # Installs nothing. Needs root (network namespaces) and what
-# ../shared/traffic/make_captures.sh needs: tcpdump tshark iproute2 ethtool iputils-ping
+# tests/traffic/make_captures.sh needs: tcpdump tshark iproute2 ethtool iputils-ping
 # cyclonedds-tools clang, cargo, python3-venv (it creates $VENV=/opt/dds-venv with
 # `pip install cyclonedds` if missing).
 #
@@ -31,10 +33,9 @@ set -euo pipefail
 
 repo() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
 REPO=$(repo)
-TRAFFIC="$REPO/../shared/traffic"
+TRAFFIC="$REPO/tests/traffic"
 MAKE_CAPTURES="$TRAFFIC/make_captures.sh"
 ORACLE="$TRAFFIC/oracle.py"
-PUBLIC_SRC="$REPO/../shared/pcaps/public"
 DEST="$REPO/tests/pcaps"
 WORK=${DDSHARK_CAPTURES:-/var/tmp/ddshark-captures}
 MAX_PCAP_KB=${MAX_PCAP_KB:-4096}  # default size limit per pcap (see pcap_limit_kb)
@@ -44,7 +45,7 @@ DEFAULT_SCENARIOS=(a_small_reliable b_large_frag d_rustdds_interop e_mixed_robus
                    g_dustdds_interop h_vlan_pcp i_late_start f_ddsperf_cyclone0102)
 BENCH_SCENARIO=j_autoware_mix
 
-capture=1 copy=1 bench=0 public=1
+capture=1 copy=1 bench=0
 SCENARIOS=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -53,7 +54,6 @@ while [ $# -gt 0 ]; do
     --copy-only) capture=0; shift ;;
     --no-copy) copy=0; shift ;;
     --bench) bench=1; shift ;;
-    --no-public) public=0; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) SCENARIOS+=("$1"); shift ;;
@@ -172,7 +172,7 @@ copy_scenario() { # copy_scenario SCENARIO
   {
     echo "scenario: $s"
     echo "generated: $(sed -n 's/^started //p' "$src/logs/setup.txt" 2>/dev/null)"
-    echo "command: sudo scripts/make-fixtures.sh $s   (runs: ../shared/traffic/make_captures.sh $WORK $s)"
+    echo "command: sudo scripts/make-fixtures.sh $s   (runs: tests/traffic/make_captures.sh $WORK $s)"
     echo "host: $(uname -sr)"
     echo "tshark: $(tshark --version 2>/dev/null | head -1)"
     echo "tcpdump: $(tcpdump --version 2>&1 | head -1)"
@@ -181,17 +181,6 @@ copy_scenario() { # copy_scenario SCENARIO
     echo "trimmed: $([ -n "$cut" ] && echo "yes, at epoch $cut (editcap -B)" || echo no)"
   } >"$dst/FIXTURE.txt"
   chmod -R a+rX "$dst"
-}
-
-copy_public() {
-  local d
-  [ -d "$PUBLIC_SRC" ] || { log "no $PUBLIC_SRC"; return 0; }
-  rm -rf "$DEST/public"; mkdir -p "$DEST/public"
-  cp --preserve=mode,timestamps "$PUBLIC_SRC/README.md" "$DEST/public/"
-  for d in foxglove_ros2_talker_listener ndpi_rti_connext; do
-    cp -r --preserve=mode,timestamps "$PUBLIC_SRC/$d" "$DEST/public/"
-  done
-  chmod -R u+w,a+rX "$DEST/public"
 }
 
 # manifest: one line per capture file with its oracle counts
@@ -241,7 +230,6 @@ if [ "$copy" = 1 ]; then
     has "$s" "${FAILED[@]+"${FAILED[@]}"}" && { log "$s failed: not copied (old fixture kept if any)"; continue; }
     copy_scenario "$s" || true
   done
-  [ "$public" = 1 ] && copy_public
   write_manifest
   log "fixtures: $(du -sh "$DEST" | cut -f1) in $DEST (see MANIFEST.tsv)"
 fi

@@ -25,7 +25,7 @@ export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(
   build-essential pkg-config libpcap-dev           # building ddshark (libpcap)
   tshark tcpdump iproute2 ethtool iputils-ping     # oracle, live capture tests, namespaces
-  cyclonedds-tools clang python3-venv              # real DDS traffic generator (../shared/traffic)
+  cyclonedds-tools clang python3-venv              # real DDS traffic generator (tests/traffic)
   jq tmux chromium python3-yaml                    # JSON checks, TUI test, HTML report test, dashboards
   prometheus prometheus-node-exporter              # the docker-free monitoring side (tests)
   curl openssl time                                # OTLP TLS test, benches

@@ -15,7 +15,7 @@
 #                               [--with-telemetrygen]
 set -euo pipefail
 
-# ---- pinned versions (see /work/shared/notes/stack.md for why these) ------
+# ---- pinned versions (why these: deploy/README.md) ------
 OTELCOL_BUILDER_VERSION=v0.161.0      # go.opentelemetry.io/collector/cmd/builder
 INFLUXDB_VERSION=v2.7.12              # github.com/influxdata/influxdb/v2
 PKG_CONFIG_VERSION=v0.2.14            # github.com/influxdata/pkg-config (pinned by influxdb's go.mod)

@@ -5,13 +5,13 @@
 # tshark finds in that file. Needs root. Never skips: a missing tool is an error.
 #
 # usage: tests/live/live_capture.sh [DDSHARK_BINARY]
-# env:   TRAFFIC_DIR (default ../shared/traffic beside the repo), VENV (/opt/dds-venv),
+# env:   TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv),
 #        KEEP=1 keeps the work directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DDSHARK=${1:-$ROOT/target/release/ddshark}
-TRAFFIC_DIR=${TRAFFIC_DIR:-$ROOT/../shared/traffic}
+TRAFFIC_DIR=${TRAFFIC_DIR:-$ROOT/tests/traffic}
 VENV=${VENV:-/opt/dds-venv}
 PY=$VENV/bin/python
 fail() { echo "live test FAILED: $*" >&2; exit 1; }
