@@ -503,10 +503,30 @@ impl Progress {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The receiving side is gone: the run is over, stop reading.
+struct Disconnected;
+
+/// One capture thread: reads its source, paces a replay, batches the frames and hands
+/// each full batch to the state thread.
+struct CaptureThread {
+    src: usize,
+    live: bool,
+    tx: SyncSender<Msg>,
+    pool: Receiver<Batch>,
+    shared: Arc<Shared>,
+    opts: RunOptions,
+    batch_frames: usize,
+    batch: Batch,
+    frames: u64,
+    /// Replay pacing anchor: (capture time, wall clock) of the first frame since the
+    /// last pacing change.
+    pace_anchor: Option<(u64, Instant)>,
+    pace_generation: u64,
+}
+
 fn capture_loop(
     src: usize,
-    mut input: CaptureInput,
+    input: CaptureInput,
     tx: SyncSender<Msg>,
     pool: Receiver<Batch>,
     shared: Arc<Shared>,
@@ -521,170 +541,212 @@ fn capture_loop(
         });
         return;
     }
-    let name = input.source.name().to_string();
-    let live = input.live;
-    let mut progress = Progress {
-        enabled: opts.progress && !live,
-        total: input.size_hint.unwrap_or(0),
-        done: 24,
-        last: Instant::now(),
-    };
     let batch_frames = opts.batch_frames.max(1);
-    let new_batch = |pool: &Receiver<Batch>| {
-        pool.try_recv().map_or_else(
-            |_| Batch::with_capacity(batch_frames),
-            |mut b| {
-                b.clear();
-                b
-            },
-        )
+    let mut thread = CaptureThread {
+        src,
+        live: input.live,
+        batch: recycled_batch(&pool, batch_frames),
+        tx,
+        pool,
+        shared,
+        pace_generation: opts.pace.as_ref().map_or(0, |c| c.generation()),
+        opts,
+        batch_frames,
+        frames: 0,
+        pace_anchor: None,
     };
-    let mut batch = new_batch(&pool);
-    let mut frames = 0u64;
-    let mut last_kernel = Instant::now();
-    let mut pace: Option<(u64, Instant)> = None;
-    let mut pace_generation = opts.pace.as_ref().map_or(0, |c| c.generation());
-    let mut last_idle = Instant::now();
-    // Send a full batch: block for files, drop and count for live sources.
-    let send = |batch: Batch, tx: &SyncSender<Msg>| -> Result<Option<Batch>, ()> {
-        let n = batch.metas.len() as u64;
-        if live {
-            match tx.try_send(Msg::Batch(src, batch)) {
-                Ok(()) => Ok(None),
-                Err(TrySendError::Full(Msg::Batch(_, b))) => {
-                    shared.dropped.fetch_add(n, Ordering::Relaxed);
-                    Ok(Some(b))
+    thread.run(input);
+}
+
+/// An empty batch: one the state thread handed back, or a new one.
+fn recycled_batch(pool: &Receiver<Batch>, batch_frames: usize) -> Batch {
+    pool.try_recv().map_or_else(
+        |_| Batch::with_capacity(batch_frames),
+        |mut b| {
+            b.clear();
+            b
+        },
+    )
+}
+
+impl CaptureThread {
+    fn run(&mut self, mut input: CaptureInput) {
+        let name = input.source.name().to_string();
+        let mut progress = Progress {
+            enabled: self.opts.progress && !self.live,
+            total: input.size_hint.unwrap_or(0),
+            done: 24,
+            last: Instant::now(),
+        };
+        let mut last_kernel = Instant::now();
+        let mut last_idle = Instant::now();
+        let mut error = None;
+        let mut fatal = false;
+        // A stopped live capture first reads what the kernel already holds (bounded), so
+        // that every frame it received is counted as captured or dropped.
+        let mut draining: Option<Instant> = None;
+        loop {
+            if self.opts.stop.load(Ordering::Relaxed) {
+                if !self.live {
+                    break;
                 }
-                Err(_) => Err(()),
+                let since = *draining.get_or_insert_with(Instant::now);
+                if since.elapsed() >= LIVE_DRAIN_LIMIT {
+                    break;
+                }
+            }
+            let flush;
+            match input.source.next_frame() {
+                Ok(Some(f)) => {
+                    self.frames = self.frames.saturating_add(1);
+                    self.shared.frames.store(self.frames, Ordering::Relaxed);
+                    if !self.live && self.pace_replay(f.ts_ns).is_err() {
+                        return;
+                    }
+                    progress.tick(&name, self.frames, f.data.len());
+                    flush = self.push(&f);
+                }
+                Ok(None) => break,
+                Err(e) if e.is_timeout() && draining.is_some() => break,
+                Err(e) if e.is_timeout() => {
+                    flush = !self.batch.metas.is_empty();
+                    if self.live && last_idle.elapsed() >= Duration::from_millis(200) {
+                        last_idle = Instant::now();
+                        let _ = self.tx.try_send(Msg::Idle(wall_ns()));
+                    }
+                }
+                Err(e) => {
+                    fatal = !e.is_truncation();
+                    error = Some(e.to_string());
+                    break;
+                }
+            }
+            if flush && self.flush().is_err() {
+                return;
+            }
+            if self.live && last_kernel.elapsed() >= Duration::from_secs(1) {
+                last_kernel = Instant::now();
+                if let Some(k) = input.source.kernel_stats() {
+                    let _ = self.tx.try_send(Msg::Kernel(self.src, k));
+                }
+            }
+        }
+        progress.done();
+        self.finish(&mut input, error, fatal);
+    }
+
+    /// Append a frame to the batch; true when the batch is full.
+    fn push(&mut self, f: &Frame<'_>) -> bool {
+        let len = u32::try_from(f.data.len()).unwrap_or(u32::MAX);
+        self.batch.metas.push(Meta {
+            ts_ns: f.ts_ns,
+            link: f.link,
+            orig_len: f.orig_len,
+            len,
+        });
+        self.batch.data.extend_from_slice(f.data);
+        self.batch.metas.len() >= self.batch_frames || self.batch.data.len() >= (4 << 20)
+    }
+
+    /// Hand the batch over, if it holds anything: a file waits for room, a live source
+    /// drops it and counts its frames when the queue is full (and reuses it).
+    fn flush(&mut self) -> Result<(), Disconnected> {
+        if self.batch.metas.is_empty() {
+            return Ok(());
+        }
+        let fresh = recycled_batch(&self.pool, self.batch_frames);
+        let full = std::mem::replace(&mut self.batch, fresh);
+        let frames = full.metas.len() as u64;
+        if self.live {
+            match self.tx.try_send(Msg::Batch(self.src, full)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(Msg::Batch(_, mut back))) => {
+                    self.shared.dropped.fetch_add(frames, Ordering::Relaxed);
+                    back.clear();
+                    self.batch = back;
+                }
+                Err(_) => return Err(Disconnected),
             }
         } else {
-            tx.send(Msg::Batch(src, batch))
-                .map(|()| None)
-                .map_err(|_| ())
+            self.tx
+                .send(Msg::Batch(self.src, full))
+                .map_err(|_| Disconnected)?;
         }
-    };
-    let mut error = None;
-    let mut fatal = false;
-    // A stopped live capture first reads what the kernel already holds (bounded), so
-    // that every frame it received is counted as captured or dropped.
-    let mut draining: Option<Instant> = None;
-    loop {
-        if opts.stop.load(Ordering::Relaxed) {
-            if !live {
-                break;
-            }
-            let since = *draining.get_or_insert_with(Instant::now);
-            if since.elapsed() >= LIVE_DRAIN_LIMIT {
-                break;
-            }
+        Ok(())
+    }
+
+    /// A replay follows the recorded timing at the chosen speed, and stops while paused.
+    /// What was read is handed over before any wait.
+    fn pace_replay(&mut self, ts_ns: u64) -> Result<(), Disconnected> {
+        if let Some(ctl) = self.opts.pace.clone() {
+            self.wait_while_paused(&ctl)?;
         }
-        let flush;
-        match input.source.next_frame() {
-            Ok(Some(f)) => {
-                frames = frames.saturating_add(1);
-                shared.frames.store(frames, Ordering::Relaxed);
-                if let (Some(ctl), false) = (&opts.pace, live) {
-                    // Paused (TUI): hand over what was read, then wait.
-                    if ctl.paused() && !batch.metas.is_empty() {
-                        let full = std::mem::replace(&mut batch, new_batch(&pool));
-                        if send(full, &tx).is_err() {
-                            return;
-                        }
-                    }
-                    while ctl.paused() && !opts.stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    if ctl.generation() != pace_generation {
-                        pace_generation = ctl.generation();
-                        pace = None;
-                    }
-                }
-                let speed = opts.pace.as_ref().map_or(opts.speed, |c| c.speed());
-                if let (Some(speed), false) = (speed, live) {
-                    let (t0, start) = *pace.get_or_insert((f.ts_ns, Instant::now()));
-                    let target = f.ts_ns.saturating_sub(t0) as f64 / speed.max(1e-6);
-                    let target = Duration::from_nanos(target.min(u64::MAX as f64) as u64);
-                    let elapsed = start.elapsed();
-                    if target > elapsed.saturating_add(Duration::from_millis(1)) {
-                        if !batch.metas.is_empty() {
-                            let full = std::mem::replace(&mut batch, new_batch(&pool));
-                            if send(full, &tx).is_err() {
-                                return;
-                            }
-                        }
-                        let mut wait = target.saturating_sub(elapsed);
-                        if let Some(ctl) = &opts.pace {
-                            // Sleep in slices so that a speed change, a pause
-                            // or a stop takes effect at once.
-                            while !wait.is_zero()
-                                && ctl.generation() == pace_generation
-                                && !opts.stop.load(Ordering::Relaxed)
-                            {
-                                let step = wait.min(Duration::from_millis(20));
-                                std::thread::sleep(step);
-                                wait = wait.saturating_sub(step);
-                            }
-                        } else {
-                            std::thread::sleep(wait);
-                        }
-                    }
-                }
-                progress.tick(&name, frames, f.data.len());
-                let len = u32::try_from(f.data.len()).unwrap_or(u32::MAX);
-                batch.metas.push(Meta {
-                    ts_ns: f.ts_ns,
-                    link: f.link,
-                    orig_len: f.orig_len,
-                    len,
-                });
-                batch.data.extend_from_slice(f.data);
-                flush = batch.metas.len() >= batch_frames || batch.data.len() >= (4 << 20);
-            }
-            Ok(None) => break,
-            Err(e) if e.is_timeout() && draining.is_some() => break,
-            Err(e) if e.is_timeout() => {
-                flush = !batch.metas.is_empty();
-                if live && last_idle.elapsed() >= Duration::from_millis(200) {
-                    last_idle = Instant::now();
-                    let _ = tx.try_send(Msg::Idle(wall_ns()));
-                }
-            }
-            Err(e) => {
-                fatal = !e.is_truncation();
-                error = Some(e.to_string());
-                break;
-            }
+        let speed = self
+            .opts
+            .pace
+            .as_ref()
+            .map_or(self.opts.speed, |c| c.speed());
+        let Some(speed) = speed else {
+            return Ok(());
+        };
+        let (t0, start) = *self.pace_anchor.get_or_insert((ts_ns, Instant::now()));
+        let target = ts_ns.saturating_sub(t0) as f64 / speed.max(1e-6);
+        let target = Duration::from_nanos(target.min(u64::MAX as f64) as u64);
+        let elapsed = start.elapsed();
+        if target > elapsed.saturating_add(Duration::from_millis(1)) {
+            self.flush()?;
+            self.sleep(target.saturating_sub(elapsed));
         }
-        if flush {
-            let full = std::mem::replace(&mut batch, new_batch(&pool));
-            match send(full, &tx) {
-                Ok(Some(mut back)) => {
-                    back.clear();
-                    batch = back;
-                }
-                Ok(None) => {}
-                Err(()) => return,
-            }
+        Ok(())
+    }
+
+    /// Paused (TUI): hand over what was read, then wait; a pacing change re-anchors.
+    fn wait_while_paused(&mut self, ctl: &PaceControl) -> Result<(), Disconnected> {
+        if ctl.paused() {
+            self.flush()?;
         }
-        if live && last_kernel.elapsed() >= Duration::from_secs(1) {
-            last_kernel = Instant::now();
-            if let Some(k) = input.source.kernel_stats() {
-                let _ = tx.try_send(Msg::Kernel(src, k));
-            }
+        while ctl.paused() && !self.opts.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if ctl.generation() != self.pace_generation {
+            self.pace_generation = ctl.generation();
+            self.pace_anchor = None;
+        }
+        Ok(())
+    }
+
+    /// Sleep until the next frame is due. With a pace control the sleep is cut in slices,
+    /// so that a speed change, a pause or a stop takes effect at once.
+    fn sleep(&self, mut wait: Duration) {
+        let Some(ctl) = &self.opts.pace else {
+            std::thread::sleep(wait);
+            return;
+        };
+        while !wait.is_zero()
+            && ctl.generation() == self.pace_generation
+            && !self.opts.stop.load(Ordering::Relaxed)
+        {
+            let step = wait.min(Duration::from_millis(20));
+            std::thread::sleep(step);
+            wait = wait.saturating_sub(step);
         }
     }
-    progress.done();
-    if !batch.metas.is_empty() {
-        // The last batch of a live capture may wait: it is the end.
-        let _ = tx.send(Msg::Batch(src, batch));
+
+    /// End of the source: the last batch (it may wait, even from a live capture: it is
+    /// the end), then the end message with the source's error and kernel statistics.
+    fn finish(&mut self, input: &mut CaptureInput, error: Option<String>, fatal: bool) {
+        if !self.batch.metas.is_empty() {
+            let last = std::mem::replace(&mut self.batch, Batch::with_capacity(0));
+            let _ = self.tx.send(Msg::Batch(self.src, last));
+        }
+        let kernel = input.source.kernel_stats();
+        let _ = self.tx.send(Msg::End {
+            src: self.src,
+            error,
+            fatal,
+            kernel,
+        });
     }
-    let kernel = input.source.kernel_stats();
-    let _ = tx.send(Msg::End {
-        src,
-        error,
-        fatal,
-        kernel,
-    });
 }
 
 /// Longest a stopped live capture keeps reading what the kernel already holds.

@@ -28,10 +28,11 @@ use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use rtps_dissect::rtps::SequenceNumberSet;
 use rtps_dissect::types::BuiltinWriter;
 use rtps_dissect::{
     Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, ParticipantInfo,
-    Submessage, SubmessageBody, VendorId,
+    SamplePiece, SequenceNumber, Submessage, SubmessageBody, VendorId,
 };
 use serde::Serialize;
 
@@ -150,6 +151,82 @@ impl Aged for Writer {
     }
 }
 
+/// What a DATA/DATA_FRAG's datagram adds to its writer: the datagram's IP fragments and
+/// UDP bytes, once per writer the datagram carries (zero for the writer's later pieces).
+#[derive(Debug, Clone, Copy, Default)]
+struct DatagramShare {
+    ip_fragments: u64,
+    wire_bytes: u64,
+}
+
+/// Add one DATA/DATA_FRAG to a writer's traffic counters.
+fn count_sample_piece(
+    c: &mut Counts,
+    observed: Observed,
+    is_frag: bool,
+    sample_size: u64,
+    share: DatagramShare,
+) {
+    if is_frag {
+        c.data_frag_submessages = c.data_frag_submessages.saturating_add(1);
+    } else {
+        c.data_submessages = c.data_submessages.saturating_add(1);
+    }
+    c.ip_fragments = c.ip_fragments.saturating_add(share.ip_fragments);
+    c.wire_bytes = c.wire_bytes.saturating_add(share.wire_bytes);
+    match observed {
+        Observed::NewSample { late_fill } => {
+            c.samples = c.samples.saturating_add(1);
+            c.bytes = c.bytes.saturating_add(sample_size);
+            if late_fill {
+                c.lost = c.lost.saturating_sub(1);
+            }
+        }
+        Observed::Repeat {
+            retransmitted,
+            repaired,
+            fanout,
+            was_fanout,
+        } => {
+            c.repeat_submessages = c.repeat_submessages.saturating_add(1);
+            if retransmitted {
+                c.retransmitted = c.retransmitted.saturating_add(1);
+            }
+            if repaired {
+                c.repaired = c.repaired.saturating_add(1);
+            }
+            if fanout {
+                c.fanout = c.fanout.saturating_add(1);
+            }
+            if was_fanout {
+                c.fanout = c.fanout.saturating_sub(1);
+            }
+        }
+        Observed::MoreFragments | Observed::Invalid => {}
+    }
+}
+
+impl Writer {
+    /// The first DATA/DATA_FRAG of this writer in a datagram: its 802.1Q priority and VLAN.
+    fn credit_datagram(&mut self, d: &Datagram<'_>) {
+        let slot = d.pcp.map_or(8, usize::from).min(8);
+        if let Some(n) = self.pcp.get_mut(slot) {
+            *n = n.saturating_add(1);
+        }
+        if d.vlan_id.is_some() {
+            self.vlan_id = d.vlan_id;
+        }
+    }
+
+    fn record_sample_size(&mut self, size: u64) {
+        self.size_min = Some(self.size_min.map_or(size, |m| m.min(size)));
+        self.size_max = self.size_max.max(size);
+        if let Some(b) = self.size_hist.get_mut(size_bucket(size)) {
+            *b = b.saturating_add(1);
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Reader {
     pub guid: Guid,
@@ -212,6 +289,23 @@ impl StateCounters {
             .saturating_add(self.repeat_submessages)
             .saturating_add(self.invalid_sn)
             == self.data_submessages
+    }
+
+    /// Every DATA/DATA_FRAG is exactly one of new/more/repeat/invalid.
+    fn count_observed(&mut self, observed: Observed) {
+        match observed {
+            Observed::NewSample { late_fill } => {
+                self.new_samples = self.new_samples.saturating_add(1);
+                if late_fill {
+                    self.late_fills = self.late_fills.saturating_add(1);
+                }
+            }
+            Observed::MoreFragments => self.more_fragments = self.more_fragments.saturating_add(1),
+            Observed::Repeat { .. } => {
+                self.repeat_submessages = self.repeat_submessages.saturating_add(1);
+            }
+            Observed::Invalid => self.invalid_sn = self.invalid_sn.saturating_add(1),
+        }
     }
 }
 
@@ -558,142 +652,22 @@ impl State {
 
     fn submessage(&mut self, d: &Datagram<'_>, sm: &Submessage<'_>, dst: u32) {
         self.counters.submessages = self.counters.submessages.saturating_add(1);
-        let now = self.now_ns;
-        let seq_cfg = self.config.seq;
         match &sm.body {
             SubmessageBody::Data { .. } | SubmessageBody::DataFrag { .. } => {
-                let Some(piece) = sm.sample_piece() else {
-                    return;
-                };
-                let guid = piece.writer;
-                let frag = piece.fragments;
-                let size = piece.sample_size;
-                let credit = !self.credited.contains(&guid);
-                if credit {
-                    self.credited.push(guid);
+                if let Some(piece) = sm.sample_piece() {
+                    self.sample_piece(d, &piece, dst);
                 }
-                let counters = &mut self.counters;
-                counters.data_submessages = counters.data_submessages.saturating_add(1);
-                let Some(w) = self.writer_mut(guid) else {
-                    return;
-                };
-                let (observed, fin) = w.seq.observe(piece.sn, dst, now, frag, &seq_cfg);
-                w.last_src = Some(d.src);
-                if credit {
-                    let slot = d.pcp.map_or(8, usize::from).min(8);
-                    if let Some(n) = w.pcp.get_mut(slot) {
-                        *n = n.saturating_add(1);
-                    }
-                    if d.vlan_id.is_some() {
-                        w.vlan_id = d.vlan_id;
-                    }
-                }
-                let is_frag = frag.is_some();
-                let ipf = if credit { u64::from(d.ip_fragments) } else { 0 };
-                let wire = if credit { d.udp_len as u64 } else { 0 };
-                let mut new_sample = false;
-                let mut late_fill = false;
-                let mut retrans = false;
-                let mut repaired = false;
-                let mut fanout = false;
-                let mut unfanout = false;
-                let mut repeat = false;
-                match observed {
-                    Observed::NewSample { late_fill: lf } => {
-                        new_sample = true;
-                        late_fill = lf;
-                    }
-                    Observed::MoreFragments => {}
-                    Observed::Repeat {
-                        retransmitted,
-                        repaired: rp,
-                        fanout: fo,
-                        was_fanout,
-                    } => {
-                        repeat = true;
-                        unfanout = was_fanout;
-                        retrans = retransmitted;
-                        repaired = rp;
-                        fanout = fo;
-                    }
-                    Observed::Invalid => w.invalid_sn = w.invalid_sn.saturating_add(1),
-                }
-                if new_sample {
-                    w.size_min = Some(w.size_min.map_or(size, |m| m.min(size)));
-                    w.size_max = w.size_max.max(size);
-                    if let Some(b) = w.size_hist.get_mut(size_bucket(size)) {
-                        *b = b.saturating_add(1);
-                    }
-                }
-                w.stats.record(now, |c| {
-                    if is_frag {
-                        c.data_frag_submessages = c.data_frag_submessages.saturating_add(1);
-                    } else {
-                        c.data_submessages = c.data_submessages.saturating_add(1);
-                    }
-                    c.ip_fragments = c.ip_fragments.saturating_add(ipf);
-                    c.wire_bytes = c.wire_bytes.saturating_add(wire);
-                    if new_sample {
-                        c.samples = c.samples.saturating_add(1);
-                        c.bytes = c.bytes.saturating_add(size);
-                    }
-                    if late_fill {
-                        c.lost = c.lost.saturating_sub(1);
-                    }
-                    if repeat {
-                        c.repeat_submessages = c.repeat_submessages.saturating_add(1);
-                    }
-                    if retrans {
-                        c.retransmitted = c.retransmitted.saturating_add(1);
-                    }
-                    if repaired {
-                        c.repaired = c.repaired.saturating_add(1);
-                    }
-                    if fanout {
-                        c.fanout = c.fanout.saturating_add(1);
-                    }
-                    if unfanout {
-                        c.fanout = c.fanout.saturating_sub(1);
-                    }
-                });
-                let counters = &mut self.counters;
-                match observed {
-                    Observed::NewSample { late_fill } => {
-                        counters.new_samples = counters.new_samples.saturating_add(1);
-                        if late_fill {
-                            counters.late_fills = counters.late_fills.saturating_add(1);
-                        }
-                    }
-                    Observed::MoreFragments => {
-                        counters.more_fragments = counters.more_fragments.saturating_add(1)
-                    }
-                    Observed::Repeat { .. } => {
-                        counters.repeat_submessages = counters.repeat_submessages.saturating_add(1)
-                    }
-                    Observed::Invalid => {
-                        counters.invalid_sn = counters.invalid_sn.saturating_add(1)
-                    }
-                }
-                self.apply_final(&guid, fin);
             }
             SubmessageBody::Heartbeat {
                 first_sn, last_sn, ..
             } => {
-                let Some(guid) = sm.writer_guid() else { return };
-                let Some(w) = self.writer_mut(guid) else {
-                    return;
-                };
-                w.stats
-                    .record(now, |c| c.heartbeats = c.heartbeats.saturating_add(1));
-                let fin = w.seq.heartbeat(*first_sn, *last_sn, now, &seq_cfg);
-                self.apply_final(&guid, fin);
+                if let Some(writer) = sm.writer_guid() {
+                    self.heartbeat(writer, *first_sn, *last_sn);
+                }
             }
             SubmessageBody::HeartbeatFrag { .. } => {
-                let Some(guid) = sm.writer_guid() else { return };
-                if let Some(w) = self.writer_mut(guid) {
-                    w.stats.record(now, |c| {
-                        c.heartbeat_frags = c.heartbeat_frags.saturating_add(1)
-                    });
+                if let Some(writer) = sm.writer_guid() {
+                    self.heartbeat_frag(writer);
                 }
             }
             SubmessageBody::Gap {
@@ -701,72 +675,144 @@ impl State {
                 gap_list,
                 ..
             } => {
-                let Some(guid) = sm.writer_guid() else { return };
-                let Some(w) = self.writer_mut(guid) else {
-                    return;
-                };
-                w.stats.record(now, |c| c.gaps = c.gaps.saturating_add(1));
-                let mut fin =
-                    w.seq
-                        .gap_range(*gap_start, gap_list.base.saturating_sub(1), now, &seq_cfg);
-                for sn in gap_list.iter() {
-                    let f = w.seq.gap_range(sn, sn, now, &seq_cfg);
-                    fin.lost = fin.lost.saturating_add(f.lost);
-                    fin.incomplete = fin.incomplete.saturating_add(f.incomplete);
-                    fin.jumps = fin.jumps.saturating_add(f.jumps);
+                if let Some(writer) = sm.writer_guid() {
+                    self.gap(writer, *gap_start, gap_list);
                 }
-                self.apply_final(&guid, fin);
             }
             SubmessageBody::AckNack {
                 reader_sn_state, ..
-            } => {
-                let requested = reader_sn_state.iter().count() as u64;
-                if let Some(rguid) = sm.reader_guid() {
-                    if let Some(r) = self.reader_mut(rguid) {
-                        r.acknacks = r.acknacks.saturating_add(1);
-                        r.acknack_requested_sns = r.acknack_requested_sns.saturating_add(requested);
-                    }
-                }
-                match sm.writer_guid() {
-                    Some(guid) => {
-                        if let Some(w) = self.writer_mut(guid) {
-                            w.stats.record(now, |c| {
-                                c.acknacks = c.acknacks.saturating_add(1);
-                                c.acknack_requested_sns =
-                                    c.acknack_requested_sns.saturating_add(requested);
-                            });
-                            for sn in reader_sn_state.iter() {
-                                w.seq.requested(sn);
-                            }
-                        }
-                    }
-                    None => {
-                        self.counters.acknacks_unattributed =
-                            self.counters.acknacks_unattributed.saturating_add(1)
-                    }
-                }
-            }
+            } => self.acknack(sm.reader_guid(), sm.writer_guid(), reader_sn_state),
             SubmessageBody::NackFrag { writer_sn, .. } => {
-                if let Some(rguid) = sm.reader_guid() {
-                    if let Some(r) = self.reader_mut(rguid) {
-                        r.nackfrags = r.nackfrags.saturating_add(1);
-                    }
-                }
-                match sm.writer_guid() {
-                    Some(guid) => {
-                        if let Some(w) = self.writer_mut(guid) {
-                            w.stats
-                                .record(now, |c| c.nackfrags = c.nackfrags.saturating_add(1));
-                            w.seq.requested(*writer_sn);
-                        }
-                    }
-                    None => {
-                        self.counters.nackfrags_unattributed =
-                            self.counters.nackfrags_unattributed.saturating_add(1)
-                    }
-                }
+                self.nackfrag(sm.reader_guid(), sm.writer_guid(), *writer_sn);
             }
             _ => {}
+        }
+    }
+
+    /// A DATA or DATA_FRAG: what it is to its writer's sequence (new sample, more
+    /// fragments, repeat, invalid), the sample's size, and the datagram's share.
+    fn sample_piece(&mut self, d: &Datagram<'_>, piece: &SamplePiece, dst: u32) {
+        let now = self.now_ns;
+        let seq_cfg = self.config.seq;
+        let guid = piece.writer;
+        // A datagram's IP fragments and bytes count once per writer it carries.
+        let credit = !self.credited.contains(&guid);
+        if credit {
+            self.credited.push(guid);
+        }
+        let counters = &mut self.counters;
+        counters.data_submessages = counters.data_submessages.saturating_add(1);
+        let Some(w) = self.writer_mut(guid) else {
+            return;
+        };
+        let (observed, fin) = w.seq.observe(piece.sn, dst, now, piece.fragments, &seq_cfg);
+        w.last_src = Some(d.src);
+        let link = if credit {
+            w.credit_datagram(d);
+            DatagramShare {
+                ip_fragments: u64::from(d.ip_fragments),
+                wire_bytes: d.udp_len as u64,
+            }
+        } else {
+            DatagramShare::default()
+        };
+        match observed {
+            Observed::NewSample { .. } => w.record_sample_size(piece.sample_size),
+            Observed::Invalid => w.invalid_sn = w.invalid_sn.saturating_add(1),
+            Observed::MoreFragments | Observed::Repeat { .. } => {}
+        }
+        let is_frag = piece.fragments.is_some();
+        w.stats.record(now, |c| {
+            count_sample_piece(c, observed, is_frag, piece.sample_size, link);
+        });
+        self.counters.count_observed(observed);
+        self.apply_final(&guid, fin);
+    }
+
+    fn heartbeat(&mut self, writer: Guid, first_sn: SequenceNumber, last_sn: SequenceNumber) {
+        let now = self.now_ns;
+        let seq_cfg = self.config.seq;
+        let Some(w) = self.writer_mut(writer) else {
+            return;
+        };
+        w.stats
+            .record(now, |c| c.heartbeats = c.heartbeats.saturating_add(1));
+        let fin = w.seq.heartbeat(first_sn, last_sn, now, &seq_cfg);
+        self.apply_final(&writer, fin);
+    }
+
+    fn heartbeat_frag(&mut self, writer: Guid) {
+        let now = self.now_ns;
+        if let Some(w) = self.writer_mut(writer) {
+            w.stats.record(now, |c| {
+                c.heartbeat_frags = c.heartbeat_frags.saturating_add(1)
+            });
+        }
+    }
+
+    /// A GAP: the range [gap_start, gap_list.base) and every SN in gap_list are
+    /// irrelevant to readers, so they are not lost.
+    fn gap(&mut self, writer: Guid, gap_start: SequenceNumber, gap_list: &SequenceNumberSet<'_>) {
+        let now = self.now_ns;
+        let seq_cfg = self.config.seq;
+        let Some(w) = self.writer_mut(writer) else {
+            return;
+        };
+        w.stats.record(now, |c| c.gaps = c.gaps.saturating_add(1));
+        let mut fin = w
+            .seq
+            .gap_range(gap_start, gap_list.base.saturating_sub(1), now, &seq_cfg);
+        for sn in gap_list.iter() {
+            let f = w.seq.gap_range(sn, sn, now, &seq_cfg);
+            fin.lost = fin.lost.saturating_add(f.lost);
+            fin.incomplete = fin.incomplete.saturating_add(f.incomplete);
+            fin.jumps = fin.jumps.saturating_add(f.jumps);
+        }
+        self.apply_final(&writer, fin);
+    }
+
+    fn acknack(
+        &mut self,
+        reader: Option<Guid>,
+        writer: Option<Guid>,
+        reader_sn_state: &SequenceNumberSet<'_>,
+    ) {
+        let now = self.now_ns;
+        let requested = reader_sn_state.iter().count() as u64;
+        if let Some(r) = reader.and_then(|guid| self.reader_mut(guid)) {
+            r.acknacks = r.acknacks.saturating_add(1);
+            r.acknack_requested_sns = r.acknack_requested_sns.saturating_add(requested);
+        }
+        let Some(writer) = writer else {
+            self.counters.acknacks_unattributed =
+                self.counters.acknacks_unattributed.saturating_add(1);
+            return;
+        };
+        if let Some(w) = self.writer_mut(writer) {
+            w.stats.record(now, |c| {
+                c.acknacks = c.acknacks.saturating_add(1);
+                c.acknack_requested_sns = c.acknack_requested_sns.saturating_add(requested);
+            });
+            for sn in reader_sn_state.iter() {
+                w.seq.requested(sn);
+            }
+        }
+    }
+
+    fn nackfrag(&mut self, reader: Option<Guid>, writer: Option<Guid>, writer_sn: SequenceNumber) {
+        let now = self.now_ns;
+        if let Some(r) = reader.and_then(|guid| self.reader_mut(guid)) {
+            r.nackfrags = r.nackfrags.saturating_add(1);
+        }
+        let Some(writer) = writer else {
+            self.counters.nackfrags_unattributed =
+                self.counters.nackfrags_unattributed.saturating_add(1);
+            return;
+        };
+        if let Some(w) = self.writer_mut(writer) {
+            w.stats
+                .record(now, |c| c.nackfrags = c.nackfrags.saturating_add(1));
+            w.seq.requested(writer_sn);
         }
     }
 
