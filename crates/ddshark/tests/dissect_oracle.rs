@@ -15,12 +15,14 @@ mod common;
 
 use std::collections::HashMap;
 
+use common::public::checkable;
 use common::{fixture, ns_of, read_tsv};
 use ddshark::capture::file::FileSource;
 use ddshark::dissect::dissect_source;
 use ddshark::record::SubmessageRecord;
 
-/// (pcap, oracle submessage TSV), relative to tests/pcaps.
+/// (pcap, oracle submessage TSV), relative to tests/pcaps; `public/…` are the public
+/// captures of other projects, read from outside the repository (see common/public.rs).
 const PAIRS: &[(&str, &str)] = &[
     (
         "a_small_reliable/a.pcap",
@@ -334,7 +336,12 @@ fn compare(pcap: &str, tsv: &str) -> Report {
 fn every_submessage_matches_the_tshark_oracle() {
     let mut total = 0;
     let mut failures = Vec::new();
-    for (pcap, tsv) in PAIRS {
+    let pairs = checkable(
+        "dissect_oracle::every_submessage_matches_the_tshark_oracle",
+        PAIRS,
+        |c| c.0,
+    );
+    for (pcap, tsv) in pairs {
         let rep = compare(pcap, tsv);
         total += rep.compared;
         failures.extend(rep.mismatches);
@@ -396,7 +403,12 @@ fn discovery_records_match_the_tshark_oracle() {
 
     let mut compared = 0usize;
     let mut failures = Vec::new();
-    for (pcap, tsv) in PAIRS {
+    let pairs = checkable(
+        "dissect_oracle::discovery_records_match_the_tshark_oracle",
+        PAIRS,
+        |c| c.0,
+    );
+    for (pcap, tsv) in pairs {
         let disc_tsv = tsv.replace("_submsgs.tsv", "_discovery.tsv");
         let oracle = read_tsv(&fixture(&disc_tsv));
         // Ours, by the frame that completed the datagram (the oracle's frame).

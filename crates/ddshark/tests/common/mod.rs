@@ -1,16 +1,25 @@
 //! Helpers shared by the integration tests: fixture paths and the tshark oracle TSVs.
 #![allow(dead_code)]
 
+pub mod public;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use public::PUBLIC_PREFIX;
 
 /// `tests/pcaps` at the workspace root.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pcaps")
 }
 
+/// A fixture file: `public/…` from the public captures folder (see [`public::checkable`]),
+/// anything else from `tests/pcaps`.
 pub fn fixture(rel: &str) -> PathBuf {
-    let p = fixtures().join(rel);
+    let p = match rel.strip_prefix(PUBLIC_PREFIX) {
+        Some(rest) => public::public_path(rest),
+        None => fixtures().join(rel),
+    };
     assert!(
         p.exists(),
         "fixture {} is missing (see tests/pcaps/README.md)",
