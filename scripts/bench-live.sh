@@ -24,7 +24,7 @@
 # ">=", and "cpu-s" / the CPU-per-frame line tell the tools apart). To make the capture
 # the bottleneck, share one CPU and tcpdump's default buffer:
 #   BUF_MIB=2 taskset -c 1 scripts/bench-live.sh
-# Needs root (namespaces, raw capture), tcpreplay (scripts/setup.sh installs it),
+# Needs root (namespaces, raw capture), tcpreplay (scripts/setup.sh --test installs it),
 # tcpdump, jq. Bounded: every step is limited in time; the whole run takes ~2-3 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,7 @@ FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (u
 die() { echo "bench-live: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, raw capture): sudo $0"
 for t in tcpreplay tcprewrite mergecap tcpdump jq ip timeout; do
-  command -v "$t" >/dev/null || die "$t is missing (scripts/setup.sh installs it)"
+  command -v "$t" >/dev/null || die "$t is missing (scripts/setup.sh --test installs it)"
 done
 case "$STEP_S" in ''|*[!0-9]*) die "STEP_S must be whole seconds" ;; esac
 { [ "$STEP_S" -ge 1 ] && [ "$STEP_S" -le 30 ]; } || die "STEP_S must be 1..30"

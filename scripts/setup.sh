@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Set up a fresh Debian 12 machine for ddshark: system packages, the Rust build,
-# the DDS traffic generator's Python venv, cargo-fuzz, and (with --stack) the real
-# OpenTelemetry Collector + InfluxDB 2 used by the end-to-end tests.
-# Idempotent: what is already there is kept. Needs root (apt-get) or sudo.
+# Set up a fresh Debian 12 machine for ddshark.
 #
-# usage: scripts/setup.sh [--stack] [--no-build]
+#   scripts/setup.sh            what building and running ddshark needs: a C toolchain,
+#                               pkg-config and libpcap, a recent enough Rust (checked, see
+#                               below), then the release build (target/release/ddshark).
+#   scripts/setup.sh --test     also everything the test suite needs (scripts/test.sh calls
+#                               this): tshark, tcpdump, namespaces tools, the real DDS traffic
+#                               generator (Cyclone DDS venv, ddsperf, clang), tmux, Chromium,
+#                               Prometheus, tcpreplay, cargo-fuzz, and the real OpenTelemetry
+#                               Collector + InfluxDB 2 (scripts/stack/build.sh, ~10 min the
+#                               first time, cached afterwards).
+#   --no-build                  skip the release build.
+#
+# Rust: the workspace needs rustc >= RUST_MIN (its dependencies declare it: tonic, darling,
+# instability need 1.88). Debian 12's own rustc is 1.63, too old, so Rust comes from rustup:
+# a missing or older toolchain is installed with rustup (sh.rustup.rs) into ~/.cargo.
+# Idempotent: what is already there is kept. Needs root (apt-get) or sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-want_stack=0
+RUST_MIN=1.88
+
+want_test=0
 build=1
 for a in "$@"; do
   case "$a" in
-    --stack) want_stack=1 ;;
+    --test) want_test=1 ;;
     --no-build) build=0 ;;
-    *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option $a (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
 
@@ -22,15 +36,19 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 
-PACKAGES=(
-  build-essential pkg-config libpcap-dev           # building ddshark (libpcap)
+# Building and running ddshark.
+PACKAGES=(build-essential pkg-config libpcap-dev ca-certificates curl)
+# The test suite only.
+TEST_PACKAGES=(
   tshark tcpdump iproute2 ethtool iputils-ping     # oracle, live capture tests, namespaces
   cyclonedds-tools clang python3-venv              # real DDS traffic generator (tests/traffic)
   jq tmux chromium python3-yaml                    # JSON checks, TUI test, HTML report test, dashboards
   prometheus prometheus-node-exporter              # the docker-free monitoring side (tests)
-  curl openssl time                                # OTLP TLS test, benches
+  openssl time                                     # OTLP TLS test, benches
   tcpreplay                                        # bench-live.sh: replays RTPS into a private veth
 )
+[ "$want_test" -eq 1 ] && PACKAGES+=("${TEST_PACKAGES[@]}")
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -41,30 +59,54 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-if ! command -v cargo >/dev/null; then
-  if [ -x "$HOME/.cargo/bin/cargo" ]; then
-    export PATH="$HOME/.cargo/bin:$PATH"
+# --- Rust >= RUST_MIN ---------------------------------------------------------------
+[ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
+rustc_version() { rustc --version 2>/dev/null | awk '{print $2}'; }
+rust_ok() { # the active rustc is at least RUST_MIN
+  local v; v=$(rustc_version)
+  [ -n "$v" ] && [ "$(printf '%s\n%s\n' "$RUST_MIN" "${v%%-*}" | sort -V | head -1)" = "$RUST_MIN" ]
+}
+if ! rust_ok; then
+  have=$(rustc_version); have=${have:-none}
+  echo "setup: ddshark needs Rust >= $RUST_MIN; found rustc $have ($(command -v rustc || echo 'not on PATH'))." >&2
+  echo "setup: Debian 12's own rustc (1.63) is too old; installing the stable toolchain with rustup into ~/.cargo" >&2
+  if command -v rustup >/dev/null; then
+    rustup toolchain install stable --profile minimal && rustup default stable
   else
-    echo "setup: installing Rust from Debian (cargo, rustc)" >&2
-    $SUDO apt-get install -y -q cargo rustc
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  fi || true
+  export PATH="$HOME/.cargo/bin:$PATH"
+  if ! rust_ok; then
+    echo "setup: FAILED: still no Rust >= $RUST_MIN (rustc $(rustc_version || true)). Install it with" >&2
+    echo "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y" >&2
+    echo "and run scripts/setup.sh again." >&2
+    exit 1
   fi
 fi
-
-# The traffic generator's Python DDS (Cyclone DDS from PyPI).
-VENV=${VENV:-/opt/dds-venv}
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import cyclonedds' 2>/dev/null; then
-  echo "setup: creating $VENV with cyclonedds" >&2
-  $SUDO python3 -m venv "$VENV"
-  $SUDO "$VENV/bin/pip" install -q cyclonedds
+echo "setup: $(rustc --version)" >&2
+# rustfmt and clippy: the test suite's format and lint checks.
+if [ "$want_test" -eq 1 ] && command -v rustup >/dev/null; then
+  for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+  done
 fi
 
-# cargo-fuzz (runs on the stable toolchain with RUSTC_BOOTSTRAP=1, see scripts/fuzz.sh).
-if ! command -v cargo-fuzz >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo-fuzz" ]; then
-  echo "setup: installing cargo-fuzz" >&2
-  cargo install -q --locked cargo-fuzz
-fi
+if [ "$want_test" -eq 1 ]; then
+  # The traffic generator's Python DDS (Cyclone DDS from PyPI).
+  VENV=${VENV:-/opt/dds-venv}
+  if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import cyclonedds' 2>/dev/null; then
+    echo "setup: creating $VENV with cyclonedds" >&2
+    $SUDO python3 -m venv "$VENV"
+    $SUDO "$VENV/bin/pip" install -q cyclonedds
+  fi
 
-if [ "$want_stack" -eq 1 ]; then
+  # cargo-fuzz (runs on the stable toolchain with RUSTC_BOOTSTRAP=1, see scripts/fuzz.sh).
+  if ! command -v cargo-fuzz >/dev/null; then
+    echo "setup: installing cargo-fuzz" >&2
+    cargo install -q --locked cargo-fuzz
+  fi
+
+  # The real OpenTelemetry Collector and InfluxDB 2 (pinned, cached in ~/.cache/ddshark-stack).
   scripts/stack/build.sh
 fi
 

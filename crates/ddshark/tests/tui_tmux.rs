@@ -23,7 +23,7 @@ impl Tmux {
         match Command::new("tmux").arg("-V").output() {
             Ok(o) if o.status.success() => {}
             other => panic!(
-                "tmux is required for the TUI test (apt-get install tmux; scripts/setup.sh installs it): {other:?}"
+                "tmux is required for the TUI test (apt-get install tmux; scripts/setup.sh --test installs it): {other:?}"
             ),
         }
         let t = Self {
