@@ -480,7 +480,7 @@ impl Progress {
         }
         // Record header (pcap 16 B, pcapng ~32 B) + data: a close estimate of the position.
         self.done = self.done.saturating_add(caplen as u64).saturating_add(24);
-        if frames % 4096 == 0 && self.last.elapsed() >= Duration::from_millis(200) {
+        if frames.is_multiple_of(4096) && self.last.elapsed() >= Duration::from_millis(200) {
             self.last = Instant::now();
             let pct = if self.total > 0 {
                 (self.done as f64 / self.total as f64 * 100.0).min(99.9)

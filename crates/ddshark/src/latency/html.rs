@@ -329,7 +329,7 @@ fn fine_bins(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
         let mut k = ((lo as f64).log10() * 10.0).floor() as i32;
         loop {
             let e = 10f64.powf(f64::from(k) / 10.0).round() as i64;
-            if edges.last().map_or(true, |&l| e > l) {
+            if edges.last().is_none_or(|&l| e > l) {
                 edges.push(e);
             }
             if e > hi || edges.len() > 400 {
