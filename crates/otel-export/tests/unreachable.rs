@@ -1,10 +1,11 @@
-//! The exporter with no collector listening (a closed loopback port): producers
-//! never wait, drops are counted, the queue stays bounded, shutdown returns in time
-//! and every span is accounted for.
+//! The exporter with no collector listening (a closed loopback port): drops are
+//! counted, the queue stays bounded, shutdown returns and every span is accounted for.
+//! How long `try_export` and shutdown take is measured by the `exporter_unreachable`
+//! benchmark (benches/), never asserted here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use otel_export::schema::{span_id, trace_id};
 use otel_export::{
@@ -77,42 +78,21 @@ fn run(protocol: Protocol) {
     let exporter = Exporter::start(cfg).unwrap();
     let h = exporter.handle();
     let n = 200_000u64;
-    let mut took = Duration::ZERO;
-    let mut worst = Duration::ZERO;
     for i in 0..n {
         let topic = if i % 10 == 0 { "other" } else { "rt/chatter" };
         let rec = span(i, topic);
-        let t1 = Instant::now();
         h.try_export(rec);
-        let d = t1.elapsed();
-        took += d;
-        worst = worst.max(d);
         if i % 1000 == 0 {
             let s = h.stats();
             assert!(s.queue_len <= 1000, "queue {} over capacity", s.queue_len);
         }
     }
-    // Never waits: 200k offers in well under a second even in a debug build.
-    assert!(
-        took < Duration::from_secs(3),
-        "{n} try_export took {took:?}"
-    );
-    assert!(
-        worst < Duration::from_millis(250),
-        "slowest try_export {worst:?}"
-    );
     let s = h.stats();
     assert_eq!(s.offered, n);
     assert_eq!(s.filtered, n / 10);
     assert!(s.dropped > n / 2, "{s:?}");
     assert_eq!(s.sent, 0);
-    let t = Instant::now();
     let s = exporter.shutdown(Duration::from_millis(500));
-    assert!(
-        t.elapsed() < Duration::from_secs(3),
-        "shutdown took {:?}",
-        t.elapsed()
-    );
     accounted(&s);
     assert!(s.requests_failed > 0, "{s:?}");
     assert!(s.last_error.is_some());
