@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Benchmark (not a timed test): `ddshark stats` over a large replay against a bare
-# libpcap read of the same file and against tshark, printed as ratios, plus peak
-# memory of `stats` as the file grows (it must stay flat).
+# Benchmark (not a timed test): `ddshark stats` against a bare libpcap read of the
+# same file, on a small-frame replay and a large-frame replay, as medians of
+# interleaved runs (read, stats, read, stats, ...: both see the same machine load),
+# printed with their ratios; plus tshark on the large input and the peak memory of
+# `stats` as the file grows (it must stay flat).
 #
-# usage: scripts/bench-stats.sh [CAPTURE] [COPIES]
-#   CAPTURE default: the Autoware mix of `scripts/make-fixtures.sh --bench`
-#   (/var/tmp/ddshark-captures/j_autoware_mix/a.pcap), else the largest fixture.
-#   COPIES (default 8): the large replay is CAPTURE repeated COPIES times, each copy
-#   shifted in time after the previous one (editcap -t, mergecap -a).
-# Targets (issue 3): within 2x the bare read, >= 50x faster than tshark, flat memory.
+# usage: scripts/bench-stats.sh [LARGE_CAPTURE] [COPIES]
+#   small-frame replay: tests/pcaps/a_small_reliable/a.pcap (Cyclone DDS, ROS 2-style
+#     small topics, ~190 B frames) repeated 1024 times = 265k frames.
+#   large-frame replay: LARGE_CAPTURE (default: the Autoware mix of
+#     `scripts/make-fixtures.sh --bench`, /var/tmp/ddshark-captures/j_autoware_mix/a.pcap,
+#     else tests/pcaps/b_large_frag/a.pcap) repeated COPIES times (default 16).
+#   Copies are shifted in time after each other (editcap -t, mergecap -a).
+# environment: RUNS (interleaved runs per contender, default 7).
+# Targets (issue 11): stats <= 2x the bare read on BOTH replays; >= 50x tshark; flat memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-src=${1:-/var/tmp/ddshark-captures/j_autoware_mix/a.pcap}
-[ -f "$src" ] || src=tests/pcaps/b_large_frag/a.pcap
+large_src=${1:-/var/tmp/ddshark-captures/j_autoware_mix/a.pcap}
+[ -f "$large_src" ] || large_src=tests/pcaps/b_large_frag/a.pcap
 copies=${2:-16}
+small_src=tests/pcaps/a_small_reliable/a.pcap
+runs=${RUNS:-7}
 for t in tshark editcap mergecap capinfos /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "bench-stats: $t is missing (apt-get install tshark time)" >&2; exit 1; }
 done
@@ -23,57 +30,66 @@ read_bin=target/release/examples/pcap_read
 work=$(mktemp -d /tmp/ddshark-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-dur=$(capinfos -u -M "$src" | sed -n 's/^Capture duration: *\([0-9.]*\) seconds/\1/p')
-shift_s=$(awk -v d="$dur" 'BEGIN { printf "%d", d + 1 }')
-make_big() { # make_big N OUT
-  local n=$1 out=$2 parts=()
-  for i in $(seq 0 $((n - 1))); do
-    editcap -F pcap -t $((i * shift_s)) "$src" "$work/part$i.pcap"
-    parts+=("$work/part$i.pcap")
+# repeat SRC N OUT: N time-shifted copies of SRC back to back, by doubling.
+repeat() {
+  local src=$1 n=$2 out=$3 dur shift_s have=1
+  dur=$(capinfos -u -M "$src" | sed -n 's/^Capture duration: *\([0-9.]*\) seconds/\1/p')
+  shift_s=$(awk -v d="$dur" 'BEGIN { printf "%d", d + 1 }')
+  cp "$src" "$work/rep.pcap"
+  while [ $((have * 2)) -le "$n" ]; do
+    editcap -F pcap -t $((have * shift_s)) "$work/rep.pcap" "$work/shifted.pcap"
+    mergecap -a -F pcap -w "$work/rep2.pcap" "$work/rep.pcap" "$work/shifted.pcap"
+    mv "$work/rep2.pcap" "$work/rep.pcap"
+    have=$((have * 2))
   done
-  mergecap -a -F pcap -w "$out" "${parts[@]}"
-  rm -f "${parts[@]}"
+  [ "$have" -eq "$n" ] || { echo "bench-stats: COPIES must be a power of two" >&2; exit 1; }
+  mv "$work/rep.pcap" "$out"
+  rm -f "$work/shifted.pcap"
 }
-big=$work/big.pcap
-make_big "$copies" "$big"
-small=$work/small.pcap
-make_big 1 "$small"
+small=$work/small.pcap; repeat "$small_src" 1024 "$small"
+large=$work/large.pcap; repeat "$large_src" "$copies" "$large"
+large1=$work/large1.pcap; cp "$large_src" "$large1"
 
-timeit() { # timeit OUTFILE CMD... : prints "seconds maxrss_kb" (ns clock, RSS from time(1))
-  local out=$1; shift
+timeit() { # timeit CMD... : prints "seconds maxrss_kb"
   local t0 t1
   t0=$(date +%s%N)
-  /usr/bin/time -f "%M" -o "$work/time" "$@" >"$out" 2>/dev/null
+  /usr/bin/time -f "%M" -o "$work/time" "$@" >/dev/null 2>&1
   t1=$(date +%s%N)
   echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }') $(cat "$work/time")"
 }
-best() { # best of 3 runs of timeit
-  local b="" r
-  for _ in 1 2 3; do
-    r=$(timeit /dev/null "$@")
-    if [ -z "$b" ] || awk -v a="${r%% *}" -v b="${b%% *}" 'BEGIN{exit !(a < b)}'; then b=$r; fi
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Warm the page cache, then interleave.
+cat "$small" "$large" "$large1" >/dev/null
+: >"$work/t"
+for i in $(seq 1 "$runs"); do
+  for input in small large; do
+    f=$work/$input.pcap
+    echo "read $input $(timeit "$read_bin" "$f")" >>"$work/t"
+    echo "stats $input $(timeit "$bin" stats -q "$f")" >>"$work/t"
   done
-  echo "$b"
-}
-# Warm the page cache, then measure.
-cat "$big" "$small" >/dev/null
-read_t=$(best "$read_bin" "$big")
-stats_t=$(best "$bin" stats -q "$big")
-stats_small=$(best "$bin" stats -q "$small")
-tshark_t=$(timeit /dev/null tshark -n -r "$small" -Y rtps -T fields -e rtps.sm.wrEntityId -e rtps.sm.seqNumber -e rtps.data_frag.sample_size)
-"$bin" stats -q "$big" >"$work/big.json"
-frames=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["health"]["dissector"]["frames"])' "$work/big.json")
-sframes=$(capinfos -c -M "$small" | sed -n 's/^Number of packets: *//p')
-size=$(stat -c %s "$big"); ssize=$(stat -c %s "$small")
-awk -v f="$src" -v n="$copies" -v s="$size" -v ss="$ssize" -v fr="$frames" -v sfr="$sframes" \
-    -v r="$read_t" -v st="$stats_t" -v sm="$stats_small" -v ts="$tshark_t" 'BEGIN {
-  split(r, R, " "); split(st, S, " "); split(sm, M, " "); split(ts, T, " ")
-  printf "input: %s x%d = %.1f MB, %d frames\n", f, n, s / 1e6, fr
-  printf "bare libpcap read:  %7.3f s  %9.0f frames/s  %7.1f MB/s  rss %6.1f MB\n", R[1], fr / R[1], s / 1e6 / R[1], R[2] / 1024
-  printf "ddshark stats:      %7.3f s  %9.0f frames/s  %7.1f MB/s  rss %6.1f MB\n", S[1], fr / S[1], s / 1e6 / S[1], S[2] / 1024
-  printf "ddshark stats (x1): %7.3f s  %9.0f frames/s  %7.1f MB/s  rss %6.1f MB\n", M[1], sfr / M[1], ss / 1e6 / M[1], M[2] / 1024
-  printf "tshark (x1):        %7.3f s  %9.0f frames/s  %7.1f MB/s  rss %6.1f MB\n", T[1], sfr / T[1], ss / 1e6 / T[1], T[2] / 1024
-  printf "ratio stats / bare read:      %.2fx  (target <= 2x)\n", S[1] / R[1]
-  printf "ratio tshark / stats (MB/s):  %.0fx  (target >= 50x)\n", (s / S[1]) / (ss / T[1])
-  printf "memory x%d vs x1:              %.2fx  (target: flat)\n", n, S[2] / M[2]
+done
+med() { awk -v w="$1 $2" '$1 " " $2 == w { print $3 }' "$work/t" | median; }
+rss() { awk -v w="$1 $2" '$1 " " $2 == w { print $4 }' "$work/t" | sort -n | tail -1; }
+stats1=$(timeit "$bin" stats -q "$large1")
+tshark_t=$(timeit tshark -n -r "$large1" -Y rtps -T fields -e rtps.sm.wrEntityId -e rtps.sm.seqNumber -e rtps.data_frag.sample_size)
+frames() { capinfos -c -M "$1" | sed -n 's/^Number of packets: *//p'; }
+sf=$(frames "$small"); lf=$(frames "$large"); lf1=$(frames "$large1")
+ss=$(stat -c %s "$small"); ls=$(stat -c %s "$large"); ls1=$(stat -c %s "$large1")
+awk -v runs="$runs" -v sf="$sf" -v lf="$lf" -v lf1="$lf1" -v ss="$ss" -v ls="$ls" -v ls1="$ls1" \
+    -v rs="$(med read small)" -v st="$(med stats small)" -v rl="$(med read large)" -v sl="$(med stats large)" \
+    -v rss_s="$(rss stats small)" -v rss_l="$(rss stats large)" -v s1="$stats1" -v ts="$tshark_t" \
+    -v small_src="$small_src" -v large_src="$large_src" -v copies="$copies" 'BEGIN {
+  split(s1, S1, " "); split(ts, T, " ")
+  printf "small-frame replay: %s x1024 = %.1f MB, %d frames (%.0f B/frame)\n", small_src, ss / 1e6, sf, ss / sf
+  printf "large-frame replay: %s x%d = %.1f MB, %d frames (%.0f B/frame)\n", large_src, copies, ls / 1e6, lf, ls / lf
+  printf "medians of %d interleaved runs:\n", runs
+  printf "  small  bare libpcap read %7.3f s  %5.2f us/frame\n", rs, rs * 1e6 / sf
+  printf "  small  ddshark stats     %7.3f s  %5.2f us/frame  rss %5.1f MB\n", st, st * 1e6 / sf, rss_s / 1024
+  printf "  large  bare libpcap read %7.3f s  %5.2f us/frame\n", rl, rl * 1e6 / lf
+  printf "  large  ddshark stats     %7.3f s  %5.2f us/frame  rss %5.1f MB\n", sl, sl * 1e6 / lf, rss_l / 1024
+  printf "ratio stats / bare read, small frames: %.2fx  (target <= 2x)\n", st / rs
+  printf "ratio stats / bare read, large frames: %.2fx  (target <= 2x)\n", sl / rl
+  printf "tshark x1 %.3f s vs stats x1 %.3f s: %.0fx  (target >= 50x)\n", T[1], S1[1], T[1] / S1[1]
+  printf "memory x%d vs x1: %.2fx  (target: flat)\n", copies, rss_l / S1[2]
 }'

@@ -3,8 +3,15 @@
 //! Every fragmented datagram is tracked by (src, dst, protocol, IP id) with the
 //! capture time and frame number of its first and of its last fragment. Time is
 //! the capture's: an entry idles out when the capture clock moves past it.
+//!
+//! Eviction is O(1) amortised: every fragment appends (touch number, key) to a
+//! queue in capture order, and an entry's live queue item is the one carrying its
+//! latest touch number; the least recently touched entry is the first live item at
+//! the front. Stale items are dropped as they reach the front, and the queue is
+//! compacted when they outnumber the live entries. A completed datagram's buffer
+//! is handed out as is (fragment bytes are copied once, into it).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 use crate::net::{FragmentInfo, IpPacket};
@@ -87,6 +94,8 @@ pub struct FragmentStats {
 }
 
 struct Entry {
+    /// Touch number of this entry's live item in the eviction queue.
+    touched: u64,
     span: FragmentSpan,
     /// Reassembly buffer, as long as the furthest byte seen.
     buf: Vec<u8>,
@@ -96,18 +105,28 @@ struct Entry {
 }
 
 impl Entry {
+    /// Record `[start, end)` as held; true when it was held already (a duplicate).
+    /// The ranges stay sorted and merged in place (no allocation once grown).
     fn add_range(&mut self, start: usize, end: usize) -> bool {
         let duplicate = self.covered.iter().any(|&(s, e)| s <= start && end <= e);
         self.covered.push((start, end));
         self.covered.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.covered.len());
-        for &(s, e) in &self.covered {
-            match merged.last_mut() {
+        let mut kept = 0usize;
+        for i in 0..self.covered.len() {
+            let Some(&(s, e)) = self.covered.get(i) else {
+                break;
+            };
+            match kept.checked_sub(1).and_then(|k| self.covered.get_mut(k)) {
                 Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
+                _ => {
+                    if let Some(slot) = self.covered.get_mut(kept) {
+                        *slot = (s, e);
+                    }
+                    kept = kept.saturating_add(1);
+                }
             }
         }
-        self.covered = merged;
+        self.covered.truncate(kept);
         duplicate
     }
 
@@ -142,10 +161,14 @@ pub struct FragmentFrame {
 pub struct FragmentTracker {
     limits: FragmentLimits,
     entries: HashMap<FragmentKey, Entry>,
+    /// (touch number, key) in capture order; see the module comment.
+    queue: VecDeque<(u64, FragmentKey)>,
+    touches: u64,
     bytes_held: usize,
-    last_sweep_ns: u64,
     stats: FragmentStats,
     completed: Vec<u8>,
+    /// The previous completed buffer, reused by the next new entry.
+    spare: Vec<u8>,
     evicted: Vec<IncompleteDatagram>,
 }
 
@@ -177,8 +200,7 @@ impl FragmentTracker {
 
     /// Give up every datagram still incomplete (end of a capture).
     pub fn flush(&mut self) -> Vec<IncompleteDatagram> {
-        let keys: Vec<FragmentKey> = self.entries.keys().copied().collect();
-        for key in keys {
+        while let Some((_, key)) = self.queue.pop_front() {
             self.evict(key, EvictReason::IdleTimeout);
         }
         self.take_evicted()
@@ -210,41 +232,61 @@ impl FragmentTracker {
         Some(gone)
     }
 
-    fn sweep(&mut self, now_ns: u64) {
-        let timeout = self.limits.idle_timeout_ns;
-        if now_ns.saturating_sub(self.last_sweep_ns) < timeout / 4 {
-            return;
+    /// The least recently touched entry, dropping stale queue items on the way.
+    fn oldest(&mut self) -> Option<(FragmentKey, u64)> {
+        while let Some(&(touch, key)) = self.queue.front() {
+            match self.entries.get(&key) {
+                Some(e) if e.touched == touch => return Some((key, e.span.ts_last_ns)),
+                _ => {
+                    self.queue.pop_front();
+                }
+            }
         }
-        self.last_sweep_ns = now_ns;
-        let stale: Vec<FragmentKey> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| now_ns.saturating_sub(e.span.ts_last_ns) > timeout)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in stale {
+        None
+    }
+
+    /// Give up entries idle for longer than the timeout, least recently touched
+    /// first. Capture time may step back a little, so an entry behind a younger
+    /// one waits until that one goes (or until capacity or the end of the capture).
+    fn sweep(&mut self, now_ns: u64) {
+        while let Some((key, ts_last)) = self.oldest() {
+            if now_ns.saturating_sub(ts_last) <= self.limits.idle_timeout_ns {
+                break;
+            }
             self.evict(key, EvictReason::IdleTimeout);
         }
     }
 
-    /// Make room for `extra` more bytes and one more entry, oldest first.
+    /// Make room for `extra` more bytes and one more entry, least recently touched first.
     fn make_room(&mut self, extra: usize) {
         while !self.entries.is_empty()
             && (self.entries.len() >= self.limits.max_datagrams
                 || self.bytes_held.saturating_add(extra) > self.limits.max_bytes)
         {
-            let oldest = self
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.span.ts_last_ns)
-                .map(|(k, _)| *k);
-            match oldest {
-                Some(k) => {
-                    self.evict(k, EvictReason::Capacity);
+            match self.oldest() {
+                Some((key, _)) => {
+                    self.evict(key, EvictReason::Capacity);
                 }
                 None => break,
             }
         }
+    }
+
+    /// Note that `key` was touched now; keeps the queue at most a few times the
+    /// number of live entries.
+    fn touch(&mut self, key: FragmentKey) -> u64 {
+        self.touches = self.touches.wrapping_add(1);
+        let touch = self.touches;
+        self.queue.push_back((touch, key));
+        let live = self.entries.len().saturating_add(1);
+        if self.queue.len() > live.saturating_mul(4).max(64) {
+            let entries = &self.entries;
+            self.queue.retain(|(t, k)| {
+                // `key` itself is live with `touch` even if not yet stored.
+                (*t == touch && *k == key) || entries.get(k).is_some_and(|e| e.touched == *t)
+            });
+        }
+        touch
     }
 
     /// Add one fragment of `packet` captured in `frame`.
@@ -285,9 +327,13 @@ impl FragmentTracker {
         }
         if !self.entries.contains_key(&key) {
             self.make_room(end);
+            let mut buf = std::mem::take(&mut self.spare);
+            buf.clear();
+            self.bytes_held = self.bytes_held.saturating_add(buf.capacity());
             self.entries.insert(
                 key,
                 Entry {
+                    touched: 0,
                     span: FragmentSpan {
                         ts_first_ns: frame.ts_ns,
                         frame_first: frame.frame,
@@ -297,15 +343,17 @@ impl FragmentTracker {
                         vlan_id: frame.vlan_id,
                         ..FragmentSpan::default()
                     },
-                    buf: Vec::new(),
+                    buf,
                     covered: Vec::new(),
                     total_len: None,
                 },
             );
         }
+        let touch = self.touch(key);
         let Some(entry) = self.entries.get_mut(&key) else {
             return FragmentResult::Pending;
         };
+        entry.touched = touch;
         let span = &mut entry.span;
         if frame.ts_ns < span.ts_first_ns {
             span.ts_first_ns = frame.ts_ns;
@@ -359,9 +407,10 @@ impl FragmentTracker {
         self.bytes_held = self.bytes_held.saturating_sub(entry.buf.capacity());
         self.stats.reassembled = self.stats.reassembled.saturating_add(1);
         let total = entry.total_len.unwrap_or(entry.buf.len());
-        self.completed.clear();
-        self.completed
-            .extend_from_slice(entry.buf.get(..total).unwrap_or(&entry.buf));
+        // The entry's buffer becomes the completed datagram; the previous one is
+        // kept for the next entry, so steady reassembly allocates nothing.
+        self.spare = std::mem::replace(&mut self.completed, entry.buf);
+        self.completed.truncate(total);
         FragmentResult::Complete(entry.span)
     }
 }
@@ -472,6 +521,64 @@ mod tests {
         }
         assert_eq!(t.stats().in_progress, 2);
         assert_eq!(t.stats().evicted_capacity, 3);
+    }
+
+    #[test]
+    fn capacity_evicts_least_recently_touched_and_queue_stays_bounded() {
+        let limits = FragmentLimits {
+            max_datagrams: 3,
+            ..FragmentLimits::default()
+        };
+        let mut t = FragmentTracker::new(limits);
+        let a = [0u8; 8];
+        let frag = |id| FragmentInfo {
+            id,
+            offset: 0,
+            more_fragments: true,
+        };
+        t.push(&pkt(&a), frag(1), fr(1, 1));
+        t.push(&pkt(&a), frag(2), fr(2, 2));
+        t.push(&pkt(&a), frag(3), fr(3, 3));
+        // id 1 touched again: id 2 is now the least recently touched.
+        t.push(&pkt(&a), frag(1), fr(4, 4));
+        t.push(&pkt(&a), frag(4), fr(5, 5));
+        let gone = t.take_evicted();
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].key.id, 2);
+        assert_eq!(gone[0].reason, EvictReason::Capacity);
+        // Many touches of live entries: the queue is compacted, not grown.
+        for n in 0..10_000u64 {
+            t.push(&pkt(&a), frag(1), fr(10 + n, 10 + n));
+        }
+        assert!(t.queue.len() <= 64, "queue {}", t.queue.len());
+        assert_eq!(t.stats().in_progress, 3);
+        assert_eq!(t.stats().evicted_capacity, 1);
+    }
+
+    #[test]
+    fn completed_buffer_is_reused() {
+        let mut t = FragmentTracker::new(FragmentLimits::default());
+        let a = [7u8; 16];
+        for round in 0..3u32 {
+            let f0 = FragmentInfo {
+                id: round,
+                offset: 0,
+                more_fragments: true,
+            };
+            let f1 = FragmentInfo {
+                id: round,
+                offset: 16,
+                more_fragments: false,
+            };
+            t.push(&pkt(&a), f0, fr(u64::from(round) * 2, 1));
+            assert!(matches!(
+                t.push(&pkt(&a[..4]), f1, fr(u64::from(round) * 2 + 1, 2)),
+                FragmentResult::Complete(_)
+            ));
+            assert_eq!(t.completed().len(), 20);
+            assert_eq!(t.stats().bytes_held, 0);
+        }
+        assert!(t.spare.capacity() >= 20);
     }
 
     #[test]

@@ -1,5 +1,10 @@
-//! Link layers: Ethernet II with 802.1Q/802.1ad tags, Linux cooked v1/v2,
-//! BSD loopback (NULL and LOOP), raw IPv4/IPv6.
+//! Link layers. Ethernet II and its 802.1Q/802.1ad tags are etherparse's
+//! (`Ethernet2Slice`, `SingleVlanSlice`). etherparse has no Linux cooked v2, BSD
+//! loopback (NULL/LOOP) or raw-IP entry, and its cooked v1 parser refuses packet
+//! types it does not know (a capture on `any` may hold them), so those few fixed
+//! headers are ours; their ethertype then goes through the same VLAN walk.
+
+use etherparse::{Ethernet2Slice, SingleVlanSlice};
 
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
@@ -86,12 +91,19 @@ fn network_of_ethertype(t: u16) -> Network {
     }
 }
 
-/// Follow an ethertype through stacked VLAN tags starting at `offset`.
-fn after_ethertype<'a>(
-    b: Bytes<'a>,
-    mut ethertype: u16,
-    mut offset: usize,
-) -> Result<LinkInfo<'a>> {
+/// etherparse's length error, in our terms.
+pub(crate) fn len_error(layer: Layer, e: &etherparse::err::LenError) -> DissectError {
+    DissectError::Truncated {
+        layer,
+        offset: e.layer_start_offset,
+        needed: e.required_len,
+        actual: e.len,
+    }
+}
+
+/// Follow an ethertype through stacked VLAN tags (etherparse's `SingleVlanSlice`);
+/// the outermost tag's PCP and VLAN id are the frame's.
+fn after_ethertype(mut ethertype: u16, mut payload: &[u8]) -> Result<LinkInfo<'_>> {
     let mut pcp = None;
     let mut vlan_id = None;
     let mut tags = 0usize;
@@ -102,24 +114,23 @@ fn after_ethertype<'a>(
         if tags >= MAX_VLAN_TAGS {
             return Err(DissectError::Invalid {
                 layer: Layer::Vlan,
-                offset,
+                offset: 0,
                 what: "number of stacked VLAN tags",
                 value: tags as u64,
             });
         }
-        let vb = Bytes::big(b.data(), Layer::Vlan);
-        let tci = vb.be_u16(offset)?;
+        let tag = SingleVlanSlice::from_slice(payload).map_err(|e| len_error(Layer::Vlan, &e))?;
         if pcp.is_none() {
-            pcp = Some((tci >> 13) as u8);
-            vlan_id = Some(tci & 0x0fff);
+            pcp = Some(tag.priority_code_point().value());
+            vlan_id = Some(tag.vlan_identifier().value());
         }
-        ethertype = vb.be_u16(offset.saturating_add(2))?;
-        offset = offset.saturating_add(4);
+        ethertype = tag.ether_type().0;
+        payload = tag.payload_slice();
         tags = tags.saturating_add(1);
     }
     Ok(LinkInfo {
         network: network_of_ethertype(ethertype),
-        payload: b.rest(offset)?,
+        payload,
         pcp,
         vlan_id,
     })
@@ -156,16 +167,17 @@ pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
     let b = Bytes::big(data, Layer::Link);
     match link {
         LinkType::Ethernet => {
-            let ethertype = b.be_u16(12)?;
-            after_ethertype(b, ethertype, 14)
+            let eth = Ethernet2Slice::from_slice_without_fcs(data)
+                .map_err(|e| len_error(Layer::Link, &e))?;
+            after_ethertype(eth.ether_type().0, eth.payload_slice())
         }
         LinkType::LinuxSll => {
             let protocol = b.be_u16(14)?;
-            after_ethertype(b, protocol, 16)
+            after_ethertype(protocol, b.rest(16)?)
         }
         LinkType::LinuxSll2 => {
             let protocol = b.be_u16(0)?;
-            after_ethertype(b, protocol, 20)
+            after_ethertype(protocol, b.rest(20)?)
         }
         LinkType::Null => {
             // Host byte order of the capturing machine: a family value fits in the

@@ -1,22 +1,23 @@
-//! IPv4, IPv6 (with its fragment extension header), UDP, and the ICMP errors
-//! that quote them.
+//! IPv4, IPv6 (extension headers included) and UDP through etherparse's lax
+//! slices (`LaxIpv4Slice`, `LaxIpv6Slice`, `UdpSlice::from_slice_lax`: a frame cut
+//! by the snaplen still yields what it holds), reduced to what the dissector needs;
+//! and the ICMP errors that quote them.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
+
+use etherparse::err::{ip_auth, ipv4, ipv6, ipv6_exts};
+use etherparse::{Ipv6ExtensionSlice, LaxIpv4Slice, LaxIpv6Slice, UdpSlice};
 
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
+use crate::link::len_error;
 
 pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_UDP: u8 = 17;
 pub const PROTO_ICMPV6: u8 = 58;
 
-const IPV6_HOP_BY_HOP: u8 = 0;
-const IPV6_ROUTING: u8 = 43;
-const IPV6_FRAGMENT: u8 = 44;
-const IPV6_DEST_OPTS: u8 = 60;
+const UDP_HEADER_LEN: usize = 8;
 const IPV6_HEADER_LEN: usize = 40;
-/// Extension headers followed before we give up on a packet.
-const MAX_IPV6_EXTENSIONS: usize = 8;
 
 /// Where a packet sits in a fragmented datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,41 +42,48 @@ pub struct IpPacket<'a> {
     pub truncated: bool,
 }
 
-fn ipv4_addr(a: [u8; 4]) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::from(a))
+fn ipv4_error(e: ipv4::HeaderSliceError) -> DissectError {
+    match e {
+        ipv4::HeaderSliceError::Len(l) => len_error(Layer::Ipv4, &l),
+        ipv4::HeaderSliceError::Content(c) => match c {
+            ipv4::HeaderError::UnexpectedVersion { version_number } => DissectError::Invalid {
+                layer: Layer::Ipv4,
+                offset: 0,
+                what: "version",
+                value: u64::from(version_number),
+            },
+            ipv4::HeaderError::HeaderLengthSmallerThanHeader { ihl } => DissectError::Invalid {
+                layer: Layer::Ipv4,
+                offset: 0,
+                what: "header length",
+                value: u64::from(ihl).saturating_mul(4),
+            },
+        },
+    }
+}
+
+fn ipv6_error(e: ipv6::HeaderSliceError) -> DissectError {
+    match e {
+        ipv6::HeaderSliceError::Len(l) => len_error(Layer::Ipv6, &l),
+        ipv6::HeaderSliceError::Content(ipv6::HeaderError::UnexpectedVersion {
+            version_number,
+        }) => DissectError::Invalid {
+            layer: Layer::Ipv6,
+            offset: 0,
+            what: "version",
+            value: u64::from(version_number),
+        },
+    }
 }
 
 /// Decode an IPv4 header. The payload is cut to the total length (Ethernet padding
 /// removed) or to what was captured, whichever is shorter.
 pub fn parse_ipv4(data: &[u8]) -> Result<IpPacket<'_>> {
-    let b = Bytes::big(data, Layer::Ipv4);
-    let vihl = b.u8(0)?;
-    if vihl >> 4 != 4 {
-        return Err(DissectError::Invalid {
-            layer: Layer::Ipv4,
-            offset: 0,
-            what: "version",
-            value: u64::from(vihl >> 4),
-        });
-    }
-    let ihl = usize::from(vihl & 0x0f).saturating_mul(4);
-    if ihl < 20 {
-        return Err(DissectError::Invalid {
-            layer: Layer::Ipv4,
-            offset: 0,
-            what: "header length",
-            value: ihl as u64,
-        });
-    }
-    let total_len = usize::from(b.be_u16(2)?);
-    let id = b.be_u16(4)?;
-    let flags_frag = b.be_u16(6)?;
-    let protocol = b.u8(9)?;
-    let src = ipv4_addr(b.array::<4>(12)?);
-    let dst = ipv4_addr(b.array::<4>(16)?);
-    // Options must be present in full even when the payload is cut short.
-    b.slice(0, ihl)?;
-    if total_len < ihl {
+    let (ip, auth_error) = LaxIpv4Slice::from_slice(data).map_err(ipv4_error)?;
+    let header = ip.header();
+    let header_len = header.slice().len();
+    let total_len = usize::from(header.total_len());
+    if total_len < header_len {
         return Err(DissectError::BadLength {
             layer: Layer::Ipv4,
             offset: 2,
@@ -83,85 +91,77 @@ pub fn parse_ipv4(data: &[u8]) -> Result<IpPacket<'_>> {
             available: data.len(),
         });
     }
-    let end = total_len.min(data.len());
-    let payload = data.get(ihl..end).unwrap_or_default();
-    let more_fragments = flags_frag & 0x2000 != 0;
-    let frag_offset = usize::from(flags_frag & 0x1fff).saturating_mul(8);
-    let fragment = (more_fragments || frag_offset != 0).then_some(FragmentInfo {
-        id: u32::from(id),
-        offset: frag_offset,
-        more_fragments,
+    if let Some(e) = auth_error {
+        return Err(match e {
+            ip_auth::HeaderSliceError::Len(l) => len_error(Layer::Ipv4, &l),
+            ip_auth::HeaderSliceError::Content(_) => DissectError::Invalid {
+                layer: Layer::Ipv4,
+                offset: header_len,
+                what: "authentication header length",
+                value: 0,
+            },
+        });
+    }
+    let payload = ip.payload();
+    let offset = usize::from(header.fragments_offset().value()).saturating_mul(8);
+    let fragment = payload.fragmented.then_some(FragmentInfo {
+        id: u32::from(header.identification()),
+        offset,
+        more_fragments: header.more_fragments(),
     });
     Ok(IpPacket {
-        src,
-        dst,
-        protocol,
+        src: IpAddr::V4(header.source_addr()),
+        dst: IpAddr::V4(header.destination_addr()),
+        protocol: payload.ip_number.0,
         fragment,
-        payload,
-        truncated: total_len > data.len(),
+        payload: payload.payload,
+        truncated: payload.incomplete,
     })
 }
 
 /// Decode an IPv6 header and its extension headers up to the upper protocol.
 pub fn parse_ipv6(data: &[u8]) -> Result<IpPacket<'_>> {
-    let b = Bytes::big(data, Layer::Ipv6);
-    let version = b.u8(0)? >> 4;
-    if version != 6 {
-        return Err(DissectError::Invalid {
-            layer: Layer::Ipv6,
-            offset: 0,
-            what: "version",
-            value: u64::from(version),
+    let (ip, ext_error) = LaxIpv6Slice::from_slice(data).map_err(ipv6_error)?;
+    if let Some((e, _)) = ext_error {
+        return Err(match e {
+            ipv6_exts::HeaderSliceError::Len(l) => len_error(Layer::Ipv6, &l),
+            ipv6_exts::HeaderSliceError::Content(_) => DissectError::Invalid {
+                layer: Layer::Ipv6,
+                offset: IPV6_HEADER_LEN,
+                what: "extension header order",
+                value: 0,
+            },
         });
     }
-    let payload_len = usize::from(b.be_u16(4)?);
-    let mut next = b.u8(6)?;
-    let src = IpAddr::V6(Ipv6Addr::from(b.array::<16>(8)?));
-    let dst = IpAddr::V6(Ipv6Addr::from(b.array::<16>(24)?));
-    let claimed_end = IPV6_HEADER_LEN.saturating_add(payload_len);
-    let end = claimed_end.min(data.len());
-    let mut offset = IPV6_HEADER_LEN;
-    let mut fragment = None;
-    for _ in 0..MAX_IPV6_EXTENSIONS {
-        match next {
-            IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_DEST_OPTS => {
-                next = b.u8(offset)?;
-                let len = usize::from(b.u8(offset.saturating_add(1))?)
-                    .saturating_add(1)
-                    .saturating_mul(8);
-                offset = offset.saturating_add(len);
-            }
-            IPV6_FRAGMENT => {
-                next = b.u8(offset)?;
-                let off_flags = b.be_u16(offset.saturating_add(2))?;
-                let id = b.be_u32(offset.saturating_add(4))?;
-                fragment = Some(FragmentInfo {
-                    id,
-                    offset: usize::from(off_flags >> 3).saturating_mul(8),
-                    more_fragments: off_flags & 1 != 0,
-                });
-                offset = offset.saturating_add(8);
-            }
-            _ => break,
-        }
-    }
-    // A fragment with offset 0 and M=0 is an "atomic fragment": a whole datagram.
-    let fragment = fragment.filter(|f| f.more_fragments || f.offset != 0);
-    if offset > end {
-        return Err(DissectError::BadLength {
-            layer: Layer::Ipv6,
-            offset,
-            claimed: offset,
-            available: end,
-        });
-    }
+    let header = ip.header();
+    let payload = ip.payload();
+    // etherparse says whether a fragment header fragments the payload (an "atomic
+    // fragment", offset 0 and M=0, is a whole datagram); the id and offset are read
+    // from that header.
+    let fragment = if payload.fragmented {
+        ip.extensions()
+            .clone()
+            .into_iter()
+            .find_map(|ext| match ext {
+                Ipv6ExtensionSlice::Fragment(f) if f.is_fragmenting_payload() => {
+                    Some(FragmentInfo {
+                        id: f.identification(),
+                        offset: usize::from(f.fragment_offset().value()).saturating_mul(8),
+                        more_fragments: f.more_fragments(),
+                    })
+                }
+                _ => None,
+            })
+    } else {
+        None
+    };
     Ok(IpPacket {
-        src,
-        dst,
-        protocol: next,
+        src: IpAddr::V6(header.source_addr()),
+        dst: IpAddr::V6(header.destination_addr()),
+        protocol: payload.ip_number.0,
         fragment,
-        payload: data.get(offset..end).unwrap_or_default(),
-        truncated: claimed_end > data.len(),
+        payload: payload.payload,
+        truncated: payload.incomplete,
     })
 }
 
@@ -178,11 +178,9 @@ pub struct UdpDatagram<'a> {
 }
 
 pub fn parse_udp(data: &[u8]) -> Result<UdpDatagram<'_>> {
-    let b = Bytes::big(data, Layer::Udp);
-    let src_port = b.be_u16(0)?;
-    let dst_port = b.be_u16(2)?;
-    let length = usize::from(b.be_u16(4)?);
-    if length < 8 && length != 0 {
+    let udp = UdpSlice::from_slice_lax(data).map_err(|e| len_error(Layer::Udp, &e))?;
+    let length = usize::from(udp.length());
+    if length < UDP_HEADER_LEN && length != 0 {
         return Err(DissectError::Invalid {
             layer: Layer::Udp,
             offset: 4,
@@ -190,17 +188,13 @@ pub fn parse_udp(data: &[u8]) -> Result<UdpDatagram<'_>> {
             value: length as u64,
         });
     }
-    // Length 0 appears with IPv6 jumbograms: the IP payload length rules.
-    let end = if length == 0 {
-        data.len()
-    } else {
-        length.min(data.len())
-    };
+    // Length 0 appears with IPv6 jumbograms: the IP payload length rules (etherparse
+    // then takes the whole slice, as it does when the capture holds less than claimed).
     Ok(UdpDatagram {
-        src_port,
-        dst_port,
+        src_port: udp.source_port(),
+        dst_port: udp.destination_port(),
         length,
-        payload: data.get(8..end).unwrap_or_default(),
+        payload: udp.payload(),
         truncated: length > data.len(),
     })
 }
@@ -284,7 +278,7 @@ mod tests {
     fn ipv6_with_fragment_header() {
         let mut p = vec![0x60, 0, 0, 0];
         p.extend_from_slice(&16u16.to_be_bytes());
-        p.extend_from_slice(&[IPV6_FRAGMENT, 64]);
+        p.extend_from_slice(&[44, 64]); // next header: fragment
         p.extend_from_slice(&[0u8; 32]);
         // fragment header: next UDP, offset 0, M=1, id 7
         p.extend_from_slice(&[PROTO_UDP, 0, 0, 1, 0, 0, 0, 7]);
@@ -295,6 +289,30 @@ mod tests {
         assert_eq!(f.id, 7);
         assert!(f.more_fragments);
         assert_eq!(ip.payload.len(), 8);
+    }
+
+    #[test]
+    fn ipv6_hop_by_hop_then_fragment_and_atomic_fragment() {
+        let build = |off_flags: [u8; 2]| {
+            let mut p = vec![0x60, 0, 0, 0];
+            p.extend_from_slice(&32u16.to_be_bytes());
+            p.extend_from_slice(&[0, 64]); // next header: hop-by-hop
+            p.extend_from_slice(&[0u8; 32]);
+            p.extend_from_slice(&[44, 0, 1, 4, 0, 0, 0, 0]); // hop-by-hop, PadN
+            p.extend_from_slice(&[PROTO_UDP, 0, off_flags[0], off_flags[1], 0, 0, 0, 9]);
+            p.extend_from_slice(&[0u8; 16]);
+            p
+        };
+        let frag = build([0x00, 0xa1]); // offset 20 units = 160 bytes, M=1
+        let ip = parse_ipv6(&frag).unwrap();
+        assert_eq!(ip.protocol, PROTO_UDP);
+        let f = ip.fragment.unwrap();
+        assert_eq!((f.id, f.offset, f.more_fragments), (9, 160, true));
+        assert_eq!(ip.payload.len(), 16);
+        let atomic = build([0, 0]);
+        let ip = parse_ipv6(&atomic).unwrap();
+        assert!(ip.fragment.is_none());
+        assert_eq!(ip.payload.len(), 16);
     }
 
     #[test]
