@@ -107,6 +107,15 @@ impl<'a> Bytes<'a> {
         })
     }
 
+    pub fn u64(&self, offset: usize) -> Result<u64> {
+        let a = self.array::<8>(offset)?;
+        Ok(if self.little_endian {
+            u64::from_le_bytes(a)
+        } else {
+            u64::from_be_bytes(a)
+        })
+    }
+
     /// Network byte order regardless of the slice's endianness (IP, UDP, locators' addresses).
     pub fn be_u16(&self, offset: usize) -> Result<u16> {
         Ok(u16::from_be_bytes(self.array::<2>(offset)?))

@@ -67,6 +67,9 @@ pub enum SkipReason {
     NotRtps,
     /// An ICMP error quoting an RTPS datagram: not traffic.
     IcmpQuotedRtps,
+    /// RTI Connext's 16-byte `NDDSPING` probe: an RTPS header that ends after the
+    /// vendor id with "NDDSPING" where the GUID prefix would be, no submessages.
+    RtiPing,
 }
 
 impl SkipReason {
@@ -76,6 +79,7 @@ impl SkipReason {
             SkipReason::NotUdp => "not_udp",
             SkipReason::NotRtps => "not_rtps",
             SkipReason::IcmpQuotedRtps => "icmp_quoted_rtps",
+            SkipReason::RtiPing => "rti_ping",
         }
     }
 }
@@ -139,6 +143,8 @@ pub struct DissectorStats {
     pub skipped_not_udp: u64,
     pub skipped_not_rtps: u64,
     pub skipped_icmp_quoted_rtps: u64,
+    /// RTI `NDDSPING` probes (RTPS, but no submessage and no participant).
+    pub rti_pings: u64,
     pub fragments_held: u64,
     pub fragments_dropped: u64,
     pub malformed: u64,
@@ -162,6 +168,7 @@ impl DissectorStats {
             self.skipped_not_udp,
             self.skipped_not_rtps,
             self.skipped_icmp_quoted_rtps,
+            self.rti_pings,
             self.fragments_held,
             self.fragments_dropped,
             self.malformed,
@@ -258,6 +265,7 @@ impl Dissector {
             FrameOutcome::Skipped(SkipReason::IcmpQuotedRtps) => {
                 inc(&mut s.skipped_icmp_quoted_rtps)
             }
+            FrameOutcome::Skipped(SkipReason::RtiPing) => inc(&mut s.rti_pings),
             FrameOutcome::FragmentHeld => inc(&mut s.fragments_held),
             FrameOutcome::FragmentDropped(_) => inc(&mut s.fragments_dropped),
             FrameOutcome::Malformed(_) => inc(&mut s.malformed),
@@ -360,11 +368,16 @@ fn process_frame<'a>(
         if !udp.payload.get(..4).is_some_and(is_rtps_magic) {
             return FrameOutcome::Skipped(SkipReason::NotRtps);
         }
+        if is_rti_ping(udp.payload) {
+            return FrameOutcome::Skipped(SkipReason::RtiPing);
+        }
         let header = match RtpsHeader::parse(udp.payload) {
             Ok(h) => h,
             Err(e) => return FrameOutcome::Malformed(e),
         };
-        let submessages: Vec<_> = SubmessageIter::new(udp.payload, &header).collect();
+        let on_wire = udp.length.saturating_sub(UDP_HEADER_LEN);
+        let submessages: Vec<_> =
+            SubmessageIter::with_wire_len(udp.payload, &header, on_wire).collect();
         let mut discovery = Vec::new();
         for sm in submessages.iter().flatten() {
             if let Some(rec) =
@@ -395,6 +408,16 @@ fn process_frame<'a>(
             topics: &*topics,
         })
     }
+}
+
+/// The UDP length field counts its own 8-byte header.
+const UDP_HEADER_LEN: usize = 8;
+
+/// Length of RTI's ping message: magic, version, vendor id, "NDDSPING".
+const RTI_PING_LEN: usize = 16;
+
+fn is_rti_ping(udp_payload: &[u8]) -> bool {
+    udp_payload.len() == RTI_PING_LEN && udp_payload.get(8..16) == Some(b"NDDSPING".as_slice())
 }
 
 /// Decode the discovery content of a DATA/DATA_FRAG from a built-in discovery writer.

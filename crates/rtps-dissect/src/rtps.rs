@@ -4,10 +4,154 @@
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
 use crate::plist::ParameterList;
-use crate::types::{EntityId, Guid, GuidPrefix, SequenceNumber, Time, VendorId};
+use crate::types::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time, VendorId};
 
 pub const RTPS_HEADER_LEN: usize = 20;
 const SUBMESSAGE_HEADER_LEN: usize = 4;
+
+/// Byte offsets of each submessage's fields, counted from the end of the 4-byte
+/// submessage header: the one place the wire layouts are spelled out.
+mod field {
+    pub type Field = usize;
+
+    pub mod acknack {
+        use super::Field;
+        pub const READER: Field = 0;
+        pub const WRITER: Field = 4;
+        /// readerSNState (SequenceNumberSet), then count.
+        pub const SN_STATE: Field = 8;
+    }
+    pub mod heartbeat {
+        use super::Field;
+        pub const READER: Field = 0;
+        pub const WRITER: Field = 4;
+        pub const FIRST_SN: Field = 8;
+        pub const LAST_SN: Field = 16;
+        pub const COUNT: Field = 24;
+    }
+    pub mod gap {
+        use super::Field;
+        pub const READER: Field = 0;
+        pub const WRITER: Field = 4;
+        pub const GAP_START: Field = 8;
+        /// gapList (SequenceNumberSet).
+        pub const GAP_LIST: Field = 16;
+    }
+    pub mod info_ts {
+        use super::Field;
+        pub const SECONDS: Field = 0;
+        pub const FRACTION: Field = 4;
+    }
+    pub mod info_src {
+        use super::Field;
+        /// After 4 unused bytes.
+        pub const VERSION_MAJOR: Field = 4;
+        pub const VERSION_MINOR: Field = 5;
+        pub const VENDOR: Field = 6;
+        pub const GUID_PREFIX: Field = 8;
+    }
+    pub mod info_reply_ip4 {
+        use super::Field;
+        pub const ADDRESS: Field = 0;
+        pub const PORT: Field = 4;
+    }
+    pub mod info_dst {
+        use super::Field;
+        pub const GUID_PREFIX: Field = 0;
+    }
+    pub mod info_reply {
+        use super::Field;
+        pub const UNICAST_LOCATOR_COUNT: Field = 0;
+    }
+    pub mod nack_frag {
+        use super::Field;
+        pub const READER: Field = 0;
+        pub const WRITER: Field = 4;
+        pub const WRITER_SN: Field = 8;
+        /// fragmentNumberState (FragmentNumberSet), then count.
+        pub const FRAG_STATE: Field = 16;
+    }
+    pub mod heartbeat_frag {
+        use super::Field;
+        pub const READER: Field = 0;
+        pub const WRITER: Field = 4;
+        pub const WRITER_SN: Field = 8;
+        pub const LAST_FRAGMENT: Field = 16;
+        pub const COUNT: Field = 20;
+    }
+    /// DATA (extraFlags at 0); DATA_FRAG shares its first fields.
+    pub mod data {
+        use super::Field;
+        pub const OCTETS_TO_INLINE_QOS: Field = 2;
+        pub const READER: Field = 4;
+        pub const WRITER: Field = 8;
+        pub const WRITER_SN: Field = 12;
+        /// octetsToInlineQos counts from here (the end of its own field).
+        pub const INLINE_QOS_BASE: Field = 4;
+    }
+    pub mod data_frag {
+        use super::Field;
+        pub use super::data::{
+            INLINE_QOS_BASE, OCTETS_TO_INLINE_QOS, READER, WRITER, WRITER_SN,
+        };
+        pub const FRAGMENT_STARTING_NUM: Field = 20;
+        pub const FRAGMENTS_IN_SUBMESSAGE: Field = 24;
+        pub const FRAGMENT_SIZE: Field = 26;
+        pub const SAMPLE_SIZE: Field = 28;
+    }
+    /// Sequence/fragment number sets, from the start of the set.
+    pub mod sn_set {
+        use super::Field;
+        pub const BASE: Field = 0;
+        pub const NUM_BITS: Field = 8;
+        pub const BITMAP: Field = 12;
+    }
+    pub mod frag_set {
+        use super::Field;
+        pub const BASE: Field = 0;
+        pub const NUM_BITS: Field = 4;
+        pub const BITMAP: Field = 8;
+    }
+    /// Fast DDS 0x80 statistics (`StatisticsSubmessageData`).
+    pub mod fastdds_statistics {
+        use super::Field;
+        pub const LOCATOR_KIND: Field = 0;
+        pub const LOCATOR_PORT: Field = 4;
+        pub const LOCATOR_ADDRESS: Field = 8;
+        pub const TS_SECONDS: Field = 24;
+        pub const TS_FRACTION: Field = 28;
+        pub const SEQUENCE: Field = 32;
+        pub const BYTES: Field = 40;
+        pub const BYTES_HIGH: Field = 48;
+    }
+}
+
+/// Where the entity ids and writer SN of a submessage sit, for the kinds that have
+/// them: (reader, writer, writer SN).
+fn id_fields(kind: SubmessageKind) -> Option<(usize, usize, Option<usize>)> {
+    Some(match kind {
+        SubmessageKind::Data => (field::data::READER, field::data::WRITER, Some(field::data::WRITER_SN)),
+        SubmessageKind::DataFrag => (
+            field::data_frag::READER,
+            field::data_frag::WRITER,
+            Some(field::data_frag::WRITER_SN),
+        ),
+        SubmessageKind::NackFrag => (
+            field::nack_frag::READER,
+            field::nack_frag::WRITER,
+            Some(field::nack_frag::WRITER_SN),
+        ),
+        SubmessageKind::HeartbeatFrag => (
+            field::heartbeat_frag::READER,
+            field::heartbeat_frag::WRITER,
+            Some(field::heartbeat_frag::WRITER_SN),
+        ),
+        SubmessageKind::AckNack => (field::acknack::READER, field::acknack::WRITER, None),
+        SubmessageKind::Heartbeat => (field::heartbeat::READER, field::heartbeat::WRITER, None),
+        SubmessageKind::Gap => (field::gap::READER, field::gap::WRITER, None),
+        _ => return None,
+    })
+}
 
 /// `RTPS`, and `RTPX` (used by some RTI tools).
 pub fn is_rtps_magic(b: &[u8]) -> bool {
@@ -76,6 +220,10 @@ pub enum SubmessageKind {
     SecPostfix,
     SrtpsPrefix,
     SrtpsPostfix,
+    /// 0x80–0xff: reserved by RTPS for vendors; the meaning depends on the sender's
+    /// vendor id ([`VendorSubmessage`]).
+    VendorSpecific(u8),
+    /// A standard-range id that no RTPS version defines.
     Unknown(u8),
 }
 
@@ -100,6 +248,7 @@ impl SubmessageKind {
             0x32 => Self::SecPostfix,
             0x33 => Self::SrtpsPrefix,
             0x34 => Self::SrtpsPostfix,
+            0x80..=0xff => Self::VendorSpecific(id),
             other => Self::Unknown(other),
         }
     }
@@ -125,6 +274,7 @@ impl SubmessageKind {
             Self::SecPostfix => "SEC_POSTFIX",
             Self::SrtpsPrefix => "SRTPS_PREFIX",
             Self::SrtpsPostfix => "SRTPS_POSTFIX",
+            Self::VendorSpecific(_) => "VENDOR_SPECIFIC",
             Self::Unknown(_) => "UNKNOWN",
         }
     }
@@ -304,10 +454,82 @@ pub enum SubmessageBody<'a> {
     Security {
         bytes: &'a [u8],
     },
-    /// Vendor-specific or unknown submessage ids, kept whole.
+    /// A vendor-specific submessage (id 0x80–0xff), decoded when the sender's vendor
+    /// defines it, kept whole either way.
+    VendorSpecific {
+        known: Option<VendorSubmessage>,
+        bytes: &'a [u8],
+    },
+    /// An undefined standard id, kept whole.
     Unknown {
         bytes: &'a [u8],
     },
+}
+
+/// Vendor-specific submessages whose meaning we know, by (vendor id, submessage id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VendorSubmessage {
+    /// eProsima Fast DDS 0x80 `FASTDDS_STATISTICS_NETWORK` (appended to every message
+    /// when Fast DDS is built with statistics, as Debian and ROS 2 build it).
+    FastDdsStatistics(FastDdsStatistics),
+    /// RTI Connext 0x80: CRC of the message.
+    RtiCrc,
+    /// RTI Connext 0x81.
+    RtiDataFragSession,
+    /// RTI Connext 0x82: RTI WAN transport binding ping.
+    RtiUdpWanBindingPing,
+}
+
+impl VendorSubmessage {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::FastDdsStatistics(_) => "FASTDDS_STATISTICS",
+            Self::RtiCrc => "RTI_CRC",
+            Self::RtiDataFragSession => "RTI_DATA_FRAG_SESSION",
+            Self::RtiUdpWanBindingPing => "RTI_UDP_WAN_BINDING_PING",
+        }
+    }
+
+    fn parse(vendor: VendorId, id: u8, b: &Bytes<'_>) -> Result<Option<Self>> {
+        Ok(match (vendor, id) {
+            (VendorId::FAST_DDS, 0x80) => {
+                use field::fastdds_statistics as f;
+                Some(Self::FastDdsStatistics(FastDdsStatistics {
+                    destination: Locator {
+                        kind: b.i32(f::LOCATOR_KIND)?,
+                        port: b.u32(f::LOCATOR_PORT)?,
+                        address: b.array::<16>(f::LOCATOR_ADDRESS)?,
+                    },
+                    timestamp: Time {
+                        seconds: b.i32(f::TS_SECONDS)?,
+                        fraction: b.u32(f::TS_FRACTION)?,
+                    },
+                    sequence: b.u64(f::SEQUENCE)?,
+                    bytes: b.u64(f::BYTES)?,
+                    bytes_high: b.u64(f::BYTES_HIGH)?,
+                }))
+            }
+            (VendorId::RTI_CONNEXT, 0x80) => Some(Self::RtiCrc),
+            (VendorId::RTI_CONNEXT, 0x81) => Some(Self::RtiDataFragSession),
+            (VendorId::RTI_CONNEXT, 0x82) => Some(Self::RtiUdpWanBindingPing),
+            _ => None,
+        })
+    }
+}
+
+/// Fast DDS' network statistics submessage: what the sender had sent to `destination`
+/// when it sent this message (its statistics module derives network latency and loss
+/// from it on the receiving side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastDdsStatistics {
+    pub destination: Locator,
+    /// Sender's clock when the message was sent.
+    pub timestamp: Time,
+    /// Messages sent to `destination` so far.
+    pub sequence: u64,
+    /// Bytes sent to `destination` so far (`bytes_high` counts wraps of `bytes`).
+    pub bytes: u64,
+    pub bytes_high: u64,
 }
 
 /// Where a DATA_FRAG's fragments sit in their sample.
@@ -381,6 +603,9 @@ pub struct Submessage<'a> {
     pub truncated: bool,
     /// Body bytes actually present (less than `length` when truncated).
     pub captured: usize,
+    /// Body bytes the message holds on the wire: `captured` plus what a snaplen cut
+    /// off, never more than the datagram carried (a length claiming more is a lie).
+    pub on_wire: usize,
     pub ctx: Context,
     pub body: SubmessageBody<'a>,
 }
@@ -480,9 +705,9 @@ impl<'a> Submessage<'a> {
 
     /// Bytes of serialized data this submessage carries on the wire (DATA payload incl.
     /// its encapsulation header, or DATA_FRAG fragment bytes), counting bytes a snaplen
-    /// cut off.
+    /// cut off but not bytes a too-large length claims beyond the datagram.
     pub fn payload_size(&self) -> Option<usize> {
-        let cut = self.length.saturating_sub(self.captured);
+        let cut = self.on_wire.saturating_sub(self.captured);
         match &self.body {
             SubmessageBody::Data { payload, .. } => {
                 Some(payload.map_or(0, |p| p.bytes.len().saturating_add(cut)))
@@ -520,10 +745,12 @@ fn bitmap_len(num_bits: u32, offset: usize) -> Result<usize> {
 
 /// Parse a SequenceNumberSet at `offset`; returns it and the offset after it.
 fn read_sn_set<'a>(b: &Bytes<'a>, offset: usize) -> Result<(SequenceNumberSet<'a>, usize)> {
-    let base = read_sn(b, offset)?;
-    let num_bits = b.u32(offset.saturating_add(8))?;
-    let words = bitmap_len(num_bits, offset.saturating_add(8))?;
-    let start = offset.saturating_add(12);
+    use field::sn_set as f;
+    let base = read_sn(b, offset.saturating_add(f::BASE))?;
+    let num_bits_at = offset.saturating_add(f::NUM_BITS);
+    let num_bits = b.u32(num_bits_at)?;
+    let words = bitmap_len(num_bits, num_bits_at)?;
+    let start = offset.saturating_add(f::BITMAP);
     let bitmap = b.slice(start, words)?;
     Ok((
         SequenceNumberSet {
@@ -537,10 +764,12 @@ fn read_sn_set<'a>(b: &Bytes<'a>, offset: usize) -> Result<(SequenceNumberSet<'a
 }
 
 fn read_frag_set<'a>(b: &Bytes<'a>, offset: usize) -> Result<(FragmentNumberSet<'a>, usize)> {
-    let base = b.u32(offset)?;
-    let num_bits = b.u32(offset.saturating_add(4))?;
-    let words = bitmap_len(num_bits, offset.saturating_add(4))?;
-    let start = offset.saturating_add(8);
+    use field::frag_set as f;
+    let base = b.u32(offset.saturating_add(f::BASE))?;
+    let num_bits_at = offset.saturating_add(f::NUM_BITS);
+    let num_bits = b.u32(num_bits_at)?;
+    let words = bitmap_len(num_bits, num_bits_at)?;
+    let start = offset.saturating_add(f::BITMAP);
     let bitmap = b.slice(start, words)?;
     Ok((
         FragmentNumberSet {
@@ -569,90 +798,137 @@ const FLAG_DATA_K: u8 = 0x08;
 const FLAG_DATAFRAG_Q: u8 = 0x02;
 const FLAG_DATAFRAG_K: u8 = 0x04;
 
-/// Decode a submessage body. `body` is exactly the submessage's bytes after its header.
-pub fn parse_body(kind: SubmessageKind, flags: u8, body: &[u8]) -> Result<SubmessageBody<'_>> {
+/// A writer SN that names a sample: RTPS sequence numbers start at 1.
+fn read_valid_sn(b: &Bytes<'_>, offset: usize, what: &'static str) -> Result<SequenceNumber> {
+    let sn = read_sn(b, offset)?;
+    if sn < 1 {
+        return Err(DissectError::Invalid {
+            layer: Layer::Submessage,
+            offset,
+            what,
+            value: sn as u64,
+        });
+    }
+    Ok(sn)
+}
+
+/// Decode a submessage body. `body` is exactly the submessage's bytes after its header;
+/// `vendor` is the sender's (it gives vendor-specific ids their meaning).
+pub fn parse_body(
+    kind: SubmessageKind,
+    flags: u8,
+    body: &[u8],
+    vendor: VendorId,
+) -> Result<SubmessageBody<'_>> {
     let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
     Ok(match kind {
         SubmessageKind::Pad => SubmessageBody::Pad,
         SubmessageKind::AckNack => {
-            let (set, after) = read_sn_set(&b, 8)?;
+            use field::acknack as f;
+            let (set, after) = read_sn_set(&b, f::SN_STATE)?;
             SubmessageBody::AckNack {
-                reader: read_entity(&b, 0)?,
-                writer: read_entity(&b, 4)?,
+                reader: read_entity(&b, f::READER)?,
+                writer: read_entity(&b, f::WRITER)?,
                 reader_sn_state: set,
                 count: b.i32(after)?,
                 final_flag: flags & 0x02 != 0,
             }
         }
-        SubmessageKind::Heartbeat => SubmessageBody::Heartbeat {
-            reader: read_entity(&b, 0)?,
-            writer: read_entity(&b, 4)?,
-            first_sn: read_sn(&b, 8)?,
-            last_sn: read_sn(&b, 16)?,
-            count: b.i32(24)?,
-            final_flag: flags & 0x02 != 0,
-            liveliness_flag: flags & 0x04 != 0,
-        },
+        SubmessageKind::Heartbeat => {
+            use field::heartbeat as f;
+            SubmessageBody::Heartbeat {
+                reader: read_entity(&b, f::READER)?,
+                writer: read_entity(&b, f::WRITER)?,
+                first_sn: read_sn(&b, f::FIRST_SN)?,
+                last_sn: read_sn(&b, f::LAST_SN)?,
+                count: b.i32(f::COUNT)?,
+                final_flag: flags & 0x02 != 0,
+                liveliness_flag: flags & 0x04 != 0,
+            }
+        }
         SubmessageKind::Gap => {
-            let (set, _) = read_sn_set(&b, 16)?;
+            use field::gap as f;
+            // A GAP that starts at or below SN 0 names no sample (SNs start at 1); taking
+            // it would mark every later SN as already dealt with.
+            let gap_start = read_valid_sn(&b, f::GAP_START, "GAP gapStart")?;
+            let (set, _) = read_sn_set(&b, f::GAP_LIST)?;
+            if set.base < 1 {
+                return Err(DissectError::Invalid {
+                    layer: Layer::Submessage,
+                    offset: f::GAP_LIST,
+                    what: "GAP gapList base",
+                    value: set.base as u64,
+                });
+            }
             SubmessageBody::Gap {
-                reader: read_entity(&b, 0)?,
-                writer: read_entity(&b, 4)?,
-                gap_start: read_sn(&b, 8)?,
+                reader: read_entity(&b, f::READER)?,
+                writer: read_entity(&b, f::WRITER)?,
+                gap_start,
                 gap_list: set,
             }
         }
         SubmessageKind::InfoTs => {
+            use field::info_ts as f;
             if flags & 0x02 != 0 {
                 SubmessageBody::InfoTs { timestamp: None }
             } else {
                 SubmessageBody::InfoTs {
                     timestamp: Some(Time {
-                        seconds: b.i32(0)?,
-                        fraction: b.u32(4)?,
+                        seconds: b.i32(f::SECONDS)?,
+                        fraction: b.u32(f::FRACTION)?,
                     }),
                 }
             }
         }
-        SubmessageKind::InfoSrc => SubmessageBody::InfoSrc {
-            version: (b.u8(4)?, b.u8(5)?),
-            vendor: VendorId(b.array::<2>(6)?),
-            guid_prefix: GuidPrefix(b.array::<12>(8)?),
-        },
-        SubmessageKind::InfoReplyIp4 => SubmessageBody::InfoReplyIp4 {
-            address: b.array::<4>(0)?,
-            port: b.u32(4)?,
-        },
+        SubmessageKind::InfoSrc => {
+            use field::info_src as f;
+            SubmessageBody::InfoSrc {
+                version: (b.u8(f::VERSION_MAJOR)?, b.u8(f::VERSION_MINOR)?),
+                vendor: VendorId(b.array::<2>(f::VENDOR)?),
+                guid_prefix: GuidPrefix(b.array::<12>(f::GUID_PREFIX)?),
+            }
+        }
+        SubmessageKind::InfoReplyIp4 => {
+            use field::info_reply_ip4 as f;
+            SubmessageBody::InfoReplyIp4 {
+                address: b.array::<4>(f::ADDRESS)?,
+                port: b.u32(f::PORT)?,
+            }
+        }
         SubmessageKind::InfoDst => SubmessageBody::InfoDst {
-            guid_prefix: GuidPrefix(b.array::<12>(0)?),
+            guid_prefix: GuidPrefix(b.array::<12>(field::info_dst::GUID_PREFIX)?),
         },
         SubmessageKind::InfoReply => SubmessageBody::InfoReply {
-            unicast_locators: b.u32(0)?,
+            unicast_locators: b.u32(field::info_reply::UNICAST_LOCATOR_COUNT)?,
         },
         SubmessageKind::NackFrag => {
-            let (set, after) = read_frag_set(&b, 16)?;
+            use field::nack_frag as f;
+            let (set, after) = read_frag_set(&b, f::FRAG_STATE)?;
             SubmessageBody::NackFrag {
-                reader: read_entity(&b, 0)?,
-                writer: read_entity(&b, 4)?,
-                writer_sn: read_sn(&b, 8)?,
+                reader: read_entity(&b, f::READER)?,
+                writer: read_entity(&b, f::WRITER)?,
+                writer_sn: read_sn(&b, f::WRITER_SN)?,
                 fragment_number_state: set,
                 count: b.i32(after)?,
             }
         }
-        SubmessageKind::HeartbeatFrag => SubmessageBody::HeartbeatFrag {
-            reader: read_entity(&b, 0)?,
-            writer: read_entity(&b, 4)?,
-            writer_sn: read_sn(&b, 8)?,
-            last_fragment_num: b.u32(16)?,
-            count: b.i32(20)?,
-        },
+        SubmessageKind::HeartbeatFrag => {
+            use field::heartbeat_frag as f;
+            SubmessageBody::HeartbeatFrag {
+                reader: read_entity(&b, f::READER)?,
+                writer: read_entity(&b, f::WRITER)?,
+                writer_sn: read_sn(&b, f::WRITER_SN)?,
+                last_fragment_num: b.u32(f::LAST_FRAGMENT)?,
+                count: b.i32(f::COUNT)?,
+            }
+        }
         SubmessageKind::Data => {
-            // extraFlags(2) octetsToInlineQos(2) readerId writerId writerSN
-            let otiq = usize::from(b.u16(2)?);
-            let reader = read_entity(&b, 4)?;
-            let writer = read_entity(&b, 8)?;
-            let writer_sn = read_sn(&b, 12)?;
-            let mut pos = 4usize.saturating_add(otiq);
+            use field::data as f;
+            let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
+            let reader = read_entity(&b, f::READER)?;
+            let writer = read_entity(&b, f::WRITER)?;
+            let writer_sn = read_sn(&b, f::WRITER_SN)?;
+            let mut pos = f::INLINE_QOS_BASE.saturating_add(otiq);
             let mut inline_qos = None;
             if flags & FLAG_DATA_Q != 0 {
                 let (q, after) = read_inline_qos(&b, pos)?;
@@ -674,15 +950,16 @@ pub fn parse_body(kind: SubmessageKind, flags: u8, body: &[u8]) -> Result<Submes
             }
         }
         SubmessageKind::DataFrag => {
-            let otiq = usize::from(b.u16(2)?);
-            let reader = read_entity(&b, 4)?;
-            let writer = read_entity(&b, 8)?;
-            let writer_sn = read_sn(&b, 12)?;
-            let fragment_starting_num = b.u32(20)?;
-            let fragments_in_submessage = b.u16(24)?;
-            let fragment_size = b.u16(26)?;
-            let sample_size = b.u32(28)?;
-            let mut pos = 4usize.saturating_add(otiq);
+            use field::data_frag as f;
+            let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
+            let reader = read_entity(&b, f::READER)?;
+            let writer = read_entity(&b, f::WRITER)?;
+            let writer_sn = read_sn(&b, f::WRITER_SN)?;
+            let fragment_starting_num = b.u32(f::FRAGMENT_STARTING_NUM)?;
+            let fragments_in_submessage = b.u16(f::FRAGMENTS_IN_SUBMESSAGE)?;
+            let fragment_size = b.u16(f::FRAGMENT_SIZE)?;
+            let sample_size = b.u32(f::SAMPLE_SIZE)?;
+            let mut pos = f::INLINE_QOS_BASE.saturating_add(otiq);
             let mut inline_qos = None;
             if flags & FLAG_DATAFRAG_Q != 0 {
                 let (q, after) = read_inline_qos(&b, pos)?;
@@ -707,6 +984,10 @@ pub fn parse_body(kind: SubmessageKind, flags: u8, body: &[u8]) -> Result<Submes
         | SubmessageKind::SecPostfix
         | SubmessageKind::SrtpsPrefix
         | SubmessageKind::SrtpsPostfix => SubmessageBody::Security { bytes: body },
+        SubmessageKind::VendorSpecific(id) => SubmessageBody::VendorSpecific {
+            known: VendorSubmessage::parse(vendor, id, &b)?,
+            bytes: body,
+        },
         SubmessageKind::Unknown(_) => SubmessageBody::Unknown { bytes: body },
     })
 }
@@ -719,6 +1000,9 @@ pub struct SubmessageError {
     pub offset: usize,
     pub id: u8,
     pub flags: u8,
+    /// Body length as the submessage header claims it (octetsToNextHeader; the rest of
+    /// the message when that is 0); 0 when not even the header was there.
+    pub length: usize,
     pub error: DissectError,
     pub ctx: Context,
     pub reader: Option<EntityId>,
@@ -750,15 +1034,12 @@ fn partial_fields(
     body: &[u8],
 ) -> (Option<EntityId>, Option<EntityId>, Option<SequenceNumber>) {
     let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
-    let (ids_at, sn_at) = match kind {
-        SubmessageKind::Data | SubmessageKind::DataFrag => (4, Some(12)),
-        SubmessageKind::NackFrag | SubmessageKind::HeartbeatFrag => (0, Some(8)),
-        SubmessageKind::AckNack | SubmessageKind::Heartbeat | SubmessageKind::Gap => (0, None),
-        _ => return (None, None, None),
+    let Some((reader_at, writer_at, sn_at)) = id_fields(kind) else {
+        return (None, None, None);
     };
     (
-        read_entity(&b, ids_at).ok(),
-        read_entity(&b, ids_at.saturating_add(4)).ok(),
+        read_entity(&b, reader_at).ok(),
+        read_entity(&b, writer_at).ok(),
         sn_at.and_then(|o| read_sn(&b, o).ok()),
     )
 }
@@ -766,6 +1047,8 @@ fn partial_fields(
 /// Walks the submessages of one RTPS message, applying INFO_* context.
 pub struct SubmessageIter<'a> {
     data: &'a [u8],
+    /// Length of the message on the wire (≥ `data.len()` when a snaplen cut it).
+    wire_len: usize,
     offset: usize,
     index: usize,
     ctx: Context,
@@ -773,10 +1056,16 @@ pub struct SubmessageIter<'a> {
 }
 
 impl<'a> SubmessageIter<'a> {
-    /// `message` starts at the RTPS header.
+    /// `message` starts at the RTPS header and is whole.
     pub fn new(message: &'a [u8], header: &RtpsHeader) -> Self {
+        Self::with_wire_len(message, header, message.len())
+    }
+
+    /// `message` is what the capture holds of a message `wire_len` bytes long on the wire.
+    pub fn with_wire_len(message: &'a [u8], header: &RtpsHeader, wire_len: usize) -> Self {
         Self {
             data: message,
+            wire_len: wire_len.max(message.len()),
             offset: RTPS_HEADER_LEN,
             index: 0,
             ctx: Context {
@@ -819,6 +1108,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
                     offset: start,
                     id: hb.u8(start).unwrap_or(0),
                     flags: 0,
+                    length: 0,
                     ctx: self.ctx,
                     reader: None,
                     writer: None,
@@ -849,7 +1139,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
             self.done = true;
         }
         let body = self.data.get(body_start..body_end).unwrap_or_default();
-        match parse_body(kind, flags, body) {
+        match parse_body(kind, flags, body, self.ctx.src_vendor) {
             Ok(parsed) => {
                 // Context applies to what follows; an INFO_* submessage itself carries
                 // the context it establishes.
@@ -882,6 +1172,9 @@ impl<'a> Iterator for SubmessageIter<'a> {
                     length: claimed,
                     truncated,
                     captured: body_len,
+                    on_wire: claimed
+                        .min(self.wire_len.saturating_sub(body_start))
+                        .max(body_len),
                     ctx,
                     body: parsed,
                 }))
@@ -893,6 +1186,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
                     offset: start,
                     id,
                     flags,
+                    length: claimed,
                     ctx: self.ctx,
                     reader,
                     writer,

@@ -220,14 +220,15 @@ impl Locator {
     pub const KIND_UDPV6: i32 = 2;
     pub const KIND_TCPV4: i32 = 4;
     pub const KIND_TCPV6: i32 = 8;
-    /// Cyclone DDS shared memory (iceoryx), `DDSI_LOCATOR_KIND_SHEM`.
-    pub const KIND_CYCLONE_SHEM: i32 = 16;
-    /// Fast DDS shared memory transport, `LOCATOR_KIND_SHM`.
-    pub const KIND_FASTDDS_SHM: i32 = 0x0100_0000;
+    /// Shared memory: Fast DDS `LOCATOR_KIND_SHM` (address 'U' + the host id) and
+    /// Cyclone DDS `DDSI_LOCATOR_KIND_SHEM` (iceoryx) both use 16.
+    pub const KIND_SHM: i32 = 16;
+    /// RTI Connext shared memory (`NDDS_TRANSPORT_CLASSID_SHMEM` as a locator kind).
+    pub const KIND_RTI_SHMEM: i32 = 0x0100_0000;
 
     /// True for locator kinds whose traffic never reaches the network.
     pub fn is_shared_memory(&self) -> bool {
-        matches!(self.kind, Self::KIND_CYCLONE_SHEM | Self::KIND_FASTDDS_SHM)
+        matches!(self.kind, Self::KIND_SHM | Self::KIND_RTI_SHMEM)
     }
 
     pub fn kind_name(&self) -> &'static str {
@@ -236,7 +237,7 @@ impl Locator {
             Self::KIND_UDPV6 => "udpv6",
             Self::KIND_TCPV4 => "tcpv4",
             Self::KIND_TCPV6 => "tcpv6",
-            Self::KIND_CYCLONE_SHEM | Self::KIND_FASTDDS_SHM => "shm",
+            Self::KIND_SHM | Self::KIND_RTI_SHMEM => "shm",
             _ => "other",
         }
     }

@@ -274,8 +274,112 @@ fn security_and_vendor_submessages_are_kept_and_do_not_stop_the_rest() {
     let v: Vec<_> = parse(&msg).into_iter().map(Result::unwrap).collect();
     assert_eq!(v[0].kind, SubmessageKind::SrtpsPrefix);
     assert!(matches!(v[0].body, SubmessageBody::Security { .. }));
-    assert_eq!(v[1].kind, SubmessageKind::Unknown(0x80));
+    // 0x80 from Cyclone (the header's vendor) has no meaning we know: vendor-specific.
+    assert_eq!(v[1].kind, SubmessageKind::VendorSpecific(0x80));
+    assert_eq!(v[1].kind.name(), "VENDOR_SPECIFIC");
+    assert!(matches!(
+        v[1].body,
+        SubmessageBody::VendorSpecific { known: None, .. }
+    ));
     assert_eq!(v[2].kind, SubmessageKind::Unknown(0x70));
+    assert_eq!(v[2].kind.name(), "UNKNOWN");
+}
+
+/// Bytes of a Fast DDS 2.9.1 statistics submessage as sent in tests/pcaps/k_fastdds.
+const FASTDDS_STATISTICS: &str = "80 01 3800 \
+    01000000 f31c0000 00000000 00000000 00000000 0ac80002 \
+    0200046b 1e21461e 9400000000000000 e8401b0000000000 0000000000000000";
+
+#[test]
+fn vendor_submessages_take_their_meaning_from_the_sender_vendor() {
+    use rtps_dissect::rtps::VendorSubmessage;
+    let fast = hexb(&format!(
+        "52545053 0203 010f 010f25e39f087b9800000000 {FASTDDS_STATISTICS}"
+    ));
+    let sm = one(&fast);
+    assert_eq!(sm.kind, SubmessageKind::VendorSpecific(0x80));
+    let SubmessageBody::VendorSpecific {
+        known: Some(VendorSubmessage::FastDdsStatistics(st)),
+        bytes,
+    } = &sm.body
+    else {
+        panic!("{:?}", sm.body)
+    };
+    assert_eq!(bytes.len(), 56);
+    assert_eq!(st.destination.to_string(), "udpv4:10.200.0.2:7411");
+    assert_eq!(st.timestamp.seconds, 1_795_424_258);
+    assert_eq!(st.sequence, 148);
+    assert_eq!(st.bytes, 0x1b_40e8);
+    assert_eq!(st.bytes_high, 0);
+
+    // The same id from RTI Connext is its CRC submessage.
+    let rti = hexb("52545053 0201 0101 0102030405060708090a0b0c 80 00 0008 0000000112345678");
+    let sm = one(&rti);
+    match &sm.body {
+        SubmessageBody::VendorSpecific { known: Some(k), .. } => assert_eq!(k.name(), "RTI_CRC"),
+        b => panic!("{b:?}"),
+    }
+}
+
+#[test]
+fn gap_naming_sn_zero_is_rejected() {
+    // gapStart 0, gapList base 1: names no sample.
+    let msg = message("08 01 1c00 00000000 00000302 00000000 00000000 00000000 01000000 00000000");
+    let v = parse(&msg);
+    let e = v[0].as_ref().expect_err("SN 0 names no sample");
+    assert_eq!(e.kind(), SubmessageKind::Gap);
+    assert_eq!(e.length, 28, "the header's length is kept");
+    assert_eq!(e.writer.unwrap().to_string(), "00000302");
+    // gapList base 0 is just as invalid.
+    let msg = message("08 01 1c00 00000000 00000302 00000000 01000000 00000000 00000000 00000000");
+    assert!(parse(&msg)[0].is_err());
+}
+
+#[test]
+fn an_error_keeps_the_length_its_header_claims() {
+    let msg = message("15 05 0800 0000 1000 00000000");
+    let e = parse(&msg).remove(0).unwrap_err();
+    assert_eq!(e.length, 8);
+}
+
+#[test]
+fn a_data_cut_short_counts_only_the_bytes_present() {
+    // octetsToNextHeader says 0x40 bytes, the message holds 24 + 4 of payload.
+    let msg = message("15 05 4000 0000 1000 00000000 00001503 00000000 01000000 00010000 aabbccdd");
+    let sm = one(&msg);
+    assert!(sm.truncated);
+    assert_eq!(sm.length, 0x40);
+    assert_eq!(sm.payload_size(), Some(8));
+}
+
+#[test]
+fn a_snaplen_cut_data_counts_its_bytes_on_the_wire() {
+    let msg = message("15 05 4000 0000 1000 00000000 00001503 00000000 01000000 00010000 aabbccdd");
+    let h = RtpsHeader::parse(&msg).unwrap();
+    // The datagram held the whole 0x40-byte submessage; the capture kept less.
+    let wire = 20 + 4 + 0x40;
+    let sm = SubmessageIter::with_wire_len(&msg, &h, wire)
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(sm.payload_size(), Some(0x40 - 20));
+}
+
+#[test]
+fn rti_ping_is_counted_apart_not_malformed() {
+    let f = udp_frame(&hexb("52545053 0201 0101 4e444453 50494e47"));
+    let mut d = Dissector::default();
+    let out = d.process(&Frame {
+        number: 1,
+        ts_ns: 1,
+        link: LinkType::Ethernet,
+        data: &f,
+        orig_len: f.len() as u32,
+    });
+    assert!(matches!(out, FrameOutcome::Skipped(SkipReason::RtiPing)));
+    let st = d.stats();
+    assert_eq!((st.rti_pings, st.malformed), (1, 0));
+    assert!(st.reconciles());
 }
 
 #[test]
@@ -433,7 +537,7 @@ fn sedp_publication_with_qos() {
     assert_eq!(e.qos.partitions, vec!["a".to_string(), "b".to_string()]);
     assert_eq!(e.qos.data_representation, vec![0, 2]);
     assert!(e.shared_memory_only());
-    assert_eq!(e.unicast_locators[0].kind, Locator::KIND_CYCLONE_SHEM);
+    assert_eq!(e.unicast_locators[0].kind, Locator::KIND_SHM);
 }
 
 #[test]
