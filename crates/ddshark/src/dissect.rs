@@ -87,7 +87,7 @@ pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
     if !quiet {
         let s = summary.stats;
         eprintln!(
-            "ddshark: {}: {} frames, {} RTPS datagrams, {} submessages ({} undecodable), {} discovery records; skipped {} non-IP, {} non-UDP, {} non-RTPS UDP, {} ICMP quoting RTPS; {} malformed; IP fragments {} (reassembled {}, incomplete {})",
+            "ddshark: {}: {} frames, {} RTPS datagrams, {} submessages ({} undecodable), {} discovery records; skipped {} non-IP, {} non-UDP, {} non-RTPS UDP, {} ICMP quoting RTPS, {} RTI pings; {} malformed; IP fragments {} (reassembled {}, incomplete {})",
             file.display(),
             s.frames,
             s.rtps_datagrams,
@@ -98,6 +98,7 @@ pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
             s.skipped_not_udp,
             s.skipped_not_rtps,
             s.skipped_icmp_quoted_rtps,
+            s.rti_pings,
             s.malformed,
             s.ip.fragments,
             s.ip.reassembled,

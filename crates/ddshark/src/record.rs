@@ -14,6 +14,9 @@ const MAX_LISTED_SNS: usize = 256;
 pub struct SubmessageRecord {
     pub kind: &'static str,
     pub submessage_id: u8,
+    /// VENDOR_SPECIFIC: the sender vendor's name for it when we know it
+    /// (`FASTDDS_STATISTICS`, `RTI_CRC`, …).
+    pub vendor_submessage: Option<&'static str>,
     /// Frame that completed the datagram (its last IP fragment).
     pub frame: u64,
     pub frame_first: u64,
@@ -92,6 +95,7 @@ impl SubmessageRecord {
             submessage_id: e.id,
             sm_index: e.index,
             flags: e.flags,
+            length: e.length,
             guid_prefix: e.ctx.src_prefix.to_string(),
             dst_guid_prefix: e.ctx.dst_prefix.map(|p| p.to_string()),
             writer_guid: writer.map(|g| g.to_string()),
@@ -206,6 +210,9 @@ impl SubmessageRecord {
                         .map(|b| format!("0x{:04x}", u16::from_be_bytes(b)));
                 }
             }
+            SubmessageBody::VendorSpecific {
+                known: Some(known), ..
+            } => r.vendor_submessage = Some(known.name()),
             _ => {}
         }
         r

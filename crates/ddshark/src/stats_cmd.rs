@@ -333,11 +333,12 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
     }
     let _ = writeln!(r);
     let mut health = format!(
-        "health: skipped {} not IP, {} not UDP, {} not RTPS, {} ICMP-quoted RTPS; {} malformed; {} IP datagrams incomplete",
+        "health: skipped {} not IP, {} not UDP, {} not RTPS, {} ICMP-quoted RTPS, {} RTI pings; {} malformed; {} IP datagrams incomplete",
         d.skipped_not_ip,
         d.skipped_not_udp,
         d.skipped_not_rtps,
         d.skipped_icmp_quoted_rtps,
+        d.rti_pings,
         d.malformed,
         d.ip_evicted_idle.saturating_add(d.ip_evicted_capacity).saturating_add(d.ip_inconsistent)
     );

@@ -90,10 +90,8 @@ mod field {
         pub const INLINE_QOS_BASE: Field = 4;
     }
     pub mod data_frag {
+        pub use super::data::{INLINE_QOS_BASE, OCTETS_TO_INLINE_QOS, READER, WRITER, WRITER_SN};
         use super::Field;
-        pub use super::data::{
-            INLINE_QOS_BASE, OCTETS_TO_INLINE_QOS, READER, WRITER, WRITER_SN,
-        };
         pub const FRAGMENT_STARTING_NUM: Field = 20;
         pub const FRAGMENTS_IN_SUBMESSAGE: Field = 24;
         pub const FRAGMENT_SIZE: Field = 26;
@@ -130,7 +128,11 @@ mod field {
 /// them: (reader, writer, writer SN).
 fn id_fields(kind: SubmessageKind) -> Option<(usize, usize, Option<usize>)> {
     Some(match kind {
-        SubmessageKind::Data => (field::data::READER, field::data::WRITER, Some(field::data::WRITER_SN)),
+        SubmessageKind::Data => (
+            field::data::READER,
+            field::data::WRITER,
+            Some(field::data::WRITER_SN),
+        ),
         SubmessageKind::DataFrag => (
             field::data_frag::READER,
             field::data_frag::WRITER,

@@ -229,6 +229,7 @@ pub struct DissectorCounters {
     pub skipped_not_udp: u64,
     pub skipped_not_rtps: u64,
     pub skipped_icmp_quoted_rtps: u64,
+    pub rti_pings: u64,
     pub fragments_held: u64,
     pub fragments_dropped: u64,
     pub malformed: u64,
@@ -260,6 +261,7 @@ impl From<&DissectorStats> for DissectorCounters {
             skipped_not_udp: s.skipped_not_udp,
             skipped_not_rtps: s.skipped_not_rtps,
             skipped_icmp_quoted_rtps: s.skipped_icmp_quoted_rtps,
+            rti_pings: s.rti_pings,
             fragments_held: s.fragments_held,
             fragments_dropped: s.fragments_dropped,
             malformed: s.malformed,
@@ -682,7 +684,7 @@ impl State {
             name: "frames",
             ok: dissector.reconciles(),
             detail: format!(
-                "{} frames = {} RTPS + {} held IP fragments + {} dropped fragments + {} not IP + {} not UDP + {} not RTPS + {} ICMP-quoted RTPS + {} malformed",
+                "{} frames = {} RTPS + {} held IP fragments + {} dropped fragments + {} not IP + {} not UDP + {} not RTPS + {} ICMP-quoted RTPS + {} RTI pings + {} malformed",
                 dissector.frames,
                 dissector.rtps_frames,
                 dissector.fragments_held,
@@ -691,6 +693,7 @@ impl State {
                 dissector.skipped_not_udp,
                 dissector.skipped_not_rtps,
                 dissector.skipped_icmp_quoted_rtps,
+                dissector.rti_pings,
                 dissector.malformed
             ),
         });
