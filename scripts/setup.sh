@@ -42,6 +42,7 @@ PACKAGES=(build-essential pkg-config libpcap-dev ca-certificates curl)
 TEST_PACKAGES=(
   tshark tcpdump iproute2 ethtool iputils-ping     # oracle, live capture tests, namespaces
   cyclonedds-tools clang python3-venv              # real DDS traffic generator (tests/traffic)
+  libfastrtps-dev fastddsgen g++                   # its Fast DDS part (tests/traffic/fastdds)
   jq tmux chromium python3-yaml                    # JSON checks, TUI test, HTML report test, dashboards
   prometheus prometheus-node-exporter              # the docker-free monitoring side (tests)
   openssl time                                     # OTLP TLS test, benches

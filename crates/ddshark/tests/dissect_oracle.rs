@@ -81,6 +81,24 @@ const PAIRS: &[(&str, &str)] = &[
         "i_late_start/discovery.pcap",
         "i_late_start/oracle_discovery/oracle_discovery_submsgs.tsv",
     ),
+    ("k_fastdds/a.pcap", "k_fastdds/oracle_a_submsgs.tsv"),
+    ("k_fastdds/b.pcap", "k_fastdds/oracle_b_submsgs.tsv"),
+    (
+        "k2_fastdds_shm/a.pcap",
+        "k2_fastdds_shm/oracle_a_submsgs.tsv",
+    ),
+    (
+        "k2_fastdds_shm/b.pcap",
+        "k2_fastdds_shm/oracle_b_submsgs.tsv",
+    ),
+    (
+        "k3_fastdds_deadline/a.pcap",
+        "k3_fastdds_deadline/oracle_a_submsgs.tsv",
+    ),
+    (
+        "k3_fastdds_deadline/b.pcap",
+        "k3_fastdds_deadline/oracle_b_submsgs.tsv",
+    ),
     (
         "public/foxglove_ros2_talker_listener/talker-listener-rtps.pcapng",
         "public/foxglove_ros2_talker_listener/oracle_talker-listener_submsgs.tsv",
