@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use otel_export::config::{parse_key_value, SignalConfig};
 use otel_export::schema::attr;
 use otel_export::{
     Compression, ExportHandle, ExportStats, Exporter, ExporterConfig, MetricsSnapshot, Overrides,
@@ -26,6 +27,8 @@ pub enum OtlpProtocol {
     Grpc,
     /// HTTP/protobuf
     Http,
+    /// HTTP/JSON
+    HttpJson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -35,8 +38,9 @@ pub enum OtlpCompression {
 }
 
 /// OpenTelemetry export options. Every option also has its standard
-/// `OTEL_EXPORTER_OTLP_*` / `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`
-/// variable; options win.
+/// `OTEL_EXPORTER_OTLP_*` (and `_TRACES_`/`_METRICS_`) / `OTEL_SERVICE_NAME` /
+/// `OTEL_RESOURCE_ATTRIBUTES` variable, read as any OpenTelemetry program does;
+/// options win.
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "OpenTelemetry export")]
 pub struct OtlpArgs {
@@ -59,6 +63,12 @@ pub struct OtlpArgs {
     /// PEM CA certificate to trust for https endpoints [env: OTEL_EXPORTER_OTLP_CERTIFICATE]
     #[arg(long, value_name = "PEM")]
     pub otlp_certificate: Option<PathBuf>,
+    /// PEM client certificate for mutual TLS [env: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE]
+    #[arg(long, value_name = "PEM", requires = "otlp_client_key")]
+    pub otlp_client_certificate: Option<PathBuf>,
+    /// PEM key of the client certificate [env: OTEL_EXPORTER_OTLP_CLIENT_KEY]
+    #[arg(long, value_name = "PEM", requires = "otlp_client_certificate")]
+    pub otlp_client_key: Option<PathBuf>,
     /// Export only topics matching PATTERN (glob, or re:REGEX; repeatable)
     #[arg(long = "otlp-topic", value_name = "PATTERN")]
     pub otlp_topics: Vec<String>,
@@ -102,45 +112,77 @@ impl OtlpArgs {
     pub fn config_from(&self, env: impl Fn(&str) -> Option<String>) -> Result<ExporterConfig> {
         let mut resource = Vec::new();
         for kv in &self.otlp_resource {
-            let (k, v) = kv
-                .split_once('=')
-                .with_context(|| format!("--otlp-resource {kv:?} is not KEY=VALUE"))?;
-            resource.push((k.trim().to_string(), v.trim().to_string()));
+            resource.push(parse_key_value(kv, "--otlp-resource")?);
+        }
+        let mut headers = Vec::new();
+        for kv in &self.otlp_headers {
+            headers.push(parse_key_value(kv, "--otlp-header")?);
         }
         let overrides = Overrides {
             protocol: self.otlp_protocol.map(|p| match p {
                 OtlpProtocol::Grpc => Protocol::Grpc,
                 OtlpProtocol::Http => Protocol::HttpProtobuf,
+                OtlpProtocol::HttpJson => Protocol::HttpJson,
             }),
             endpoint: self.otlp.clone().filter(|e| !e.trim().is_empty()),
-            headers: self.otlp_headers.clone(),
+            headers,
             compression: self.otlp_compression.map(|c| match c {
                 OtlpCompression::None => Compression::None,
                 OtlpCompression::Gzip => Compression::Gzip,
             }),
             timeout: self.otlp_timeout.map(Duration::from_millis),
             certificate: self.otlp_certificate.clone(),
+            client_certificate: self.otlp_client_certificate.clone(),
+            client_key: self.otlp_client_key.clone(),
             service_name: self.service_name.clone(),
             resource,
             topics: self.otlp_topics.clone(),
         };
         let mut c = ExporterConfig::from_lookup(&env, &overrides)?;
+        // host.name: the flag, else OTEL_RESOURCE_ATTRIBUTES (the SDK reads it),
+        // else this machine's name.
         let host = match &self.host_name {
-            Some(h) => h.clone(),
-            None => c
-                .resource
-                .iter()
-                .find(|(k, _)| k == attr::HOST_NAME)
-                .and_then(|(_, v)| match v {
-                    otel_export::AttrValue::Str(s) => Some(s.clone()),
-                    _ => None,
-                })
-                .unwrap_or_else(|| system_host_name(&env)),
+            Some(h) => Some(h.clone()),
+            None if !c.resource.iter().any(|(k, _)| k == attr::HOST_NAME)
+                && otel_export::env_resource_value(attr::HOST_NAME).is_none() =>
+            {
+                Some(system_host_name(&env))
+            }
+            None => None,
         };
-        c.set_resource(attr::HOST_NAME, &host);
+        if let Some(h) = host {
+            c.set_resource(attr::HOST_NAME, &h);
+        }
         c.queue_capacity = self.otlp_queue.max(1);
         c.max_batch = self.otlp_batch.max(1);
         Ok(c)
+    }
+}
+
+/// Where a signal goes, for messages: the flag's endpoint, else the variable the
+/// exporter will read, else the protocol's default.
+fn endpoint_label(c: &SignalConfig, env: impl Fn(&str) -> Option<String>) -> String {
+    if let Some(e) = &c.endpoint {
+        return e.clone();
+    }
+    let signal = c.signal.name().to_ascii_uppercase();
+    let specific = format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT");
+    let nonempty = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    if let Some(e) = nonempty(&specific) {
+        return e;
+    }
+    let http = c.protocol != Protocol::Grpc;
+    let base = nonempty("OTEL_EXPORTER_OTLP_ENDPOINT").unwrap_or_else(|| {
+        if http {
+            "http://localhost:4318".into()
+        } else {
+            "http://localhost:4317".into()
+        }
+    });
+    if http {
+        format!("{}{}", base.trim_end_matches('/'), c.signal.http_path())
+    } else {
+        base
     }
 }
 
@@ -187,18 +229,11 @@ impl OtlpSink {
     /// Starts the exporter. `live`: the capture must never wait for it.
     pub fn start(args: &OtlpArgs, live: bool) -> Result<Self> {
         let cfg = args.config()?;
-        let host = cfg
-            .resource
-            .iter()
-            .find(|(k, _)| k == attr::HOST_NAME)
-            .and_then(|(_, v)| match v {
-                otel_export::AttrValue::Str(s) => Some(s.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        let endpoint = cfg.traces_endpoint.clone();
-        let timeout = cfg.timeout;
-        let exporter = Exporter::start(cfg).context("starting the OTLP exporter")?;
+        let endpoint = endpoint_label(&cfg.traces, |k| std::env::var(k).ok());
+        let timeout = cfg.traces.timeout;
+        let metrics = !args.otlp_no_metrics;
+        let exporter = Exporter::start(cfg, metrics).context("starting the OTLP exporter")?;
+        let host = exporter.resource_value(attr::HOST_NAME).unwrap_or_default();
         Ok(Self {
             handle: exporter.handle(),
             exporter: Some(exporter),
@@ -206,7 +241,7 @@ impl OtlpSink {
             interface: args.capture_interface.clone(),
             mappers: Vec::new(),
             wait: (!live).then_some(timeout),
-            metrics: !args.otlp_no_metrics,
+            metrics,
             flush_timeout: Duration::from_secs_f64(if args.otlp_flush_timeout.is_finite() {
                 args.otlp_flush_timeout.clamp(0.0, 3600.0)
             } else {
@@ -242,13 +277,12 @@ impl OtlpSink {
     fn report_problems(&mut self) {
         let s = self.handle.stats();
         let r = &self.reported;
-        if s.dropped > r.dropped || s.failed > r.failed || s.rejected > r.rejected {
+        if s.dropped > r.dropped || s.failed > r.failed {
             eprintln!(
-                "ddshark: otlp {}: {} spans dropped (queue full), {} failed, {} rejected so far; last error: {}",
+                "ddshark: otlp {}: {} spans dropped (queue full), {} failed so far; last error: {}",
                 self.endpoint,
                 s.dropped,
                 s.failed,
-                s.rejected,
                 s.last_error.as_deref().unwrap_or("none")
             );
         }
@@ -286,17 +320,15 @@ impl OtlpSink {
 /// One line about what the exporter did, for stderr at exit.
 pub fn summary_line(endpoint: &str, s: &ExportStats) -> String {
     format!(
-        "ddshark: otlp {endpoint}: {} spans: {} sent, {} filtered, {} dropped (queue full), {} failed, {} rejected, {} abandoned at exit; {} requests ({} failed, {} retries); metrics {} sent, {} failed",
+        "ddshark: otlp {endpoint}: {} spans: {} sent, {} filtered, {} dropped (queue full), {} failed, {} abandoned at exit; {} requests ({} failed after the exporter's retries); metrics {} sent, {} failed",
         s.offered,
         s.sent,
         s.filtered,
         s.dropped,
         s.failed,
-        s.rejected,
         s.abandoned,
         s.requests_ok + s.requests_failed,
         s.requests_failed,
-        s.retries,
         s.metrics_sent,
         s.metrics_failed,
     )
@@ -385,31 +417,40 @@ mod tests {
             "k=v",
             "--host-name",
             "a",
+            "--service-name",
+            "svc",
             "--otlp-topic",
             "rt/*",
         ]);
         let c =
-            t.o.config_from(|k| (k == "OTEL_SERVICE_NAME").then(|| "svc".to_string()))
+            t.o.config_from(|k| (k == "OTEL_EXPORTER_OTLP_PROTOCOL").then(|| "grpc".to_string()))
                 .unwrap();
-        assert_eq!(c.traces_endpoint, "http://127.0.0.1:9/v1/traces");
-        assert_eq!(c.service_name, "svc");
+        assert_eq!(
+            c.traces.endpoint.as_deref(),
+            Some("http://127.0.0.1:9/v1/traces")
+        );
+        assert_eq!(
+            c.metrics.endpoint.as_deref(),
+            Some("http://127.0.0.1:9/v1/metrics")
+        );
+        assert_eq!(c.traces.headers, vec![("k".to_string(), "v".to_string())]);
+        assert_eq!(c.service_name.as_deref(), Some("svc"));
         assert!(c
             .resource
-            .contains(&("host.name".into(), otel_export::AttrValue::Str("a".into()))));
+            .contains(&("host.name".to_string(), "a".to_string())));
         assert!(c.topic_filter.matches(Some("rt/x")));
         assert!(!c.topic_filter.matches(Some("x")));
     }
 
     #[test]
-    fn bare_otlp_uses_env() {
+    fn bare_otlp_leaves_the_endpoint_to_the_environment() {
         let t = T::parse_from(["t", "--otlp"]);
         assert!(t.o.enabled());
-        let c =
-            t.o.config_from(|k| {
-                (k == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://c:4317".to_string())
-            })
-            .unwrap();
-        assert_eq!(c.traces_endpoint, "http://c:4317");
+        let env =
+            |k: &str| (k == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://c:4317".to_string());
+        let c = t.o.config_from(env).unwrap();
+        assert_eq!(c.traces.endpoint, None);
+        assert_eq!(endpoint_label(&c.traces, env), "http://c:4317");
         assert!(!T::parse_from(["t"]).o.enabled());
     }
 

@@ -1,37 +1,50 @@
-//! Exporter configuration: explicit settings layered over the standard
-//! `OTEL_EXPORTER_OTLP_*`, `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`
-//! environment variables.
+//! Exporter configuration: ddshark's flags, and the thin layer over what
+//! opentelemetry-otlp does not read itself.
+//!
+//! opentelemetry-otlp's builders read `OTEL_EXPORTER_OTLP_{,TRACES_,METRICS_}`
+//! `ENDPOINT`, `HEADERS`, `TIMEOUT`, `COMPRESSION` and `INSECURE`, and the SDK's
+//! resource builder reads `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME`; we
+//! leave those to them and only pass flags given on the command line, which win.
+//! The crate does not pick the transport from `OTEL_EXPORTER_OTLP_*PROTOCOL` (a
+//! program chooses `with_tonic()` or `with_http()`), nor read `CERTIFICATE`,
+//! `CLIENT_CERTIFICATE` or `CLIENT_KEY`: [`SignalConfig::resolve`] reads those,
+//! signal-specific variable first, then the generic one.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use opentelemetry::{Key, KeyValue};
+use opentelemetry_sdk::Resource;
 use regex::Regex;
 
-use crate::encode::AttrValue;
 use crate::error::ConfigError;
 use crate::schema::attr;
 
-/// OTLP transport.
+/// OTLP transport of one signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
     Grpc,
     HttpProtobuf,
+    HttpJson,
 }
 
 impl Protocol {
-    /// Parses `grpc`, `http/protobuf` (or `http`).
+    /// Parses the specification's values `grpc`, `http/protobuf`, `http/json`
+    /// (and `http`, ddshark's short form of `http/protobuf`).
     pub fn parse(s: &str) -> Result<Self, ConfigError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "grpc" => Ok(Protocol::Grpc),
-            "http/protobuf" | "http" | "http-protobuf" => Ok(Protocol::HttpProtobuf),
+            "http/protobuf" | "http" => Ok(Protocol::HttpProtobuf),
+            "http/json" => Ok(Protocol::HttpJson),
             other => Err(ConfigError::Protocol(other.to_string())),
         }
     }
 
-    fn default_endpoint(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
-            Protocol::Grpc => "http://localhost:4317",
-            Protocol::HttpProtobuf => "http://localhost:4318",
+            Protocol::Grpc => "grpc",
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::HttpJson => "http/json",
         }
     }
 }
@@ -42,12 +55,33 @@ pub enum Compression {
     Gzip,
 }
 
-impl Compression {
-    pub fn parse(s: &str) -> Result<Self, ConfigError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "gzip" => Ok(Compression::Gzip),
-            "none" | "" => Ok(Compression::None),
-            other => Err(ConfigError::Compression(other.to_string())),
+/// One signal of OTLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Traces,
+    Metrics,
+}
+
+impl Signal {
+    fn env_infix(self) -> &'static str {
+        match self {
+            Signal::Traces => "TRACES_",
+            Signal::Metrics => "METRICS_",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Traces => "traces",
+            Signal::Metrics => "metrics",
+        }
+    }
+
+    /// The path OTLP/HTTP appends to a base endpoint.
+    pub fn http_path(self) -> &'static str {
+        match self {
+            Signal::Traces => "/v1/traces",
+            Signal::Metrics => "/v1/metrics",
         }
     }
 }
@@ -126,27 +160,149 @@ fn glob_to_regex(glob: &str) -> String {
     re
 }
 
-/// Everything the exporter needs. Build with [`ExporterConfig::builder`] or
-/// [`ExporterConfig::from_env`] and override fields.
-#[derive(Debug, Clone)]
-pub struct ExporterConfig {
-    pub protocol: Protocol,
-    /// Full URL of the traces endpoint (HTTP: including `/v1/traces`; gRPC: base URL).
-    pub traces_endpoint: String,
-    /// Full URL of the metrics endpoint.
-    pub metrics_endpoint: String,
+/// Settings given on the command line; each wins over its environment variable.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub protocol: Option<Protocol>,
+    /// Base URL for both signals (OTLP/HTTP appends `/v1/traces`, `/v1/metrics`).
+    pub endpoint: Option<String>,
     pub headers: Vec<(String, String)>,
-    pub compression: Compression,
-    /// Timeout of one export request.
-    pub timeout: Duration,
-    /// PEM file with CA certificate(s) to trust, in addition to the system roots.
+    pub compression: Option<Compression>,
+    pub timeout: Option<Duration>,
     pub certificate: Option<PathBuf>,
-    /// PEM client certificate and key for mutual TLS.
     pub client_certificate: Option<PathBuf>,
     pub client_key: Option<PathBuf>,
-    pub service_name: String,
-    /// Resource attributes besides `service.name` (host.name, ...), in order.
-    pub resource: Vec<(String, AttrValue)>,
+    pub service_name: Option<String>,
+    /// Resource attributes, over `OTEL_RESOURCE_ATTRIBUTES`.
+    pub resource: Vec<(String, String)>,
+    pub topics: Vec<String>,
+}
+
+/// PEM files for TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// CA certificate(s) to trust besides the system roots.
+    pub certificate: Option<PathBuf>,
+    /// Client certificate and key for mutual TLS (both or neither).
+    pub client_certificate: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    pub fn is_empty(&self) -> bool {
+        self.certificate.is_none() && self.client_certificate.is_none() && self.client_key.is_none()
+    }
+}
+
+/// What our layer decides for one signal; the crate's builder does the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalConfig {
+    pub signal: Signal,
+    pub protocol: Protocol,
+    /// Full endpoint from `--otlp`; `None`: the crate reads the environment.
+    pub endpoint: Option<String>,
+    /// `--otlp-header` values; the crate adds `OTEL_EXPORTER_OTLP_*HEADERS`.
+    pub headers: Vec<(String, String)>,
+    pub compression: Option<Compression>,
+    /// Flag, else `OTEL_EXPORTER_OTLP_{SIGNAL_,}TIMEOUT`, else 10 s. Passed to the
+    /// builder only when it came from the flag (the builder reads the variables);
+    /// also bounds how long a file replay waits for queue space.
+    pub timeout: Duration,
+    pub timeout_from_flag: bool,
+    pub tls: TlsFiles,
+}
+
+/// The specification's default export timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl SignalConfig {
+    pub fn resolve(
+        signal: Signal,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        o: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        let var = |name: &str| {
+            let specific = format!("OTEL_EXPORTER_OTLP_{}{name}", signal.env_infix());
+            let generic = format!("OTEL_EXPORTER_OTLP_{name}");
+            let nonempty = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
+            nonempty(&specific).or_else(|| nonempty(&generic))
+        };
+        let protocol = match (&o.protocol, var("PROTOCOL")) {
+            (Some(p), _) => *p,
+            (None, Some(p)) => Protocol::parse(&p)?,
+            (None, None) => Protocol::Grpc,
+        };
+        let endpoint = match &o.endpoint {
+            Some(e) => {
+                let e = e.trim();
+                if !(e.starts_with("http://") || e.starts_with("https://")) {
+                    return Err(ConfigError::Endpoint(e.to_string()));
+                }
+                Some(match protocol {
+                    Protocol::Grpc => e.to_string(),
+                    Protocol::HttpProtobuf | Protocol::HttpJson => {
+                        format!("{}{}", e.trim_end_matches('/'), signal.http_path())
+                    }
+                })
+            }
+            None => None,
+        };
+        let (timeout, timeout_from_flag) = match (o.timeout, var("TIMEOUT")) {
+            (Some(t), _) => (t, true),
+            (None, Some(t)) => {
+                let ms: u64 = t
+                    .trim()
+                    .parse()
+                    .map_err(|_| ConfigError::Timeout(t.clone()))?;
+                (Duration::from_millis(ms), false)
+            }
+            (None, None) => (DEFAULT_TIMEOUT, false),
+        };
+        for (k, _) in &o.headers {
+            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+                return Err(ConfigError::HeaderName(k.clone()));
+            }
+        }
+        let tls = TlsFiles {
+            certificate: o
+                .certificate
+                .clone()
+                .or_else(|| var("CERTIFICATE").map(PathBuf::from)),
+            client_certificate: o
+                .client_certificate
+                .clone()
+                .or_else(|| var("CLIENT_CERTIFICATE").map(PathBuf::from)),
+            client_key: o
+                .client_key
+                .clone()
+                .or_else(|| var("CLIENT_KEY").map(PathBuf::from)),
+        };
+        if tls.client_certificate.is_some() != tls.client_key.is_some() {
+            return Err(ConfigError::ClientIdentity);
+        }
+        Ok(Self {
+            signal,
+            protocol,
+            endpoint,
+            headers: o.headers.clone(),
+            compression: o.compression,
+            timeout,
+            timeout_from_flag,
+            tls,
+        })
+    }
+}
+
+/// Everything the exporter needs.
+#[derive(Debug, Clone)]
+pub struct ExporterConfig {
+    pub traces: SignalConfig,
+    pub metrics: SignalConfig,
+    /// `service.name` from the flag; `None`: `OTEL_SERVICE_NAME`, then
+    /// `OTEL_RESOURCE_ATTRIBUTES`, then `ddshark`.
+    pub service_name: Option<String>,
+    /// Resource attributes set by flags, over `OTEL_RESOURCE_ATTRIBUTES`.
+    pub resource: Vec<(String, String)>,
     pub topic_filter: TopicFilter,
     /// Spans the queue holds before new ones are dropped.
     pub queue_capacity: usize,
@@ -156,41 +312,20 @@ pub struct ExporterConfig {
     pub batch_timeout: Duration,
     /// Export requests in flight at once.
     pub max_concurrent: usize,
-    /// First retry delay; doubles up to `max_backoff`.
-    pub initial_backoff: Duration,
-    pub max_backoff: Duration,
-    /// A batch still failing after this long is dropped (counted as failed).
-    pub max_retry_time: Duration,
     /// Threads of the exporter's own runtime.
     pub worker_threads: usize,
 }
 
 impl ExporterConfig {
-    /// Defaults for `protocol` with nothing read from the environment.
-    pub fn new(protocol: Protocol) -> Self {
-        let base = protocol.default_endpoint();
-        Self {
-            protocol,
-            traces_endpoint: signal_url(protocol, base, "traces"),
-            metrics_endpoint: signal_url(protocol, base, "metrics"),
-            headers: Vec::new(),
-            compression: Compression::None,
-            timeout: Duration::from_secs(10),
-            certificate: None,
-            client_certificate: None,
-            client_key: None,
-            service_name: "ddshark".to_string(),
-            resource: Vec::new(),
-            topic_filter: TopicFilter::default(),
-            queue_capacity: 65_536,
-            max_batch: 2048,
-            batch_timeout: Duration::from_millis(500),
-            max_concurrent: 2,
-            initial_backoff: Duration::from_millis(200),
-            max_backoff: Duration::from_secs(5),
-            max_retry_time: Duration::from_secs(30),
-            worker_threads: 2,
-        }
+    /// `protocol` to the base URL `endpoint` for both signals, nothing else set
+    /// (the environment is still read by the crate for what is not set here).
+    pub fn new(protocol: Protocol, endpoint: &str) -> Result<Self, ConfigError> {
+        let o = Overrides {
+            protocol: Some(protocol),
+            endpoint: Some(endpoint.to_string()),
+            ..Overrides::default()
+        };
+        Self::from_lookup(|_| None, &o)
     }
 
     /// Settings from the process environment, with explicit `overrides` on top.
@@ -198,244 +333,94 @@ impl ExporterConfig {
         Self::from_lookup(|k| std::env::var(k).ok(), overrides)
     }
 
-    /// Settings from `lookup` (an environment), with explicit `overrides` on top.
-    /// Precedence: override, signal-specific variable, generic variable, default.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
         o: &Overrides,
     ) -> Result<Self, ConfigError> {
-        let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
-        let protocol = match (
-            &o.protocol,
-            get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
-            get("OTEL_EXPORTER_OTLP_PROTOCOL"),
-        ) {
-            (Some(p), _, _) => *p,
-            (None, Some(p), _) | (None, None, Some(p)) => Protocol::parse(&p)?,
-            (None, None, None) => Protocol::Grpc,
-        };
-        let mut c = Self::new(protocol);
+        for (k, _) in &o.resource {
+            if crate::schema::SPAN_ATTRIBUTE_KEYS.contains(&k.as_str()) {
+                return Err(ConfigError::ReservedResource(k.clone()));
+            }
+        }
+        Ok(Self {
+            traces: SignalConfig::resolve(Signal::Traces, &lookup, o)?,
+            metrics: SignalConfig::resolve(Signal::Metrics, &lookup, o)?,
+            service_name: o.service_name.clone(),
+            resource: o.resource.clone(),
+            topic_filter: TopicFilter::new(&o.topics)?,
+            queue_capacity: 65_536,
+            max_batch: 2048,
+            batch_timeout: Duration::from_millis(500),
+            max_concurrent: 2,
+            worker_threads: 2,
+        })
+    }
 
-        // Endpoints: an explicit endpoint is a base URL (the signal path is appended
-        // for HTTP) unless it is a signal-specific variable, which is used as is.
-        if let Some(e) = &o.endpoint {
-            c.traces_endpoint = signal_url(protocol, e, "traces");
-            c.metrics_endpoint = signal_url(protocol, e, "metrics");
-        } else {
-            if let Some(e) = get("OTEL_EXPORTER_OTLP_ENDPOINT") {
-                c.traces_endpoint = signal_url(protocol, &e, "traces");
-                c.metrics_endpoint = signal_url(protocol, &e, "metrics");
-            }
-            if let Some(e) = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
-                c.traces_endpoint = e.trim().to_string();
-            }
-            if let Some(e) = get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
-                c.metrics_endpoint = e.trim().to_string();
-            }
-        }
-        for url in [&c.traces_endpoint, &c.metrics_endpoint] {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(ConfigError::Endpoint(url.clone()));
-            }
-        }
-
-        if let Some(h) = get("OTEL_EXPORTER_OTLP_HEADERS") {
-            c.headers
-                .extend(parse_key_values(&h, "OTEL_EXPORTER_OTLP_HEADERS")?);
-        }
-        if let Some(h) = get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") {
-            merge(
-                &mut c.headers,
-                parse_key_values(&h, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")?,
-            );
-        }
-        for h in &o.headers {
-            let (k, v) = h.split_once('=').ok_or_else(|| ConfigError::KeyValue {
-                source_name: "--otlp-header".into(),
-                item: h.clone(),
-            })?;
-            merge(
-                &mut c.headers,
-                vec![(k.trim().to_string(), v.trim().to_string())],
-            );
-        }
-        for (k, _) in &c.headers {
-            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-                return Err(ConfigError::HeaderName(k.clone()));
-            }
-        }
-
-        c.compression = match (
-            &o.compression,
-            get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"),
-            get("OTEL_EXPORTER_OTLP_COMPRESSION"),
-        ) {
-            (Some(x), _, _) => *x,
-            (None, Some(x), _) | (None, None, Some(x)) => Compression::parse(&x)?,
-            (None, None, None) => Compression::None,
-        };
-        c.timeout = match (
-            o.timeout,
-            get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"),
-            get("OTEL_EXPORTER_OTLP_TIMEOUT"),
-        ) {
-            (Some(t), _, _) => t,
-            (None, Some(t), _) | (None, None, Some(t)) => {
-                let ms: u64 = t
-                    .trim()
-                    .parse()
-                    .map_err(|_| ConfigError::Timeout(t.clone()))?;
-                Duration::from_millis(ms)
-            }
-            (None, None, None) => c.timeout,
-        };
-        c.certificate = o.certificate.clone().or_else(|| {
-            get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE")
-                .or_else(|| get("OTEL_EXPORTER_OTLP_CERTIFICATE"))
-                .map(PathBuf::from)
-        });
-        c.client_certificate = get("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE").map(PathBuf::from);
-        c.client_key = get("OTEL_EXPORTER_OTLP_CLIENT_KEY").map(PathBuf::from);
-
-        // Resource: OTEL_RESOURCE_ATTRIBUTES, then explicit attributes, then the
-        // service name (override > OTEL_SERVICE_NAME > resource attribute > default).
-        let mut resource: Vec<(String, String)> = Vec::new();
-        if let Some(r) = get("OTEL_RESOURCE_ATTRIBUTES") {
-            merge(
-                &mut resource,
-                parse_key_values(&r, "OTEL_RESOURCE_ATTRIBUTES")?,
-            );
-        }
-        merge(&mut resource, o.resource.clone());
-        let from_resource = resource
-            .iter()
-            .find(|(k, _)| k == attr::SERVICE_NAME)
-            .map(|(_, v)| v.clone());
-        resource.retain(|(k, _)| k != attr::SERVICE_NAME);
+    /// The resource of every export: the SDK's (which reads `OTEL_RESOURCE_ATTRIBUTES`
+    /// and `OTEL_SERVICE_NAME`) with the flags' attributes over it; `service.name`
+    /// is `ddshark` unless a flag or one of those variables names it.
+    pub fn resource(&self) -> Result<Resource, ConfigError> {
+        let from_env = Resource::builder().build();
+        let service_key = Key::from_static_str(attr::SERVICE_NAME);
+        let service = self
+            .service_name
+            .clone()
+            .or_else(|| {
+                self.resource
+                    .iter()
+                    .find(|(k, _)| k == attr::SERVICE_NAME)
+                    .map(|(_, v)| v.clone())
+            })
+            .or_else(|| {
+                from_env
+                    .get(&service_key)
+                    .map(|v| v.as_str().into_owned())
+                    .filter(|v| !v.starts_with("unknown_service"))
+            })
+            .unwrap_or_else(|| "ddshark".to_string());
+        let resource = Resource::builder()
+            .with_attributes(
+                self.resource
+                    .iter()
+                    .filter(|(k, _)| k != attr::SERVICE_NAME)
+                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+            )
+            .with_service_name(service)
+            .build();
         if let Some((k, _)) = resource
             .iter()
             .find(|(k, _)| crate::schema::SPAN_ATTRIBUTE_KEYS.contains(&k.as_str()))
         {
-            return Err(ConfigError::ReservedResource(k.clone()));
+            return Err(ConfigError::ReservedResource(k.to_string()));
         }
-        c.service_name = o
-            .service_name
-            .clone()
-            .or_else(|| get("OTEL_SERVICE_NAME"))
-            .or(from_resource)
-            .unwrap_or_else(|| "ddshark".to_string());
-        c.resource = resource
-            .into_iter()
-            .map(|(k, v)| (k, AttrValue::Str(v)))
-            .collect();
-
-        c.topic_filter = TopicFilter::new(&o.topics)?;
-        Ok(c)
+        Ok(resource)
     }
 
-    /// The full resource: `service.name`, then the other attributes.
-    pub fn resource_attributes(&self) -> Vec<(String, AttrValue)> {
-        let mut out = Vec::with_capacity(self.resource.len() + 1);
-        out.push((
-            attr::SERVICE_NAME.to_string(),
-            AttrValue::Str(self.service_name.clone()),
-        ));
-        out.extend(self.resource.iter().cloned());
-        out
-    }
-
-    /// Sets (or replaces) a string resource attribute.
+    /// Sets (or replaces) a resource attribute.
     pub fn set_resource(&mut self, key: &str, value: &str) {
         if let Some(slot) = self.resource.iter_mut().find(|(k, _)| k == key) {
-            slot.1 = AttrValue::Str(value.to_string());
+            slot.1 = value.to_string();
         } else {
-            self.resource
-                .push((key.to_string(), AttrValue::Str(value.to_string())));
+            self.resource.push((key.to_string(), value.to_string()));
         }
     }
 }
 
-/// Explicit settings (command-line flags) that win over the environment.
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    pub protocol: Option<Protocol>,
-    /// Base endpoint (gRPC URL, or HTTP base to which `/v1/traces` is appended).
-    pub endpoint: Option<String>,
-    /// `KEY=VALUE` headers.
-    pub headers: Vec<String>,
-    pub compression: Option<Compression>,
-    pub timeout: Option<Duration>,
-    pub certificate: Option<PathBuf>,
-    pub service_name: Option<String>,
-    pub resource: Vec<(String, String)>,
-    pub topics: Vec<String>,
-}
-
-/// The URL of a signal: gRPC uses the base endpoint; HTTP appends `/v1/<signal>`.
-fn signal_url(protocol: Protocol, base: &str, signal: &str) -> String {
-    let base = base.trim();
-    match protocol {
-        Protocol::Grpc => base.to_string(),
-        Protocol::HttpProtobuf => {
-            format!("{}/v1/{signal}", base.trim_end_matches('/'))
-        }
-    }
-}
-
-fn merge(into: &mut Vec<(String, String)>, new: Vec<(String, String)>) {
-    for (k, v) in new {
-        if let Some(slot) = into.iter_mut().find(|(ek, _)| ek.eq_ignore_ascii_case(&k)) {
-            slot.1 = v;
-        } else {
-            into.push((k, v));
-        }
-    }
-}
-
-/// `k1=v1,k2=v2` with percent-encoded values (W3C baggage octets), as the OTel spec
-/// defines for `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_RESOURCE_ATTRIBUTES`.
-pub fn parse_key_values(s: &str, source_name: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    let mut out = Vec::new();
-    for item in s.split(',') {
-        if item.trim().is_empty() {
-            continue;
-        }
-        let (k, v) = item.split_once('=').ok_or_else(|| ConfigError::KeyValue {
+/// Splits `k=v,k2=v2` (flags like `--otlp-header`), as the specification's
+/// list format: percent-decoding is the crate's for the variables themselves.
+pub fn parse_key_value(item: &str, source_name: &str) -> Result<(String, String), ConfigError> {
+    let (k, v) = item.split_once('=').ok_or_else(|| ConfigError::KeyValue {
+        source_name: source_name.to_string(),
+        item: item.to_string(),
+    })?;
+    let k = k.trim();
+    if k.is_empty() {
+        return Err(ConfigError::KeyValue {
             source_name: source_name.to_string(),
             item: item.to_string(),
-        })?;
-        let k = k.trim();
-        if k.is_empty() {
-            return Err(ConfigError::KeyValue {
-                source_name: source_name.to_string(),
-                item: item.to_string(),
-            });
-        }
-        out.push((percent_decode(k.trim()), percent_decode(v.trim())));
+        });
     }
-    Ok(out)
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if c == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(v) = hex {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(c);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    Ok((k.to_string(), v.trim().to_string()))
 }
 
 #[cfg(test)]
@@ -452,83 +437,80 @@ mod tests {
     }
 
     #[test]
-    fn defaults() {
+    fn defaults_leave_the_rest_to_the_crate() {
         let c = ExporterConfig::from_lookup(env(&[]), &Overrides::default()).unwrap();
-        assert_eq!(c.protocol, Protocol::Grpc);
-        assert_eq!(c.traces_endpoint, "http://localhost:4317");
-        assert_eq!(c.service_name, "ddshark");
-        assert_eq!(c.compression, Compression::None);
+        assert_eq!(c.traces.protocol, Protocol::Grpc);
+        assert_eq!(c.traces.endpoint, None);
+        assert_eq!(c.traces.timeout, DEFAULT_TIMEOUT);
+        assert!(c.traces.tls.is_empty());
     }
 
     #[test]
-    fn env_variables() {
+    fn signal_specific_variables_win_per_signal() {
         let c = ExporterConfig::from_lookup(
             env(&[
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
-                ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318/"),
-                ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b,x=1"),
-                ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
-                ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+                ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc"),
                 ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/ca.pem"),
-                ("OTEL_SERVICE_NAME", "sniffer"),
-                (
-                    "OTEL_RESOURCE_ATTRIBUTES",
-                    "host.name=h1,deployment.environment=lab",
-                ),
+                ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "/t.pem"),
+                ("OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE", "/c.pem"),
+                ("OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY", "/k.pem"),
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "1500"),
+                ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "700"),
             ]),
             &Overrides::default(),
         )
         .unwrap();
-        assert_eq!(c.protocol, Protocol::HttpProtobuf);
-        assert_eq!(c.traces_endpoint, "https://collector:4318/v1/traces");
-        assert_eq!(c.metrics_endpoint, "https://collector:4318/v1/metrics");
-        assert_eq!(
-            c.headers,
-            vec![("api-key".into(), "a b".into()), ("x".into(), "1".into())]
-        );
-        assert_eq!(c.compression, Compression::Gzip);
-        assert_eq!(c.timeout, Duration::from_millis(2500));
-        assert_eq!(c.certificate, Some(PathBuf::from("/ca.pem")));
-        assert_eq!(c.service_name, "sniffer");
-        assert_eq!(
-            c.resource_attributes()[1],
-            ("host.name".into(), AttrValue::Str("h1".into()))
-        );
+        assert_eq!(c.traces.protocol, Protocol::HttpProtobuf);
+        assert_eq!(c.metrics.protocol, Protocol::Grpc);
+        assert_eq!(c.traces.tls.certificate, Some(PathBuf::from("/t.pem")));
+        assert_eq!(c.metrics.tls.certificate, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(c.traces.tls.client_key, None);
+        assert_eq!(c.metrics.tls.client_key, Some(PathBuf::from("/k.pem")));
+        assert_eq!(c.traces.timeout, Duration::from_millis(1500));
+        assert_eq!(c.metrics.timeout, Duration::from_millis(700));
     }
 
     #[test]
-    fn signal_endpoint_used_as_is_and_overrides_win() {
-        let e = env(&[
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
-            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://x:1/custom"),
-            ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
-        ]);
-        let c = ExporterConfig::from_lookup(&e, &Overrides::default()).unwrap();
-        assert_eq!(c.traces_endpoint, "http://x:1/custom");
+    fn flags_win_and_http_gets_signal_paths() {
         let o = Overrides {
-            protocol: Some(Protocol::Grpc),
-            endpoint: Some("http://127.0.0.1:14317".into()),
-            headers: vec!["a=2".into()],
-            service_name: Some("svc".into()),
+            protocol: Some(Protocol::HttpProtobuf),
+            endpoint: Some("http://h:4318/".into()),
+            timeout: Some(Duration::from_secs(2)),
             ..Overrides::default()
         };
-        let c = ExporterConfig::from_lookup(&e, &o).unwrap();
-        assert_eq!(c.traces_endpoint, "http://127.0.0.1:14317");
-        assert_eq!(c.headers, vec![("a".into(), "2".into())]);
-        assert_eq!(c.service_name, "svc");
+        let c = ExporterConfig::from_lookup(env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]), &o)
+            .unwrap();
+        assert_eq!(
+            c.traces.endpoint.as_deref(),
+            Some("http://h:4318/v1/traces")
+        );
+        assert_eq!(
+            c.metrics.endpoint.as_deref(),
+            Some("http://h:4318/v1/metrics")
+        );
+        assert!(c.traces.timeout_from_flag);
     }
 
     #[test]
-    fn bad_values_are_errors() {
-        let bad = |k: &str, v: &str| {
-            ExporterConfig::from_lookup(env(&[(k, v)]), &Overrides::default()).is_err()
+    fn bad_values_are_named() {
+        let e = ExporterConfig::from_lookup(
+            env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("carrier-pigeon"));
+        let e = ExporterConfig::from_lookup(
+            env(&[("OTEL_EXPORTER_OTLP_CLIENT_KEY", "/k.pem")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::ClientIdentity));
+        let o = Overrides {
+            resource: vec![("topic_name".into(), "x".into())],
+            ..Overrides::default()
         };
-        assert!(bad("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"));
-        assert!(bad("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"));
-        assert!(bad("OTEL_EXPORTER_OTLP_TIMEOUT", "soon"));
-        assert!(bad("OTEL_EXPORTER_OTLP_HEADERS", "novalue"));
-        assert!(bad("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317"));
-        assert!(bad("OTEL_RESOURCE_ATTRIBUTES", "capture.interface=eth0"));
+        assert!(ExporterConfig::from_lookup(env(&[]), &o).is_err());
     }
 
     #[test]

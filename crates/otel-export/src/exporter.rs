@@ -1,28 +1,36 @@
-//! The exporter: a bounded queue that never blocks its producer, a batching task
-//! and export tasks on the exporter's own tokio runtime, retries with backoff, and
-//! counters for everything that happened to every span.
+//! The exporter: ddshark's bounded queue in front of opentelemetry-otlp's
+//! `SpanExporter` and `MetricExporter`, on the exporter's own tokio runtime.
+//!
+//! Why a queue of our own rather than the SDK's `BatchSpanProcessor`: the capture
+//! must never block and every span must be counted. The SDK's processor drops
+//! silently (a log line at shutdown) and keeps no sent/failed counts; ours counts
+//! each span once as dropped, sent or failed, and the Health view shows them.
+//! Encoding, compression, TLS, headers, timeouts and retries are the crate's.
 //!
 //! Accounting (after [`Exporter::shutdown`]):
 //! `offered = filtered + dropped + enqueued` and
-//! `enqueued = sent + rejected + failed + abandoned`.
+//! `enqueued = sent + failed + abandoned`.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
+use opentelemetry::{InstrumentationScope, Key, KeyValue};
+use opentelemetry_otlp::{
+    MetricExporter as OtlpMetricExporter, SpanExporter as OtlpSpanExporter, WithExportConfig,
+    WithHttpConfig, WithTonicConfig,
+};
+use opentelemetry_sdk::trace::SpanExporter as _;
+use opentelemetry_sdk::Resource;
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::config::{ExporterConfig, TopicFilter};
-use crate::encode::{AttrValue, TraceRequestEncoder};
+use crate::config::{Compression, ExporterConfig, Protocol, SignalConfig, TlsFiles, TopicFilter};
 use crate::error::ExportError;
-use crate::metrics::{encode_metrics, MetricsSnapshot, SelfCounters};
-use crate::schema::SpanRecord;
-use crate::transport::{Signal, Transport};
+use crate::metrics::{MetricsPipeline, MetricsSnapshot, SelfCounters};
+use crate::schema::{span_data, SpanRecord};
 
-/// Largest encoded trace request (the collector's gRPC default limit is 4 MiB).
-const MAX_REQUEST_BYTES: usize = 3 << 20;
 const SCOPE_NAME: &str = "ddshark";
 const SCOPE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -37,21 +45,18 @@ pub struct ExportStats {
     pub dropped: u64,
     /// Spans accepted into the queue.
     pub enqueued: u64,
-    /// Spans the collector accepted.
+    /// Spans in requests the collector accepted.
     pub sent: u64,
-    /// Spans the collector rejected (OTLP partial success).
-    pub rejected: u64,
-    /// Spans given up: retries exhausted or a permanent error.
+    /// Spans given up: the crate's retries exhausted, or a permanent error.
     pub failed: u64,
     /// Spans still queued or in flight when shutdown gave up waiting.
     pub abandoned: u64,
     /// Spans waiting in the queue now.
     pub queue_len: u64,
-    /// Spans in batches being sent or retried now.
+    /// Spans in batches being sent now.
     pub in_flight: u64,
     pub requests_ok: u64,
     pub requests_failed: u64,
-    pub retries: u64,
     pub metrics_sent: u64,
     pub metrics_dropped: u64,
     pub metrics_failed: u64,
@@ -59,19 +64,17 @@ pub struct ExportStats {
 }
 
 #[derive(Debug)]
-struct Counters {
+pub(crate) struct Counters {
     offered: AtomicU64,
     filtered: AtomicU64,
     dropped: AtomicU64,
     enqueued: AtomicU64,
     sent: AtomicU64,
-    rejected: AtomicU64,
     failed: AtomicU64,
     abandoned: AtomicU64,
     in_flight: AtomicU64,
     requests_ok: AtomicU64,
     requests_failed: AtomicU64,
-    retries: AtomicU64,
     metrics_sent: AtomicU64,
     metrics_dropped: AtomicU64,
     metrics_failed: AtomicU64,
@@ -88,13 +91,11 @@ impl Default for Counters {
             dropped: AtomicU64::new(0),
             enqueued: AtomicU64::new(0),
             sent: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             abandoned: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             requests_ok: AtomicU64::new(0),
             requests_failed: AtomicU64::new(0),
-            retries: AtomicU64::new(0),
             metrics_sent: AtomicU64::new(0),
             metrics_dropped: AtomicU64::new(0),
             metrics_failed: AtomicU64::new(0),
@@ -108,6 +109,16 @@ impl Counters {
     fn set_error(&self, e: String) {
         if let Ok(mut g) = self.last_error.lock() {
             *g = Some(e);
+        }
+    }
+
+    /// The exporter's own counters, reported as metrics.
+    pub(crate) fn own(&self) -> SelfCounters {
+        SelfCounters {
+            enqueued: get(&self.enqueued),
+            dropped: get(&self.dropped),
+            sent: get(&self.sent),
+            failed: get(&self.failed),
         }
     }
 }
@@ -237,14 +248,12 @@ impl ExportHandle {
             dropped: get(&c.dropped),
             enqueued: get(&c.enqueued),
             sent: get(&c.sent),
-            rejected: get(&c.rejected),
             failed: get(&c.failed),
             abandoned: get(&c.abandoned),
             queue_len: self.capacity.saturating_sub(self.spans.capacity()) as u64,
             in_flight: get(&c.in_flight),
             requests_ok: get(&c.requests_ok),
             requests_failed: get(&c.requests_failed),
-            retries: get(&c.retries),
             metrics_sent: get(&c.metrics_sent),
             metrics_dropped: get(&c.metrics_dropped),
             metrics_failed: get(&c.metrics_failed),
@@ -258,6 +267,7 @@ pub struct Exporter {
     handle: ExportHandle,
     control: mpsc::UnboundedSender<Control>,
     runtime: Option<Runtime>,
+    resource: Resource,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -269,32 +279,184 @@ impl std::fmt::Debug for Exporter {
 }
 
 struct Worker {
-    cfg: ExporterConfig,
-    resource: Vec<(String, AttrValue)>,
-    transport: Transport,
+    max_batch: usize,
+    batch_timeout: Duration,
+    max_concurrent: usize,
+    scope: InstrumentationScope,
+    spans: OtlpSpanExporter,
+    metrics: Option<MetricsPipeline>,
     counters: Arc<Counters>,
     permits: Arc<Semaphore>,
+}
+
+fn build_error(signal: &SignalConfig, e: impl std::fmt::Display) -> ExportError {
+    ExportError::Build {
+        signal: signal.signal.name(),
+        message: e.to_string(),
+    }
+}
+
+fn read_pem(path: &std::path::Path) -> Result<Vec<u8>, ExportError> {
+    std::fs::read(path).map_err(|e| ExportError::TlsFile {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// The PEM contents of [`TlsFiles`].
+struct Pems {
+    ca: Option<Vec<u8>>,
+    /// Client certificate and key.
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+fn pems(tls: &TlsFiles) -> Result<Pems, ExportError> {
+    let ca = tls.certificate.as_deref().map(read_pem).transpose()?;
+    let identity = match (&tls.client_certificate, &tls.client_key) {
+        (Some(c), Some(k)) => Some((read_pem(c)?, read_pem(k)?)),
+        _ => None,
+    };
+    Ok(Pems { ca, identity })
+}
+
+/// Feeds our layer's settings to an OTLP/gRPC builder (spans or metrics).
+fn tonic_builder<B: WithExportConfig + WithTonicConfig>(
+    mut b: B,
+    c: &SignalConfig,
+) -> Result<B, ExportError> {
+    if let Some(e) = &c.endpoint {
+        b = b.with_endpoint(e.clone());
+    }
+    if c.timeout_from_flag {
+        b = b.with_timeout(c.timeout);
+    }
+    if c.compression == Some(Compression::Gzip) {
+        b = b.with_compression(opentelemetry_otlp::Compression::Gzip);
+    }
+    if !c.headers.is_empty() {
+        let mut map = tonic::metadata::MetadataMap::new();
+        for (k, v) in &c.headers {
+            let key = tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+                .map_err(|e| build_error(c, format!("header {k:?}: {e}")))?;
+            let val = tonic::metadata::MetadataValue::try_from(v.as_str())
+                .map_err(|e| build_error(c, format!("header {k:?}: {e}")))?;
+            map.insert(key, val);
+        }
+        b = b.with_metadata(map);
+    }
+    if !c.tls.is_empty() {
+        let Pems { ca, identity } = pems(&c.tls)?;
+        let mut tls = tonic::transport::ClientTlsConfig::new().with_native_roots();
+        if let Some(pem) = ca {
+            tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        }
+        if let Some((cert, key)) = identity {
+            tls = tls.identity(tonic::transport::Identity::from_pem(cert, key));
+        }
+        b = b.with_tls_config(tls);
+    }
+    Ok(b)
+}
+
+/// Feeds our layer's settings to an OTLP/HTTP builder (spans or metrics). With TLS
+/// files, the HTTP client is ours (the crate's own client has no CA or identity).
+fn http_builder<B: WithExportConfig + WithHttpConfig>(
+    mut b: B,
+    c: &SignalConfig,
+) -> Result<B, ExportError> {
+    b = b.with_protocol(match c.protocol {
+        Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
+        _ => opentelemetry_otlp::Protocol::HttpBinary,
+    });
+    if let Some(e) = &c.endpoint {
+        b = b.with_endpoint(e.clone());
+    }
+    if c.timeout_from_flag {
+        b = b.with_timeout(c.timeout);
+    }
+    if c.compression == Some(Compression::Gzip) {
+        b = b.with_compression(opentelemetry_otlp::Compression::Gzip);
+    }
+    if !c.headers.is_empty() {
+        b = b.with_headers(c.headers.iter().cloned().collect::<HashMap<_, _>>());
+    }
+    if !c.tls.is_empty() {
+        let Pems { ca, identity } = pems(&c.tls)?;
+        let mut client = reqwest::Client::builder().timeout(c.timeout);
+        if let Some(pem) = ca {
+            for cert in
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| build_error(c, e))?
+            {
+                client = client.tls_certs_merge([cert]);
+            }
+        }
+        if let Some((mut cert, key)) = identity {
+            cert.extend_from_slice(&key);
+            client =
+                client.identity(reqwest::Identity::from_pem(&cert).map_err(|e| build_error(c, e))?);
+        }
+        b = b.with_http_client(client.build().map_err(|e| build_error(c, e))?);
+    }
+    Ok(b)
+}
+
+fn span_exporter(c: &SignalConfig, resource: &Resource) -> Result<OtlpSpanExporter, ExportError> {
+    let built = match c.protocol {
+        Protocol::Grpc => tonic_builder(OtlpSpanExporter::builder().with_tonic(), c)?.build(),
+        Protocol::HttpProtobuf | Protocol::HttpJson => {
+            http_builder(OtlpSpanExporter::builder().with_http(), c)?.build()
+        }
+    };
+    let mut e = built.map_err(|e| build_error(c, e))?;
+    e.set_resource(resource);
+    Ok(e)
+}
+
+pub(crate) fn metric_exporter(c: &SignalConfig) -> Result<OtlpMetricExporter, ExportError> {
+    let built = match c.protocol {
+        Protocol::Grpc => tonic_builder(OtlpMetricExporter::builder().with_tonic(), c)?.build(),
+        Protocol::HttpProtobuf | Protocol::HttpJson => {
+            http_builder(OtlpMetricExporter::builder().with_http(), c)?.build()
+        }
+    };
+    built.map_err(|e| build_error(c, e))
 }
 
 impl Exporter {
     /// Starts the exporter's runtime and tasks. Nothing is sent until spans arrive;
     /// an unreachable collector is not an error here (it is retried and counted).
-    pub fn start(cfg: ExporterConfig) -> Result<Self, ExportError> {
+    /// `metrics`: also export per-topic metrics.
+    pub fn start(cfg: ExporterConfig, metrics: bool) -> Result<Self, ExportError> {
+        // The crate's rustls needs one process-wide crypto provider; ring is the one
+        // tonic's `tls-ring` brings. Another one installed first is fine too.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.worker_threads.max(1))
             .thread_name("ddshark-otlp")
             .enable_all()
             .build()
             .map_err(|e| ExportError::Runtime(e.to_string()))?;
-        let transport = {
+        let resource = cfg.resource()?;
+        let counters = Arc::new(Counters::default());
+        let (spans, metrics) = {
+            // gRPC channels connect lazily on this runtime.
             let _guard = runtime.enter();
-            Transport::new(&cfg)?
+            let spans = span_exporter(&cfg.traces, &resource)?;
+            let metrics = if metrics {
+                Some(MetricsPipeline::new(
+                    &cfg.metrics,
+                    &resource,
+                    counters.clone(),
+                )?)
+            } else {
+                None
+            };
+            (spans, metrics)
         };
         let capacity = cfg.queue_capacity.max(1);
         let (span_tx, span_rx) = mpsc::channel(capacity);
         let (metrics_tx, metrics_rx) = mpsc::channel(16);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
-        let counters = Arc::new(Counters::default());
         let handle = ExportHandle {
             spans: span_tx,
             metrics: metrics_tx,
@@ -304,10 +466,15 @@ impl Exporter {
             runtime: runtime.handle().clone(),
         };
         let worker = Arc::new(Worker {
-            resource: cfg.resource_attributes(),
+            max_batch: cfg.max_batch.max(1),
+            batch_timeout: cfg.batch_timeout.min(Duration::from_secs(3600)),
+            max_concurrent: cfg.max_concurrent.max(1),
+            scope: InstrumentationScope::builder(SCOPE_NAME)
+                .with_version(SCOPE_VERSION)
+                .build(),
             permits: Arc::new(Semaphore::new(cfg.max_concurrent.max(1))),
-            cfg,
-            transport,
+            spans,
+            metrics,
             counters,
         });
         runtime.spawn(batch_loop(worker, span_rx, metrics_rx, control_rx));
@@ -315,12 +482,28 @@ impl Exporter {
             handle,
             control: control_tx,
             runtime: Some(runtime),
+            resource,
         })
     }
 
     /// The producer side, for other threads.
     pub fn handle(&self) -> ExportHandle {
         self.handle.clone()
+    }
+
+    /// A string attribute of the resource the exporter sends (`host.name`, ...).
+    pub fn resource_value(&self, key: &'static str) -> Option<String> {
+        self.resource
+            .get(&Key::from_static_str(key))
+            .map(|v| v.as_str().into_owned())
+    }
+
+    /// Every resource attribute, in no particular order.
+    pub fn resource_attributes(&self) -> Vec<KeyValue> {
+        self.resource
+            .iter()
+            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+            .collect()
     }
 
     pub fn try_export(&self, rec: SpanRecord) -> bool {
@@ -342,11 +525,11 @@ impl Exporter {
         if self.control.send(Control::Flush(tx)).is_err() {
             return false;
         }
-        wait_reply(rx, timeout)
+        rx.recv_timeout(timeout).is_ok()
     }
 
-    /// Flushes (waiting at most `timeout`, retries included) and stops. Spans still
-    /// queued or in flight then are counted as abandoned.
+    /// Flushes (waiting at most `timeout`, the crate's retries included) and stops.
+    /// Spans still queued or in flight then are counted as abandoned.
     pub fn shutdown(mut self, timeout: Duration) -> ExportStats {
         self.stop(timeout);
         self.handle.stats()
@@ -357,11 +540,12 @@ impl Exporter {
             return;
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let done = self.control.send(Control::Shutdown(tx)).is_ok() && wait_reply(rx, timeout);
+        let done =
+            self.control.send(Control::Shutdown(tx)).is_ok() && rx.recv_timeout(timeout).is_ok();
         rt.shutdown_timeout(Duration::from_millis(100));
         if !done {
             let c = &self.handle.counters;
-            let settled = get(&c.sent) + get(&c.rejected) + get(&c.failed);
+            let settled = get(&c.sent) + get(&c.failed);
             let left = get(&c.enqueued).saturating_sub(settled);
             c.abandoned.store(left, Ordering::Relaxed);
             c.in_flight.store(0, Ordering::Relaxed);
@@ -375,18 +559,13 @@ impl Drop for Exporter {
     }
 }
 
-fn wait_reply(rx: std::sync::mpsc::Receiver<()>, timeout: Duration) -> bool {
-    rx.recv_timeout(timeout).is_ok()
-}
-
 async fn batch_loop(
     w: Arc<Worker>,
     mut spans: mpsc::Receiver<SpanRecord>,
     mut metrics: mpsc::Receiver<MetricsSnapshot>,
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
-    let max_batch = w.cfg.max_batch.max(1);
-    let mut batch: Vec<SpanRecord> = Vec::with_capacity(max_batch);
+    let mut batch: Vec<SpanRecord> = Vec::with_capacity(w.max_batch);
     let mut deadline: Option<tokio::time::Instant> = None;
     let mut spans_open = true;
     loop {
@@ -403,7 +582,7 @@ async fn batch_loop(
                 // Everything queued now goes out, then wait for all export tasks.
                 while let Ok(rec) = spans.try_recv() {
                     batch.push(rec);
-                    if batch.len() >= max_batch {
+                    if batch.len() >= w.max_batch {
                         dispatch(&w, &mut batch).await;
                     }
                 }
@@ -412,7 +591,7 @@ async fn batch_loop(
                 while let Ok(m) = metrics.try_recv() {
                     send_metrics(&w, m).await;
                 }
-                let all = u32::try_from(w.cfg.max_concurrent.max(1)).unwrap_or(u32::MAX);
+                let all = u32::try_from(w.max_concurrent).unwrap_or(u32::MAX);
                 if let Ok(p) = w.permits.acquire_many(all).await {
                     drop(p);
                 }
@@ -427,10 +606,10 @@ async fn batch_loop(
                 match rec {
                     Some(rec) => {
                         if batch.is_empty() {
-                            deadline = Some(tokio::time::Instant::now() + w.cfg.batch_timeout.min(Duration::from_secs(3600)));
+                            deadline = Some(tokio::time::Instant::now() + w.batch_timeout);
                         }
                         batch.push(rec);
-                        if batch.len() >= max_batch {
+                        if batch.len() >= w.max_batch {
                             dispatch(&w, &mut batch).await;
                             deadline = None;
                         }
@@ -440,7 +619,6 @@ async fn batch_loop(
             }
             m = metrics.recv() => {
                 if let Some(m) = m {
-                    // Metrics ride along with the exporter's own counters.
                     send_metrics(&w, m).await;
                 }
             }
@@ -461,99 +639,47 @@ async fn dispatch(w: &Arc<Worker>, batch: &mut Vec<SpanRecord>) {
     let Ok(permit) = w.permits.clone().acquire_owned().await else {
         return;
     };
-    let spans = std::mem::replace(batch, Vec::with_capacity(w.cfg.max_batch.max(1)));
-    add(&w.counters.in_flight, spans.len() as u64);
+    let records = std::mem::replace(batch, Vec::with_capacity(w.max_batch));
+    add(&w.counters.in_flight, records.len() as u64);
     let w2 = w.clone();
     tokio::spawn(async move {
-        export_spans(&w2, spans).await;
+        export_spans(&w2, records).await;
         drop(permit);
     });
 }
 
-async fn export_spans(w: &Worker, spans: Vec<SpanRecord>) {
-    let mut enc = TraceRequestEncoder::new(&w.resource, SCOPE_NAME, SCOPE_VERSION);
-    let mut pending = 0u64;
-    let total = spans.len();
-    for (i, s) in spans.iter().enumerate() {
-        enc.push(s);
-        pending += 1;
-        if enc.encoded_len() >= MAX_REQUEST_BYTES || i + 1 == total {
-            let body = Bytes::from(enc.finish());
-            send_with_retry(w, Signal::Traces, body, pending).await;
-            w.counters.in_flight.fetch_sub(pending, Ordering::Relaxed);
-            pending = 0;
+async fn export_spans(w: &Worker, records: Vec<SpanRecord>) {
+    let n = records.len() as u64;
+    let batch = records.iter().map(|r| span_data(r, &w.scope)).collect();
+    drop(records);
+    let c = &w.counters;
+    match w.spans.export(batch).await {
+        Ok(()) => {
+            c.healthy.store(true, Ordering::Relaxed);
+            add(&c.requests_ok, 1);
+            add(&c.sent, n);
+        }
+        Err(e) => {
+            c.healthy.store(false, Ordering::Relaxed);
+            add(&c.requests_failed, 1);
+            add(&c.failed, n);
+            c.set_error(e.to_string());
         }
     }
+    c.in_flight.fetch_sub(n, Ordering::Relaxed);
 }
 
 async fn send_metrics(w: &Worker, snap: MetricsSnapshot) {
-    let c = &w.counters;
-    let own = SelfCounters {
-        enqueued: get(&c.enqueued),
-        dropped: get(&c.dropped),
-        sent: get(&c.sent),
-        failed: get(&c.failed) + get(&c.rejected),
+    let Some(m) = &w.metrics else {
+        return;
     };
-    let body = Bytes::from(encode_metrics(
-        &w.resource,
-        SCOPE_NAME,
-        SCOPE_VERSION,
-        &snap,
-        Some(own),
-    ));
-    // Metrics are small and cumulative: one try, the next report supersedes it.
-    match tokio::time::timeout(w.cfg.timeout, w.transport.send(Signal::Metrics, body)).await {
-        Ok(Ok(_)) => add(&c.metrics_sent, 1),
-        Ok(Err(e)) => {
-            add(&c.metrics_failed, 1);
-            c.set_error(e.message);
-        }
-        Err(_) => {
-            add(&c.metrics_failed, 1);
-            c.set_error("metrics export timed out".into());
-        }
-    }
-}
-
-async fn send_with_retry(w: &Worker, signal: Signal, body: Bytes, n: u64) {
     let c = &w.counters;
-    let started = Instant::now();
-    let mut backoff = w.cfg.initial_backoff;
-    loop {
-        let res = match tokio::time::timeout(
-            w.cfg.timeout.saturating_add(Duration::from_secs(1)),
-            w.transport.send(signal, body.clone()),
-        )
-        .await
-        {
-            Ok(r) => r,
-            Err(_) => Err(crate::transport::SendError {
-                retryable: true,
-                message: "export timed out".into(),
-            }),
-        };
-        match res {
-            Ok(acc) => {
-                c.healthy.store(true, Ordering::Relaxed);
-                add(&c.requests_ok, 1);
-                let rejected = acc.rejected.min(n);
-                add(&c.rejected, rejected);
-                add(&c.sent, n - rejected);
-                return;
-            }
-            Err(e) => {
-                c.healthy.store(false, Ordering::Relaxed);
-                add(&c.requests_failed, 1);
-                c.set_error(e.message);
-                if !e.retryable || started.elapsed().saturating_add(backoff) > w.cfg.max_retry_time
-                {
-                    add(&c.failed, n);
-                    return;
-                }
-                add(&c.retries, 1);
-                tokio::time::sleep(backoff).await;
-                backoff = backoff.saturating_mul(2).min(w.cfg.max_backoff);
-            }
+    // Metrics are cumulative: one try, the next report supersedes it.
+    match m.export(snap).await {
+        Ok(()) => add(&c.metrics_sent, 1),
+        Err(e) => {
+            add(&c.metrics_failed, 1);
+            c.set_error(e);
         }
     }
 }

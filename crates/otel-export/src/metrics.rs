@@ -1,5 +1,8 @@
-//! Per-topic counters as OTLP metrics: cumulative monotonic sums, one data point
-//! per topic, stamped with capture time.
+//! Per-topic counters as OTLP metrics through the OpenTelemetry SDK: observable
+//! cumulative counters, collected by a manual reader whenever the state hands over
+//! a snapshot, and sent by opentelemetry-otlp's `MetricExporter` on the exporter's
+//! runtime. Data points carry the SDK's (wall-clock) timestamps; the counters
+//! themselves are capture-time cumulative.
 //!
 //! | metric | unit | meaning |
 //! |---|---|---|
@@ -7,20 +10,28 @@
 //! | `ddshark.topic.bytes` | `By` | serialized payload bytes seen |
 //! | `ddshark.topic.lost` | `{sample}` | samples never seen (SN gaps not repaired) |
 //! | `ddshark.topic.retransmitted` | `{sample}` | samples seen more than once (repairs) |
+//! | `ddshark.otlp.spans.{enqueued,dropped,sent,failed}` | `{span}` | the exporter's own counters |
 //!
-//! Attributes: `topic_name`, `type_name` (when known), `traffic_type`.
-//! The exporter adds its own counters (`ddshark.otlp.spans.*`) to every snapshot.
+//! Attributes of the topic metrics: `topic_name`, `type_name` (when known), `traffic_type`.
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::metrics::v1::{
-    metric, number_data_point, AggregationTemporality, Metric, NumberDataPoint, ResourceMetrics,
-    ScopeMetrics, Sum,
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use opentelemetry::metrics::{MeterProvider as _, ObservableCounter};
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_otlp::MetricExporter as OtlpMetricExporter;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::reader::MetricReader;
+use opentelemetry_sdk::metrics::{
+    InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
 };
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use prost::Message;
+use opentelemetry_sdk::Resource;
 
-use crate::encode::AttrValue;
+use crate::config::SignalConfig;
+use crate::error::ExportError;
+use crate::exporter::{metric_exporter, Counters};
 use crate::schema::{attr, TrafficType};
 
 /// Cumulative counters of one topic since `MetricsSnapshot::start_ns`.
@@ -50,49 +61,6 @@ pub const METRIC_BYTES: &str = "ddshark.topic.bytes";
 pub const METRIC_LOST: &str = "ddshark.topic.lost";
 pub const METRIC_RETRANSMITTED: &str = "ddshark.topic.retransmitted";
 
-fn kv(key: &str, v: &AttrValue) -> KeyValue {
-    let value = match v {
-        AttrValue::Str(s) => any_value::Value::StringValue(s.clone()),
-        AttrValue::Int(i) => any_value::Value::IntValue(*i),
-        AttrValue::Bool(b) => any_value::Value::BoolValue(*b),
-    };
-    KeyValue {
-        key: key.to_string(),
-        value: Some(AnyValue { value: Some(value) }),
-    }
-}
-
-fn str_kv(key: &str, v: &str) -> KeyValue {
-    kv(key, &AttrValue::Str(v.to_string()))
-}
-
-fn sum(name: &str, unit: &str, description: &str, points: Vec<NumberDataPoint>) -> Metric {
-    Metric {
-        name: name.to_string(),
-        description: description.to_string(),
-        unit: unit.to_string(),
-        metadata: Vec::new(),
-        data: Some(metric::Data::Sum(Sum {
-            data_points: points,
-            aggregation_temporality: AggregationTemporality::Cumulative as i32,
-            is_monotonic: true,
-        })),
-    }
-}
-
-fn point(start_ns: u64, time_ns: u64, value: u64, attributes: Vec<KeyValue>) -> NumberDataPoint {
-    NumberDataPoint {
-        attributes,
-        start_time_unix_nano: start_ns,
-        time_unix_nano: time_ns,
-        exemplars: Vec::new(),
-        flags: 0,
-        value: Some(number_data_point::Value::AsInt(
-            i64::try_from(value).unwrap_or(i64::MAX),
-        )),
-    }
-}
-
 /// The exporter's own counters, reported with each snapshot.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SelfCounters {
@@ -102,137 +70,163 @@ pub struct SelfCounters {
     pub failed: u64,
 }
 
-/// Encodes a snapshot as an `ExportMetricsServiceRequest`.
-pub fn encode_metrics(
-    resource: &[(String, AttrValue)],
-    scope_name: &str,
-    scope_version: &str,
-    snap: &MetricsSnapshot,
-    own: Option<SelfCounters>,
-) -> Vec<u8> {
-    let mut samples = Vec::with_capacity(snap.topics.len());
-    let mut bytes = Vec::with_capacity(snap.topics.len());
-    let mut lost = Vec::with_capacity(snap.topics.len());
-    let mut retx = Vec::with_capacity(snap.topics.len());
-    for t in &snap.topics {
-        let mut a = vec![str_kv(attr::TOPIC_NAME, &t.topic)];
-        if let Some(ty) = &t.type_name {
-            a.push(str_kv(attr::TYPE_NAME, ty));
-        }
-        a.push(str_kv(attr::TRAFFIC_TYPE, t.traffic.name()));
-        samples.push(point(snap.start_ns, snap.time_ns, t.samples, a.clone()));
-        bytes.push(point(snap.start_ns, snap.time_ns, t.bytes, a.clone()));
-        lost.push(point(snap.start_ns, snap.time_ns, t.lost, a.clone()));
-        retx.push(point(snap.start_ns, snap.time_ns, t.retransmitted, a));
+/// The manual reader, shared between the meter provider (which registers its
+/// pipeline) and us (who collect on demand).
+#[derive(Debug, Clone)]
+struct SharedReader(Arc<ManualReader>);
+
+impl MetricReader for SharedReader {
+    fn register_pipeline(&self, pipeline: Weak<Pipeline>) {
+        self.0.register_pipeline(pipeline);
     }
-    let mut metrics = vec![
-        sum(
-            METRIC_SAMPLES,
-            "{sample}",
-            "Samples seen per topic",
-            samples,
-        ),
-        sum(
-            METRIC_BYTES,
-            "By",
-            "Serialized payload bytes seen per topic",
-            bytes,
-        ),
-        sum(
-            METRIC_LOST,
-            "{sample}",
-            "Samples lost per topic (sequence gaps never repaired)",
-            lost,
-        ),
-        sum(
-            METRIC_RETRANSMITTED,
-            "{sample}",
-            "Samples seen again per topic (repairs, retransmissions)",
-            retx,
-        ),
-    ];
-    if let Some(o) = own {
-        let p = |v: u64| vec![point(snap.start_ns, snap.time_ns, v, Vec::new())];
-        metrics.push(sum(
-            "ddshark.otlp.spans.enqueued",
-            "{span}",
-            "Spans queued for export",
-            p(o.enqueued),
-        ));
-        metrics.push(sum(
-            "ddshark.otlp.spans.dropped",
-            "{span}",
-            "Spans dropped because the export queue was full",
-            p(o.dropped),
-        ));
-        metrics.push(sum(
-            "ddshark.otlp.spans.sent",
-            "{span}",
-            "Spans the collector accepted",
-            p(o.sent),
-        ));
-        metrics.push(sum(
-            "ddshark.otlp.spans.failed",
-            "{span}",
-            "Spans given up after retries or rejected",
-            p(o.failed),
-        ));
+    fn collect(&self, rm: &mut ResourceMetrics) -> OTelSdkResult {
+        self.0.collect(rm)
     }
-    let req = ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(Resource {
-                attributes: resource.iter().map(|(k, v)| kv(k, v)).collect(),
-                dropped_attributes_count: 0,
-                entity_refs: Vec::new(),
-            }),
-            scope_metrics: vec![ScopeMetrics {
-                scope: Some(InstrumentationScope {
-                    name: scope_name.to_string(),
-                    version: scope_version.to_string(),
-                    attributes: Vec::new(),
-                    dropped_attributes_count: 0,
-                }),
-                metrics,
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }],
-    };
-    req.encode_to_vec()
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+    fn temporality(&self, kind: InstrumentKind) -> Temporality {
+        self.0.temporality(kind)
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn topic_attributes(t: &TopicCounters) -> Vec<KeyValue> {
+    let mut a = vec![KeyValue::new(attr::TOPIC_NAME, t.topic.clone())];
+    if let Some(ty) = &t.type_name {
+        a.push(KeyValue::new(attr::TYPE_NAME, ty.clone()));
+    }
+    a.push(KeyValue::new(attr::TRAFFIC_TYPE, t.traffic.name()));
+    a
+}
 
-    #[test]
-    fn round_trip() {
-        let snap = MetricsSnapshot {
-            start_ns: 1,
-            time_ns: 2,
-            topics: vec![TopicCounters {
-                topic: "rt/chatter".into(),
-                type_name: Some("T".into()),
-                traffic: TrafficType::User,
-                samples: 10,
-                bytes: 1000,
-                lost: 1,
-                retransmitted: 2,
-            }],
-        };
-        let b = encode_metrics(&[], "ddshark", "0", &snap, Some(SelfCounters::default()));
-        let req = ExportMetricsServiceRequest::decode(b.as_slice()).unwrap();
-        let m = &req.resource_metrics[0].scope_metrics[0].metrics;
-        assert_eq!(m.len(), 8);
-        assert_eq!(m[0].name, METRIC_SAMPLES);
-        let Some(metric::Data::Sum(s)) = &m[1].data else {
-            panic!("not a sum")
-        };
-        assert!(s.is_monotonic);
-        assert_eq!(
-            s.data_points[0].value,
-            Some(number_data_point::Value::AsInt(1000))
+/// Meter provider, reader and the crate's metric exporter of one exporter.
+pub(crate) struct MetricsPipeline {
+    _provider: SdkMeterProvider,
+    reader: SharedReader,
+    exporter: OtlpMetricExporter,
+    latest: Arc<Mutex<MetricsSnapshot>>,
+    _instruments: Vec<ObservableCounter<u64>>,
+}
+
+impl MetricsPipeline {
+    /// Must run inside the exporter's runtime (gRPC channels connect lazily).
+    pub(crate) fn new(
+        c: &SignalConfig,
+        resource: &Resource,
+        counters: Arc<Counters>,
+    ) -> Result<Self, ExportError> {
+        let exporter = metric_exporter(c)?;
+        let reader = SharedReader(Arc::new(ManualReader::builder().build()));
+        let provider = SdkMeterProvider::builder()
+            .with_resource(resource.clone())
+            .with_reader(reader.clone())
+            .build();
+        let meter = provider.meter_with_scope(
+            InstrumentationScope::builder("ddshark")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
         );
-        assert_eq!(s.data_points[0].time_unix_nano, 2);
+        let latest = Arc::new(Mutex::new(MetricsSnapshot::default()));
+        type Field = fn(&TopicCounters) -> u64;
+        let topic_metrics: [(&'static str, &'static str, &'static str, Field); 4] = [
+            (METRIC_SAMPLES, "{sample}", "Samples seen per topic", |t| {
+                t.samples
+            }),
+            (
+                METRIC_BYTES,
+                "By",
+                "Serialized payload bytes seen per topic",
+                |t| t.bytes,
+            ),
+            (
+                METRIC_LOST,
+                "{sample}",
+                "Samples lost per topic (sequence gaps never repaired)",
+                |t| t.lost,
+            ),
+            (
+                METRIC_RETRANSMITTED,
+                "{sample}",
+                "Samples seen again per topic (repairs, retransmissions)",
+                |t| t.retransmitted,
+            ),
+        ];
+        let mut instruments = Vec::new();
+        for (name, unit, description, field) in topic_metrics {
+            let latest = latest.clone();
+            instruments.push(
+                meter
+                    .u64_observable_counter(name)
+                    .with_unit(unit)
+                    .with_description(description)
+                    .with_callback(move |o| {
+                        if let Ok(s) = latest.lock() {
+                            for t in &s.topics {
+                                o.observe(field(t), &topic_attributes(t));
+                            }
+                        }
+                    })
+                    .build(),
+            );
+        }
+        type Own = fn(&SelfCounters) -> u64;
+        let own_metrics: [(&'static str, &'static str, Own); 4] = [
+            (
+                "ddshark.otlp.spans.enqueued",
+                "Spans queued for export",
+                |o| o.enqueued,
+            ),
+            (
+                "ddshark.otlp.spans.dropped",
+                "Spans dropped because the export queue was full",
+                |o| o.dropped,
+            ),
+            (
+                "ddshark.otlp.spans.sent",
+                "Spans the collector accepted",
+                |o| o.sent,
+            ),
+            (
+                "ddshark.otlp.spans.failed",
+                "Spans given up after the exporter's retries",
+                |o| o.failed,
+            ),
+        ];
+        for (name, description, field) in own_metrics {
+            let counters = counters.clone();
+            instruments.push(
+                meter
+                    .u64_observable_counter(name)
+                    .with_unit("{span}")
+                    .with_description(description)
+                    .with_callback(move |o| o.observe(field(&counters.own()), &[]))
+                    .build(),
+            );
+        }
+        Ok(Self {
+            _provider: provider,
+            reader,
+            exporter,
+            latest,
+            _instruments: instruments,
+        })
+    }
+
+    /// Collects with `snap` as the current counters and sends the result.
+    pub(crate) async fn export(&self, snap: MetricsSnapshot) -> Result<(), String> {
+        if let Ok(mut l) = self.latest.lock() {
+            *l = snap;
+        }
+        let mut rm = ResourceMetrics::default();
+        self.reader
+            .collect(&mut rm)
+            .map_err(|e| format!("collecting metrics: {e}"))?;
+        self.exporter
+            .export(&rm)
+            .await
+            .map_err(|e| format!("metrics export: {e}"))
     }
 }

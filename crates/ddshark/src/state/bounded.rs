@@ -1,7 +1,13 @@
 //! A hash map with a size cap: when full, the least recently seen entries go.
+//!
+//! Keys come off the wire (GUIDs, prefixes), so the hasher is keyed per process
+//! (foldhash's seeded fast hasher): several times cheaper than SipHash on 12- and
+//! 16-byte keys, which this map hashes for every submessage.
 
 use std::collections::HashMap;
 use std::hash::Hash;
+
+type Hasher = foldhash::fast::RandomState;
 
 /// Entries that know when they were last seen (capture time).
 pub trait Aged {
@@ -10,14 +16,14 @@ pub trait Aged {
 
 #[derive(Debug, Clone)]
 pub struct Bounded<K, V> {
-    map: HashMap<K, V>,
+    map: HashMap<K, V, Hasher>,
     cap: usize,
 }
 
 impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
     pub fn new(cap: usize) -> Self {
         Self {
-            map: HashMap::new(),
+            map: HashMap::with_hasher(Hasher::default()),
             cap: cap.max(1),
         }
     }
@@ -26,25 +32,43 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
         self.cap
     }
 
+    /// The entry of `key`, made by `make` if absent (after making room as
+    /// [`Bounded::insert`] does). One hash lookup when the key is present and the
+    /// map is not full. `evicted` receives what had to go.
+    pub fn get_or_insert_with(
+        &mut self,
+        key: K,
+        make: impl FnOnce() -> V,
+        evicted: &mut Vec<V>,
+    ) -> &mut V {
+        if self.map.len() >= self.cap && !self.map.contains_key(&key) {
+            evicted.extend(self.make_room());
+        }
+        self.map.entry(key).or_insert_with(make)
+    }
+
     /// Insert; when at the cap, first evict the oldest sixteenth (at least one)
     /// and return what was evicted.
     pub fn insert(&mut self, key: K, value: V) -> Vec<V> {
         let mut evicted = Vec::new();
         if !self.map.contains_key(&key) && self.map.len() >= self.cap {
-            let n = (self.cap / 16).max(1);
-            let mut ages: Vec<(u64, K)> =
-                self.map.iter().map(|(k, v)| (v.last_seen(), *k)).collect();
-            if n < ages.len() {
-                ages.select_nth_unstable_by_key(n, |(t, _)| *t);
-            }
-            for (_, k) in ages.into_iter().take(n) {
-                if let Some(v) = self.map.remove(&k) {
-                    evicted.push(v);
-                }
-            }
+            evicted = self.make_room();
         }
         self.map.insert(key, value);
         evicted
+    }
+
+    /// Evict the oldest sixteenth (at least one).
+    fn make_room(&mut self) -> Vec<V> {
+        let n = (self.cap / 16).max(1);
+        let mut ages: Vec<(u64, K)> = self.map.iter().map(|(k, v)| (v.last_seen(), *k)).collect();
+        if n < ages.len() {
+            ages.select_nth_unstable_by_key(n, |(t, _)| *t);
+        }
+        ages.into_iter()
+            .take(n)
+            .filter_map(|(_, k)| self.map.remove(&k))
+            .collect()
     }
 
     /// Remove and return every entry last seen before `cutoff`.

@@ -289,11 +289,6 @@ impl State {
             self.cached.insert(info.guid, info);
         }
     }
-
-    /// Discovery known from the cache for an endpoint first seen on the wire now.
-    pub(crate) fn cached_info(&self, guid: &Guid) -> Option<Arc<EndpointInfo>> {
-        self.cached.get(guid).cloned()
-    }
 }
 
 #[cfg(test)]

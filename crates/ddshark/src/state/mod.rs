@@ -403,7 +403,7 @@ impl State {
         }
     }
 
-    fn new_writer(&self, guid: Guid, ts: u64) -> Writer {
+    fn new_writer(config: &StateConfig, guid: Guid, ts: u64) -> Writer {
         Writer {
             guid,
             info: None,
@@ -412,7 +412,7 @@ impl State {
             last_seen_ns: ts,
             discovered_ns: None,
             samples_before_discovery: 0,
-            stats: Windowed::new(self.config.window_ns),
+            stats: Windowed::new(config.window_ns),
             size_min: None,
             size_max: 0,
             size_hist: [0; SIZE_BUCKETS],
@@ -443,49 +443,75 @@ impl State {
 
     fn writer_mut(&mut self, guid: Guid) -> Option<&mut Writer> {
         let ts = self.now_ns;
-        if !self.writers.contains(&guid) {
-            let mut w = self.new_writer(guid, ts);
-            if let Some(info) = self.cached_info(&guid) {
-                w.info = Some(info);
-                w.from_cache = true;
-            }
-            for old in self.writers.insert(guid, w) {
-                self.counters.writers_evicted_capacity =
-                    self.counters.writers_evicted_capacity.saturating_add(1);
-                self.counters.samples_of_evicted_writers = self
-                    .counters
-                    .samples_of_evicted_writers
-                    .saturating_add(old.stats.total.samples);
-            }
+        let State {
+            writers,
+            config,
+            cached,
+            counters,
+            ..
+        } = self;
+        let mut evicted = Vec::new();
+        let w = writers.get_or_insert_with(
+            guid,
+            || {
+                let mut w = Self::new_writer(config, guid, ts);
+                if let Some(info) = cached.get(&guid) {
+                    w.info = Some(info.clone());
+                    w.from_cache = true;
+                }
+                w
+            },
+            &mut evicted,
+        );
+        for old in evicted {
+            counters.writers_evicted_capacity = counters.writers_evicted_capacity.saturating_add(1);
+            counters.samples_of_evicted_writers = counters
+                .samples_of_evicted_writers
+                .saturating_add(old.stats.total.samples);
         }
-        let w = self.writers.get_mut(&guid)?;
         w.last_seen_ns = ts;
         Some(w)
     }
 
     fn reader_mut(&mut self, guid: Guid) -> Option<&mut Reader> {
         let ts = self.now_ns;
-        if !self.readers.contains(&guid) {
-            let mut r = Self::new_reader(guid, ts);
-            if let Some(info) = self.cached_info(&guid) {
-                r.info = Some(info);
-                r.from_cache = true;
-            }
-            let evicted = self.readers.insert(guid, r).len() as u64;
-            self.counters.readers_evicted_capacity = self
-                .counters
-                .readers_evicted_capacity
-                .saturating_add(evicted);
-        }
-        let r = self.readers.get_mut(&guid)?;
+        let State {
+            readers,
+            cached,
+            counters,
+            ..
+        } = self;
+        let mut evicted = Vec::new();
+        let r = readers.get_or_insert_with(
+            guid,
+            || {
+                let mut r = Self::new_reader(guid, ts);
+                if let Some(info) = cached.get(&guid) {
+                    r.info = Some(info.clone());
+                    r.from_cache = true;
+                }
+                r
+            },
+            &mut evicted,
+        );
+        counters.readers_evicted_capacity = counters
+            .readers_evicted_capacity
+            .saturating_add(evicted.len() as u64);
         r.last_seen_ns = ts;
         Some(r)
     }
 
     fn participant_mut(&mut self, prefix: GuidPrefix) -> Option<&mut Participant> {
         let ts = self.now_ns;
-        if !self.participants.contains(&prefix) {
-            let p = Participant {
+        let State {
+            participants,
+            counters,
+            ..
+        } = self;
+        let mut evicted = Vec::new();
+        let p = participants.get_or_insert_with(
+            prefix,
+            || Participant {
                 prefix,
                 info: None,
                 from_cache: false,
@@ -498,14 +524,13 @@ impl State {
                 datagrams: 0,
                 bytes: 0,
                 gone: None,
-            };
-            let evicted = self.participants.insert(prefix, p).len() as u64;
-            self.counters.participants_evicted_capacity = self
-                .counters
-                .participants_evicted_capacity
-                .saturating_add(evicted);
-        }
-        self.participants.get_mut(&prefix)
+            },
+            &mut evicted,
+        );
+        counters.participants_evicted_capacity = counters
+            .participants_evicted_capacity
+            .saturating_add(evicted.len() as u64);
+        Some(p)
     }
 
     /// Account for one RTPS datagram.

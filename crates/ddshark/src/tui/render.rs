@@ -936,10 +936,7 @@ fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
                 ),
             ));
             left.push(kv_warn("export dropped", e.dropped));
-            left.push(kv_warn(
-                "export failed/rejected",
-                e.failed.saturating_add(e.rejected),
-            ));
+            left.push(kv_warn("export failed", e.failed));
         }
     }
     left.push(kv_warn("undecodable submsgs", d.submessage_errors));
