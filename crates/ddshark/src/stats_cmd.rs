@@ -12,7 +12,8 @@ use crate::capture::file::FileSource;
 use crate::pipeline::{run_threaded, CaptureInput, Engine, EngineConfig, RunOptions};
 use crate::state::cache::DiscoveryCache;
 use crate::state::ros::{display_topic, display_type};
-use crate::state::snapshot::Snapshot;
+use crate::state::snapshot::{Snapshot, TopicView};
+use crate::state::timing::TimingView;
 use crate::state::StateConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -194,6 +195,62 @@ fn trunc(s: &str, n: usize) -> String {
     }
 }
 
+/// Bytes per second over the time the topic's writers were active (the last window's
+/// when there is no active time yet).
+fn active_bandwidth(t: &TopicView) -> f64 {
+    if t.timing.active_s > 0.0 {
+        t.totals.bytes as f64 / t.timing.active_s
+    } else {
+        t.window.bandwidth_bps / 8.0
+    }
+}
+
+fn ms(ns: Option<f64>) -> String {
+    ns.map_or("-".into(), |v| format!("{:.2}", v / 1e6))
+}
+
+/// Per topic (and, with `--writers`, per writer): rate over the active time, period
+/// min/mean/max, jitter, DEADLINE and the samples later than it.
+fn timing_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
+    let _ = writeln!(
+        r,
+        "\ntiming (capture time of each new sample, as `ros2 topic hz` would see it at this point)\n{:<40} {:>8} {:>8} {:>26} {:>10} {:>10} {:>7}",
+        "TOPIC / writer", "RATE/s", "ACTIVE s", "PERIOD ms min/mean/max", "JITTER ms", "DEADLINE", "MISSED"
+    );
+    let row = |r: &mut String, name: String, t: &TimingView| {
+        let period = format!(
+            "{}/{}/{}",
+            ms(t.period_min_ns.map(|v| v as f64)),
+            ms(t.period_mean_ns),
+            ms(t.period_max_ns.map(|v| v as f64))
+        );
+        let _ = writeln!(
+            r,
+            "{:<40} {:>8} {:>8.3} {:>26} {:>10} {:>10} {:>7}",
+            trunc(&name, 40),
+            t.rate_hz.map_or("-".into(), |v| format!("{v:.2}")),
+            t.active_s,
+            period,
+            ms(t.period_stddev_ns),
+            t.deadline_ns
+                .map_or("-".into(), |d| format!("{} ms", ms(Some(d as f64)))),
+            t.deadline_misses
+        );
+    };
+    for t in s.topics.iter().filter(|t| o.builtin || !t.builtin) {
+        row(r, display_topic(&t.name, o.ros), &t.timing);
+        if o.writers {
+            for w in s
+                .writers
+                .iter()
+                .filter(|w| w.topic.as_deref() == Some(t.name.as_str()))
+            {
+                row(r, format!("  {}", w.guid), &w.timing);
+            }
+        }
+    }
+}
+
 /// The readable report: totals, one line per topic, what needs attention, health.
 pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
     let mut r = String::new();
@@ -253,16 +310,31 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
             t.readers,
             t.totals.samples,
             human_bytes(t.totals.bytes as f64),
-            t.window.rate_hz,
-            format!("{}/s", human_bytes(t.window.bandwidth_bps / 8.0)),
+            t.timing.rate_hz.unwrap_or(0.0),
+            format!("{}/s", human_bytes(active_bandwidth(t))),
             t.totals.lost,
             t.totals.retransmitted,
             t.totals.incomplete,
             size
         );
     }
+    timing_table(&mut r, s, o);
     let mut notes = Vec::new();
     for t in &s.topics {
+        if t.shared_memory_only {
+            let writers = s
+                .writers
+                .iter()
+                .filter(|w| w.topic.as_deref() == Some(t.name.as_str()) && w.shared_memory_only);
+            for w in writers {
+                notes.push(format!(
+                    "{}: shared memory only: traffic invisible here (writer {} and matched reader(s) {} share a host; no sample on the wire)",
+                    display_topic(&t.name, o.ros),
+                    w.guid,
+                    w.shared_memory_peers.join(", ")
+                ));
+            }
+        }
         for m in &t.qos_mismatches {
             notes.push(format!(
                 "QoS mismatch on {}: {} offered {} but reader {} requests {} (writer {})",
@@ -276,7 +348,7 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         }
         if t.shared_memory_only_endpoints > 0 {
             notes.push(format!(
-                "{}: {} endpoint(s) announce only shared-memory locators; their traffic never reaches the wire",
+                "{}: {} endpoint(s) talk by shared memory only (shared-memory locators only, or a matched same-host peer); their traffic never reaches the wire",
                 display_topic(&t.name, o.ros),
                 t.shared_memory_only_endpoints
             ));

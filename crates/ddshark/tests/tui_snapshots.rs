@@ -122,6 +122,37 @@ fn large_fragmented_samples_histogram() {
     insta::assert_snapshot!("b_large_frag_topics_140x40", draw(&snap, &ui, 140, 40));
 }
 
+/// Fast DDS with shared memory on: rt/imu and rt/camera/image_raw have a matched writer
+/// and reader on one host and nothing on the wire, so they carry the `[shm]` marker and
+/// the detail pane says their traffic is invisible here.
+#[test]
+fn fastdds_shared_memory_only_topics_are_marked() {
+    let (mut ui, snap) = replay("k2_fastdds_shm/a.pcap");
+    ui.sort = TopicColumn::Name;
+    ui.descending = false;
+    let wide = draw(&snap, &ui, 140, 40);
+    assert_eq!(wide.matches("[shm]").count(), 2, "{wide}");
+    assert!(
+        wide.contains("shared memory only: traffic invisible here"),
+        "{wide}"
+    );
+    insta::assert_snapshot!("k2_fastdds_shm_topics_140x40", wide);
+}
+
+/// The detail pane's timing line: rate over the active time, period, jitter, and the
+/// DEADLINE with the samples that came later than it.
+#[test]
+fn fastdds_deadline_misses_in_the_detail_pane() {
+    let (mut ui, snap) = replay("k3_fastdds_deadline/a.pcap");
+    ui.sort = TopicColumn::Name;
+    ui.descending = false;
+    ui.selected[0] = Some("rt/chatter".into());
+    let wide = draw(&snap, &ui, 140, 40);
+    assert!(wide.contains("deadline 30.0ms"), "{wide}");
+    assert!(wide.contains("missed 19"), "{wide}");
+    insta::assert_snapshot!("k3_fastdds_deadline_chatter_140x40", wide);
+}
+
 #[test]
 fn late_start_without_discovery() {
     let (ui, snap) = replay("i_late_start/a.pcap");

@@ -168,6 +168,9 @@ pub struct ParticipantInfo {
     pub vendor: Option<VendorId>,
     pub protocol_version: Option<(u8, u8)>,
     pub domain_id: Option<u32>,
+    /// How `domain_id` is known: PID_DOMAIN_ID, or (vendors that leave it out, such as
+    /// Fast DDS) the well-known port mapping of its metatraffic locators.
+    pub domain_id_source: Option<DomainIdSource>,
     pub domain_tag: Option<String>,
     pub entity_name: Option<String>,
     pub lease_ns: Option<Option<i64>>,
@@ -180,7 +183,69 @@ pub struct ParticipantInfo {
     pub vendor_pids: Vec<(u16, &'static str)>,
 }
 
+/// Where a participant's domain id comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DomainIdSource {
+    Pid,
+    PortMapping,
+}
+
+impl DomainIdSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pid => "pid_domain_id",
+            Self::PortMapping => "port_mapping",
+        }
+    }
+}
+
+/// RTPS 9.6.1.1 well-known ports: PB + DG·domain + offset, PB 7400, DG 250.
+pub mod port_mapping {
+    pub const PORT_BASE: u32 = 7400;
+    pub const DOMAIN_GAIN: u32 = 250;
+    pub const PARTICIPANT_GAIN: u32 = 2;
+    /// d0: metatraffic multicast.
+    pub const D0: u32 = 0;
+    /// d1: metatraffic unicast (+ PG · participant id).
+    pub const D1: u32 = 10;
+    /// d2: user traffic multicast.
+    pub const D2: u32 = 1;
+    /// d3: user traffic unicast (+ PG · participant id).
+    pub const D3: u32 = 11;
+    /// Domains whose ports still fit in 16 bits.
+    pub const MAX_DOMAIN: u32 = 232;
+
+    /// The domain a metatraffic port belongs to: d0 for multicast, d1 + PG·p for unicast.
+    pub fn metatraffic_domain(port: u32, multicast: bool) -> Option<u32> {
+        let offset = port.checked_sub(PORT_BASE)?;
+        let domain = offset.checked_div(DOMAIN_GAIN)?;
+        let rest = offset.checked_rem(DOMAIN_GAIN)?;
+        let fits = if multicast {
+            rest == D0
+        } else {
+            rest.checked_sub(D1)
+                .and_then(|p| p.checked_rem(PARTICIPANT_GAIN))
+                == Some(0)
+        };
+        (fits && domain <= MAX_DOMAIN).then_some(domain)
+    }
+}
+
 impl ParticipantInfo {
+    /// Domain id from the metatraffic locators' ports (as Wireshark does when SPDP has no
+    /// PID_DOMAIN_ID); multicast first, as unicast ports may be chosen freely.
+    fn domain_from_ports(&self) -> Option<u32> {
+        let multicast = self
+            .metatraffic_multicast
+            .iter()
+            .find_map(|l| port_mapping::metatraffic_domain(l.port, true));
+        multicast.or_else(|| {
+            self.metatraffic_unicast
+                .iter()
+                .find_map(|l| port_mapping::metatraffic_domain(l.port, false))
+        })
+    }
+
     pub fn shared_memory_only(&self) -> bool {
         let mut all = self
             .default_unicast
@@ -368,6 +433,12 @@ pub fn decode_discovery(
                     PID_BUILTIN_ENDPOINT_SET => info.builtin_endpoints = p.u32().ok(),
                     _ => {}
                 }
+            }
+            if info.domain_id.is_some() {
+                info.domain_id_source = Some(DomainIdSource::Pid);
+            } else if let Some(d) = info.domain_from_ports() {
+                info.domain_id = Some(d);
+                info.domain_id_source = Some(DomainIdSource::PortMapping);
             }
             have_guid.then_some(DiscoveryRecord::Participant(info))
         }

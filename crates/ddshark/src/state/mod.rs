@@ -20,6 +20,7 @@ pub mod qos;
 pub mod ros;
 pub mod seq;
 pub mod snapshot;
+pub mod timing;
 pub mod window;
 
 use std::collections::hash_map::DefaultHasher;
@@ -39,6 +40,7 @@ use serde::Serialize;
 use bounded::{Aged, Bounded};
 use seq::{Finalized, Observed, SeqConfig, SeqTracker};
 pub use snapshot::Snapshot;
+use timing::Timing;
 use window::{Counts, Windowed};
 
 /// Bounds and windows of the state.
@@ -143,6 +145,7 @@ pub struct Writer {
     pub gone: Option<Gone>,
     pub sn_jumps: u64,
     pub invalid_sn: u64,
+    pub timing: Timing,
 }
 
 impl Aged for Writer {
@@ -339,6 +342,15 @@ pub fn builtin_topic(guid: &Guid) -> Option<&'static str> {
     })
 }
 
+/// A finite DEADLINE period from an endpoint's SEDP QoS.
+pub fn deadline_ns(info: &EndpointInfo) -> Option<u64> {
+    info.qos
+        .deadline_ns
+        .flatten()
+        .and_then(|d| u64::try_from(d).ok())
+        .filter(|d| *d > 0)
+}
+
 fn addr_hash(a: &SocketAddr) -> u32 {
     let mut h = DefaultHasher::new();
     a.hash(&mut h);
@@ -422,6 +434,7 @@ impl State {
             last_src: None,
             gone: None,
             sn_jumps: 0,
+            timing: Timing::default(),
             invalid_sn: 0,
         }
     }
@@ -742,7 +755,13 @@ impl State {
             DatagramShare::default()
         };
         match observed {
-            Observed::NewSample { .. } => w.record_sample_size(piece.sample_size),
+            Observed::NewSample { late_fill } => {
+                w.record_sample_size(piece.sample_size);
+                if !late_fill {
+                    let deadline = w.info.as_deref().and_then(deadline_ns);
+                    w.timing.sample(d.ts_first_ns, piece.sn, deadline);
+                }
+            }
             Observed::Invalid => w.invalid_sn = w.invalid_sn.saturating_add(1),
             Observed::MoreFragments | Observed::Repeat { .. } => {}
         }

@@ -2,7 +2,7 @@
 //! daemon reports and what the TUI renders. Built on the state thread, shared as
 //! `Arc<Snapshot>`; readers never touch the live state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use rtps_dissect::discovery::EndpointQos;
@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use super::qos::{mismatches, Mismatch};
 use super::ros::{demangle_topic, demangle_type, RosKind};
-use super::window::Counts;
-use super::{builtin_topic, Gone, State, StateCounters, Writer, SIZE_BUCKETS};
+use super::timing::{TimingAgg, TimingView};
+use super::window::{Counts, Windowed};
+use super::{builtin_topic, deadline_ns, Gone, State, StateCounters, Writer, SIZE_BUCKETS};
 use crate::capture::KernelStats;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -52,6 +53,9 @@ pub struct ParticipantView {
     pub version: Option<String>,
     pub entity_name: Option<String>,
     pub domain_id: Option<u32>,
+    /// `pid_domain_id`, or `port_mapping` when SPDP leaves it out (Fast DDS) and it was
+    /// derived from the well-known ports of its metatraffic locators.
+    pub domain_id_source: Option<&'static str>,
     pub lease_ns: Option<Option<i64>>,
     pub addresses: Vec<String>,
     pub locators: Vec<String>,
@@ -87,11 +91,32 @@ pub struct WindowView {
     pub acknacks: u64,
 }
 
+/// The capture time a window covers.
+#[derive(Debug, Clone, Copy)]
+struct WindowSpan {
+    seconds: f64,
+    /// The span starts at the first sample (seen less than a window ago), so that sample
+    /// opens the span rather than filling a period of it.
+    from_first_sample: bool,
+}
+
 impl WindowView {
-    fn of(c: &Counts, seconds: f64) -> Self {
-        let per_s = |v: u64| {
+    fn of(c: &Counts, span: WindowSpan) -> Self {
+        let seconds = span.seconds;
+        // n samples from the first one on span n - 1 periods.
+        let counted = if span.from_first_sample {
+            c.samples.saturating_sub(1)
+        } else {
+            c.samples
+        };
+        let share = if c.samples > 0 {
+            counted as f64 / c.samples as f64
+        } else {
+            0.0
+        };
+        let per_s = |v: f64| {
             if seconds > 0.0 {
-                v as f64 / seconds
+                v / seconds
             } else {
                 0.0
             }
@@ -100,8 +125,8 @@ impl WindowView {
             seconds,
             samples: c.samples,
             bytes: c.bytes,
-            rate_hz: per_s(c.samples),
-            bandwidth_bps: per_s(c.bytes.saturating_mul(8)),
+            rate_hz: per_s(counted as f64),
+            bandwidth_bps: per_s(c.bytes.saturating_mul(8) as f64 * share),
             lost: c.lost,
             retransmitted: c.retransmitted,
             heartbeats: c.heartbeats,
@@ -143,7 +168,12 @@ pub struct WriterView {
     pub from_cache: bool,
     pub discovered_ns: Option<u64>,
     pub samples_before_discovery: u64,
+    /// Its traffic never reaches the wire: every locator it announced is shared memory,
+    /// or a matched reader on the same host (same shared-memory host id) takes its
+    /// samples by shared memory and none of them was seen on the wire.
     pub shared_memory_only: bool,
+    /// The same-host matched endpoints it talks to by shared memory, unseen.
+    pub shared_memory_peers: Vec<String>,
     pub qos: Option<QosView>,
     pub locators: Vec<String>,
     pub src: Option<String>,
@@ -156,6 +186,8 @@ pub struct WriterView {
     pub data_frags_per_sample: Option<f64>,
     pub ip_fragments_per_sample: Option<f64>,
     pub window: WindowView,
+    /// Rate over the time it was active, inter-arrival period and jitter, deadline misses.
+    pub timing: TimingView,
     pub highest_sn: Option<i64>,
     pub open_holes: u64,
     pub sn_jumps: u64,
@@ -174,6 +206,7 @@ pub struct ReaderView {
     pub discovered: bool,
     pub from_cache: bool,
     pub shared_memory_only: bool,
+    pub shared_memory_peers: Vec<String>,
     pub qos: Option<QosView>,
     pub locators: Vec<String>,
     pub first_seen_ns: u64,
@@ -215,7 +248,11 @@ pub struct TopicView {
     pub data_frags_per_sample: Option<f64>,
     pub ip_fragments_per_sample: Option<f64>,
     pub window: WindowView,
+    pub timing: TimingView,
     pub pcp: Vec<PcpCount>,
+    /// Writers and readers announced, matched, and not one sample on the wire: the topic's
+    /// traffic goes by shared memory and is invisible here.
+    pub shared_memory_only: bool,
     pub shared_memory_only_endpoints: u64,
     pub qos_mismatches: Vec<QosMismatchView>,
 }
@@ -388,6 +425,8 @@ struct TopicAgg {
     size_hist: [u64; SIZE_BUCKETS],
     pcp: [u64; 9],
     shm: u64,
+    shm_writers: u64,
+    timing: TimingAgg,
 }
 
 impl TopicAgg {
@@ -406,6 +445,8 @@ impl TopicAgg {
             size_hist: [0; SIZE_BUCKETS],
             pcp: [0; 9],
             shm: 0,
+            shm_writers: 0,
+            timing: TimingAgg::default(),
         }
     }
     fn note_type(&mut self, t: &str) {
@@ -422,10 +463,88 @@ impl TopicAgg {
 }
 
 impl State {
-    fn window_seconds(&self, first_seen_ns: u64) -> f64 {
-        let covered = self.now_ns.saturating_sub(first_seen_ns);
-        let w = self.config.window_ns.min(covered.max(1));
-        w as f64 / 1e9
+    /// Capture time the sliding window actually covers for something first seen at
+    /// `first_seen_ns`: from the window's oldest bucket (or that first sight, if later)
+    /// to now. The oldest bucket starts on a bucket boundary, so a full window is
+    /// somewhat shorter than the configured one.
+    fn window_span(&self, first_seen_ns: u64) -> WindowSpan {
+        let window_start = Windowed::window_start_ns(self.config.window_ns, self.now_ns);
+        let start = window_start.max(first_seen_ns);
+        WindowSpan {
+            seconds: self.now_ns.saturating_sub(start).max(1) as f64 / 1e9,
+            from_first_sample: first_seen_ns > window_start,
+        }
+    }
+
+    /// Shared-memory host ids an endpoint can be reached at: the addresses of its own
+    /// shared-memory locators, else of its participant's default ones.
+    fn shm_hosts(&self, info: &EndpointInfo) -> Vec<[u8; 16]> {
+        let own: Vec<[u8; 16]> = info
+            .unicast_locators
+            .iter()
+            .chain(&info.multicast_locators)
+            .filter(|l| l.is_shared_memory())
+            .map(|l| l.address)
+            .collect();
+        if !own.is_empty() {
+            return own;
+        }
+        self.participants
+            .get(&info.guid.prefix)
+            .and_then(|p| p.info.as_deref())
+            .map(|p| {
+                p.default_unicast
+                    .iter()
+                    .chain(&p.default_multicast)
+                    .filter(|l| l.is_shared_memory())
+                    .map(|l| l.address)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Writer–reader pairs that share a host (a shared-memory host id in common), match
+    /// (same topic, compatible QoS), and whose writer has no sample on the wire: their
+    /// traffic goes by shared memory. Endpoint → its peers.
+    fn shared_memory_pairs(&self) -> HashMap<Guid, Vec<Guid>> {
+        let mut readers: HashMap<&str, Vec<(Guid, &EndpointInfo, Vec<[u8; 16]>)>> = HashMap::new();
+        for r in self.readers.values() {
+            if let Some(info) = r.info.as_deref() {
+                let hosts = self.shm_hosts(info);
+                if !hosts.is_empty() {
+                    readers
+                        .entry(info.topic.as_str())
+                        .or_default()
+                        .push((r.guid, info, hosts));
+                }
+            }
+        }
+        let mut pairs: HashMap<Guid, Vec<Guid>> = HashMap::new();
+        let mut checked = 0usize;
+        for w in self.writers.values() {
+            let Some(info) = w.info.as_deref() else {
+                continue;
+            };
+            if w.stats.total.samples > 0 {
+                continue;
+            }
+            let Some(candidates) = readers.get(info.topic.as_str()) else {
+                continue;
+            };
+            let hosts = self.shm_hosts(info);
+            for (rg, ri, rhosts) in candidates {
+                checked = checked.saturating_add(1);
+                if checked > MAX_QOS_PAIRS {
+                    return pairs;
+                }
+                let same_host = hosts.iter().any(|h| rhosts.contains(h));
+                if same_host && mismatches(&info.qos, &ri.qos).is_empty() {
+                    pairs.entry(w.guid).or_default().push(*rg);
+                    pairs.entry(*rg).or_default().push(w.guid);
+                }
+            }
+        }
+        pairs
     }
 
     fn writer_topic(w: &Writer) -> (Option<String>, Option<String>, bool) {
@@ -445,11 +564,22 @@ impl State {
         let mut topics: BTreeMap<String, TopicAgg> = BTreeMap::new();
         let mut writers = Vec::with_capacity(self.writers.len());
         let mut unattributed = 0u64;
+        let shm_pairs = self.shared_memory_pairs();
+        let peers_of = |g: &Guid| -> Vec<String> {
+            shm_pairs
+                .get(g)
+                .map(|v| v.iter().map(|p| p.to_string()).collect())
+                .unwrap_or_default()
+        };
         for w in self.writers.values() {
             let (topic, type_name, builtin) = Self::writer_topic(w);
             let t = &w.stats.total;
             let win = w.stats.window(now);
-            let shm = w.info.as_ref().is_some_and(|i| i.shared_memory_only());
+            let shm = w.info.as_ref().is_some_and(|i| i.shared_memory_only())
+                || shm_pairs.contains_key(&w.guid);
+            let deadline = w.info.as_deref().and_then(deadline_ns);
+            // The window starts at the writer's first sample, not at its discovery.
+            let active_from = w.timing.first_ns().unwrap_or(w.first_seen_ns);
             if topic.is_none() {
                 unattributed = unattributed.saturating_add(1);
             }
@@ -461,7 +591,8 @@ impl State {
                 agg.writers.push((w.guid, w.info.clone()));
                 agg.totals.add(t);
                 agg.window.add(&win);
-                agg.first_seen_ns = agg.first_seen_ns.min(w.first_seen_ns);
+                agg.first_seen_ns = agg.first_seen_ns.min(active_from);
+                agg.timing.add(&w.timing, deadline);
                 if let Some(m) = w.size_min {
                     agg.size_min = Some(agg.size_min.map_or(m, |a| a.min(m)));
                 }
@@ -474,6 +605,7 @@ impl State {
                 }
                 if shm {
                     agg.shm = agg.shm.saturating_add(1);
+                    agg.shm_writers = agg.shm_writers.saturating_add(1);
                 }
             }
             writers.push(WriterView {
@@ -493,6 +625,7 @@ impl State {
                     t.samples
                 },
                 shared_memory_only: shm,
+                shared_memory_peers: peers_of(&w.guid),
                 qos: w.info.as_ref().map(|i| QosView::of(&i.qos)),
                 locators: w.info.as_deref().map(locators).unwrap_or_default(),
                 src: w.last_src.map(|s| s.to_string()),
@@ -503,7 +636,8 @@ impl State {
                 size: size_view(t, w.size_min, w.size_max),
                 data_frags_per_sample: per_sample(t.data_frag_submessages, t.samples),
                 ip_fragments_per_sample: per_sample(t.ip_fragments, t.samples),
-                window: WindowView::of(&win, self.window_seconds(w.first_seen_ns)),
+                window: WindowView::of(&win, self.window_span(active_from)),
+                timing: TimingView::of(&w.timing, deadline),
                 highest_sn: w.seq.highest_seen,
                 open_holes: w.seq.open_holes(),
                 sn_jumps: w.sn_jumps,
@@ -516,7 +650,8 @@ impl State {
         let mut readers = Vec::with_capacity(self.readers.len());
         for r in self.readers.values() {
             let topic = r.info.as_ref().map(|i| i.topic.clone());
-            let shm = r.info.as_ref().is_some_and(|i| i.shared_memory_only());
+            let shm = r.info.as_ref().is_some_and(|i| i.shared_memory_only())
+                || shm_pairs.contains_key(&r.guid);
             if let (Some(name), Some(info)) = (&topic, &r.info) {
                 let agg = topics
                     .entry(name.clone())
@@ -536,6 +671,7 @@ impl State {
                 discovered: r.discovered_ns.is_some(),
                 from_cache: r.from_cache,
                 shared_memory_only: shm,
+                shared_memory_peers: peers_of(&r.guid),
                 qos: r.info.as_ref().map(|i| QosView::of(&i.qos)),
                 locators: r.info.as_deref().map(locators).unwrap_or_default(),
                 first_seen_ns: r.first_seen_ns,
@@ -607,8 +743,10 @@ impl State {
                     agg.totals.samples,
                 ),
                 ip_fragments_per_sample: per_sample(agg.totals.ip_fragments, agg.totals.samples),
-                window: WindowView::of(&agg.window, self.window_seconds(first)),
+                window: WindowView::of(&agg.window, self.window_span(first)),
+                timing: agg.timing.view(),
                 pcp: pcp_list(&agg.pcp),
+                shared_memory_only: agg.shm_writers > 0 && agg.totals.samples == 0,
                 shared_memory_only_endpoints: agg.shm,
                 qos_mismatches,
             });
@@ -627,6 +765,7 @@ impl State {
                     version: p.version.map(|(a, b)| format!("{a}.{b}")),
                     entity_name: info.and_then(|i| i.entity_name.clone()),
                     domain_id: info.and_then(|i| i.domain_id),
+                    domain_id_source: info.and_then(|i| i.domain_id_source).map(|d| d.name()),
                     lease_ns: info.and_then(|i| i.lease_ns),
                     addresses: p.addresses.iter().map(|a| a.to_string()).collect(),
                     locators: info

@@ -110,6 +110,15 @@ impl Windowed {
         c
     }
 
+    /// Where the window ending at `now_ns` begins: the start of its oldest bucket.
+    pub fn window_start_ns(window_ns: u64, now_ns: u64) -> u64 {
+        let width = window_ns.checked_div(BUCKETS as u64).unwrap_or(1).max(1);
+        let now_idx = now_ns.checked_div(width).unwrap_or(0);
+        now_idx
+            .saturating_sub(BUCKETS.saturating_sub(1) as u64)
+            .saturating_mul(width)
+    }
+
     pub fn window_ns(&self) -> u64 {
         self.width_ns.saturating_mul(BUCKETS as u64)
     }

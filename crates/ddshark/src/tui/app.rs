@@ -80,6 +80,8 @@ pub enum TopicColumn {
     Writers,
     Readers,
     Rate,
+    /// Standard deviation of the inter-arrival period.
+    Jitter,
     Bandwidth,
     MeanSize,
     Fragments,
@@ -89,12 +91,13 @@ pub enum TopicColumn {
 }
 
 impl TopicColumn {
-    pub const ALL: [TopicColumn; 11] = [
+    pub const ALL: [TopicColumn; 12] = [
         TopicColumn::Name,
         TopicColumn::Type,
         TopicColumn::Writers,
         TopicColumn::Readers,
         TopicColumn::Rate,
+        TopicColumn::Jitter,
         TopicColumn::Bandwidth,
         TopicColumn::MeanSize,
         TopicColumn::Fragments,
@@ -109,6 +112,7 @@ impl TopicColumn {
             TopicColumn::Writers => "W",
             TopicColumn::Readers => "R",
             TopicColumn::Rate => "Rate",
+            TopicColumn::Jitter => "Jitter",
             TopicColumn::Bandwidth => "BW",
             TopicColumn::MeanSize => "Size",
             TopicColumn::Fragments => "Frag",
@@ -616,6 +620,10 @@ fn compare_topics(ui: &UiState, key: TopicColumn, a: &TopicView, b: &TopicView) 
         TopicColumn::Writers => a.writers.cmp(&b.writers),
         TopicColumn::Readers => a.readers.cmp(&b.readers),
         TopicColumn::Rate => cmp_f64(a.window.rate_hz, b.window.rate_hz),
+        TopicColumn::Jitter => cmp_f64(
+            a.timing.period_stddev_ns.unwrap_or(0.0),
+            b.timing.period_stddev_ns.unwrap_or(0.0),
+        ),
         TopicColumn::Bandwidth => cmp_f64(a.window.bandwidth_bps, b.window.bandwidth_bps),
         TopicColumn::MeanSize => cmp_f64(a.size.mean.unwrap_or(0.0), b.size.mean.unwrap_or(0.0)),
         TopicColumn::Fragments => cmp_f64(

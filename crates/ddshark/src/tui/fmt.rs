@@ -121,6 +121,26 @@ pub fn truncate_left(s: &str, width: usize) -> String {
     out
 }
 
+/// A short duration (periods, jitter) from nanoseconds: µs, ms or s, three digits.
+pub fn short_duration(ns: f64) -> String {
+    if !ns.is_finite() || ns < 0.0 {
+        "-".into()
+    } else if ns < 1e6 {
+        format!("{:.0}µs", ns / 1e3)
+    } else if ns < 1e9 {
+        let ms = ns / 1e6;
+        if ms < 10.0 {
+            format!("{ms:.2}ms")
+        } else if ms < 100.0 {
+            format!("{ms:.1}ms")
+        } else {
+            format!("{ms:.0}ms")
+        }
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
 /// Duration in seconds, human scale.
 pub fn secs(s: f64) -> String {
     if !s.is_finite() || s < 0.0 {

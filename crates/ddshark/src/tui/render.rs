@@ -16,6 +16,7 @@ use ratatui::Frame;
 use super::app::{TopicColumn, UiState, View};
 use super::fmt;
 use crate::state::snapshot::{QosView, TopicView};
+use crate::state::timing::TimingView;
 use crate::state::{GoneReason, Snapshot};
 
 const HEADER: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
@@ -23,6 +24,7 @@ const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
 const DIM: Style = Style::new().fg(Color::DarkGray);
 const BAD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
 const GOOD: Style = Style::new().fg(Color::Green);
+const WARN: Style = Style::new().fg(Color::Yellow);
 const KEY: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
 
 /// Draw one frame.
@@ -236,7 +238,7 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     let cols: Vec<TopicColumn> = TopicColumn::ALL
         .iter()
         .copied()
-        .filter(|c| wide || *c != TopicColumn::Type)
+        .filter(|c| wide || !matches!(c, TopicColumn::Type | TopicColumn::Jitter))
         .collect();
     let widths: Vec<Constraint> = cols
         .iter()
@@ -244,7 +246,9 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             TopicColumn::Name => Constraint::Min(12),
             TopicColumn::Type => Constraint::Length(area.width.saturating_sub(100).clamp(20, 44)),
             TopicColumn::Writers | TopicColumn::Readers => Constraint::Length(3),
-            TopicColumn::Rate | TopicColumn::MeanSize => Constraint::Length(6),
+            TopicColumn::Rate | TopicColumn::MeanSize | TopicColumn::Jitter => {
+                Constraint::Length(6)
+            }
             TopicColumn::Bandwidth => Constraint::Length(7),
             TopicColumn::Fragments | TopicColumn::Lost | TopicColumn::Retransmitted => {
                 Constraint::Length(if wide { 6 } else { 4 })
@@ -271,8 +275,17 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             let cells: Vec<Cell<'_>> = cols
                 .iter()
                 .map(|c| match c {
+                    TopicColumn::Name if t.shared_memory_only => Cell::from(Line::from(vec![
+                        Span::raw(ui.topic_name(t).to_string()),
+                        Span::styled(SHM_MARKER, WARN),
+                    ])),
                     TopicColumn::Name => Cell::from(ui.topic_name(t).to_string()),
                     TopicColumn::Type => Cell::from(ui.type_name(t).to_string()),
+                    TopicColumn::Jitter => right(
+                        t.timing
+                            .period_stddev_ns
+                            .map_or("-".into(), fmt::short_duration),
+                    ),
                     TopicColumn::Writers => right(t.writers.to_string()),
                     TopicColumn::Readers => right(t.readers.to_string()),
                     TopicColumn::Rate => right(fmt::hz(t.window.rate_hz)),
@@ -359,7 +372,7 @@ fn qos_long(q: &QosView, writer: bool) -> String {
         q.history.as_deref().unwrap_or("keep_last(1)")
     );
     if let Some(Some(ns)) = q.deadline_ns {
-        out.push_str(&format!(" deadline {}", fmt::secs(ns as f64 / 1e9)));
+        out.push_str(&format!(" deadline {}", fmt::short_duration(ns as f64)));
     }
     if let Some(o) = q.ownership.filter(|o| *o != "shared") {
         out.push_str(&format!(" {o}"));
@@ -494,7 +507,13 @@ fn detail(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState, topic: Opti
     for o in &t.other_types {
         lines.push(Line::from(Span::styled(format!("✗ also typed {o}"), BAD)));
     }
-    if t.shared_memory_only_endpoints > 0 {
+    lines.push(timing_line(&t.timing));
+    if t.shared_memory_only {
+        lines.push(Line::from(Span::styled(
+            "shared memory only: traffic invisible here (matched writer and reader share a host)",
+            WARN,
+        )));
+    } else if t.shared_memory_only_endpoints > 0 {
         lines.push(Line::from(Span::styled(
             format!(
                 "{} endpoint(s) on shared memory only: their data is not on the wire",
@@ -520,6 +539,49 @@ fn detail(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState, topic: Opti
         }
     };
     size_histogram(f, hist_area, t);
+}
+
+/// After a topic's name: its matched endpoints talk by shared memory, unseen.
+const SHM_MARKER: &str = " [shm]";
+
+/// Rate over the active time, period, jitter and deadline misses, as one line.
+fn timing_line(t: &TimingView) -> Line<'static> {
+    let ms = fmt::short_duration;
+    let mut spans = vec![
+        Span::styled("timing ", DIM),
+        Span::raw(
+            t.rate_hz
+                .map_or("-".into(), |r| format!("{}Hz", fmt::hz(r))),
+        ),
+    ];
+    if let (Some(min), Some(mean), Some(max)) = (t.period_min_ns, t.period_mean_ns, t.period_max_ns)
+    {
+        spans.push(Span::styled(" period ", DIM));
+        spans.push(Span::raw(format!(
+            "{}/{}/{}",
+            ms(min as f64),
+            ms(mean),
+            ms(max as f64)
+        )));
+    }
+    if let Some(sd) = t.period_stddev_ns {
+        spans.push(Span::styled(" jitter ", DIM));
+        spans.push(Span::raw(ms(sd)));
+    }
+    if let Some(d) = t.deadline_ns {
+        spans.push(Span::styled(" deadline ", DIM));
+        spans.push(Span::raw(ms(d as f64)));
+        spans.push(Span::styled(" missed ", DIM));
+        spans.push(Span::styled(
+            fmt::count(t.deadline_misses),
+            if t.deadline_misses > 0 {
+                BAD
+            } else {
+                Style::new()
+            },
+        ));
+    }
+    Line::from(spans)
 }
 
 fn gone(r: GoneReason) -> &'static str {
