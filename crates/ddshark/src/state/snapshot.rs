@@ -91,6 +91,9 @@ pub struct WindowView {
     pub acknacks: u64,
 }
 
+/// A reader with its topic's QoS and the shared-memory host ids it can be reached at.
+type ShmReader<'a> = (Guid, &'a EndpointInfo, Vec<[u8; 16]>);
+
 /// The capture time a window covers.
 #[derive(Debug, Clone, Copy)]
 struct WindowSpan {
@@ -507,7 +510,7 @@ impl State {
     /// (same topic, compatible QoS), and whose writer has no sample on the wire: their
     /// traffic goes by shared memory. Endpoint → its peers.
     fn shared_memory_pairs(&self) -> HashMap<Guid, Vec<Guid>> {
-        let mut readers: HashMap<&str, Vec<(Guid, &EndpointInfo, Vec<[u8; 16]>)>> = HashMap::new();
+        let mut readers: HashMap<&str, Vec<ShmReader<'_>>> = HashMap::new();
         for r in self.readers.values() {
             if let Some(info) = r.info.as_deref() {
                 let hosts = self.shm_hosts(info);
