@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1149,5 +1149,95 @@ service:
     assert!(
         err.contains("214 spans: 0 sent"),
         "untrusted TLS server accepted:\n{err}"
+    );
+}
+
+/// Timing and shared-memory flags reach InfluxDB as topic metrics: DEADLINE misses
+/// (counter), the rate over the active time and the jitter (gauges), and the
+/// `shared_memory_only` attribute, equal to the final snapshot's.
+#[test]
+fn stack_topic_timing_and_shared_memory_metrics() {
+    let stack = Stack::start(0);
+    let mut finals = Vec::new();
+    for (rel, host) in [
+        ("k3_fastdds_deadline/a.pcap", "fastdds-deadline"),
+        ("k2_fastdds_shm/a.pcap", "fastdds-shm"),
+    ] {
+        let final_json = stack.run_dir.join(format!("{host}.json"));
+        let out = ddshark(&[
+            "-r",
+            fixture(rel).to_str().unwrap(),
+            "--no-tui",
+            "--otlp",
+            &stack.grpc(),
+            "--host-name",
+            host,
+            "--final-json",
+            final_json.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
+            "{host}: export not clean:\n{err}"
+        );
+        finals.push((host, final_json));
+    }
+    // The collector batches: wait until the measurement is there.
+    let last = |measurement: &str, field: &str, host: &str| -> Vec<HashMap<String, String>> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let rows = stack.flux(&format!(
+            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "{measurement}" and r._field == "{field}" and r["host.name"] == "{host}")
+  |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
+            ));
+            if !rows.is_empty() || Instant::now() > deadline {
+                return rows;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    };
+    let (host, path) = &finals[0];
+    let snap: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let chatter = snap["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "rt/chatter")
+        .unwrap();
+    let misses = last("ddshark.topic.deadline_misses", "counter", host);
+    let row = misses
+        .iter()
+        .find(|r| r["topic_name"] == "rt/chatter")
+        .unwrap_or_else(|| panic!("no deadline_misses for rt/chatter: {misses:?}"));
+    assert_eq!(
+        row["_value"].parse::<f64>().unwrap() as u64,
+        chatter["timing"]["deadline_misses"].as_u64().unwrap()
+    );
+    assert!(chatter["timing"]["deadline_misses"].as_u64().unwrap() >= 12);
+    let rate = last("ddshark.topic.rate", "gauge", host);
+    let row = rate
+        .iter()
+        .find(|r| r["topic_name"] == "rt/chatter")
+        .unwrap_or_else(|| panic!("no rate for rt/chatter: {rate:?}"));
+    let want = chatter["timing"]["rate_hz"].as_f64().unwrap();
+    assert!((row["_value"].parse::<f64>().unwrap() - want).abs() < 1e-6 * want);
+    let jitter = last("ddshark.topic.period.jitter", "gauge", host);
+    assert!(
+        jitter.iter().any(|r| r["topic_name"] == "rt/chatter"),
+        "no jitter: {jitter:?}"
+    );
+
+    let (host, _) = &finals[1];
+    let rows = last("ddshark.topic.samples", "counter", host);
+    let flagged: BTreeSet<&str> = rows
+        .iter()
+        .filter(|r| r.get("shared_memory_only").is_some_and(|v| v == "true"))
+        .map(|r| r["topic_name"].as_str())
+        .collect();
+    assert_eq!(
+        flagged,
+        BTreeSet::from(["rt/camera/image_raw", "rt/imu"]),
+        "{rows:?}"
     );
 }

@@ -10,14 +10,19 @@
 //! | `ddshark.topic.bytes` | `By` | serialized payload bytes seen |
 //! | `ddshark.topic.lost` | `{sample}` | samples never seen (SN gaps not repaired) |
 //! | `ddshark.topic.retransmitted` | `{sample}` | samples seen more than once (repairs) |
+//! | `ddshark.topic.deadline_misses` | `{sample}` | samples later than the writers' DEADLINE |
+//! | `ddshark.topic.rate` | `Hz` | gauge: mean sample rate over the time the writers were active |
+//! | `ddshark.topic.period.jitter` | `s` | gauge: standard deviation of the inter-arrival period |
 //! | `ddshark.otlp.spans.{enqueued,dropped,sent,failed}` | `{span}` | the exporter's own counters |
 //!
-//! Attributes of the topic metrics: `topic_name`, `type_name` (when known), `traffic_type`.
+//! Attributes of the topic metrics: `topic_name`, `type_name` (when known), `traffic_type`,
+//! and `shared_memory_only` = true on a topic whose matched endpoints talk by shared memory
+//! only (nothing of it on the wire).
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use opentelemetry::metrics::{MeterProvider as _, ObservableCounter};
+use opentelemetry::metrics::{MeterProvider as _, ObservableCounter, ObservableGauge};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_otlp::MetricExporter as OtlpMetricExporter;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -34,8 +39,8 @@ use crate::error::ExportError;
 use crate::exporter::{metric_exporter, Counters};
 use crate::schema::{attr, TrafficType};
 
-/// Cumulative counters of one topic since `MetricsSnapshot::start_ns`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Cumulative counters of one topic since `MetricsSnapshot::start_ns`, and its timing.
+#[derive(Debug, Clone, PartialEq)]
 pub struct TopicCounters {
     pub topic: String,
     pub type_name: Option<String>,
@@ -44,10 +49,18 @@ pub struct TopicCounters {
     pub bytes: u64,
     pub lost: u64,
     pub retransmitted: u64,
+    /// Samples that came later than the DEADLINE their writer announced.
+    pub deadline_misses: u64,
+    /// Mean rate over the time the topic's writers were active.
+    pub rate_hz: Option<f64>,
+    /// Standard deviation of the inter-arrival period, nanoseconds.
+    pub period_jitter_ns: Option<f64>,
+    /// Matched writer and reader share a host and nothing is on the wire.
+    pub shared_memory_only: bool,
 }
 
 /// One periodic report, fed by the state with capture timestamps.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct MetricsSnapshot {
     /// Capture time the counters started from (ns since the epoch).
     pub start_ns: u64,
@@ -60,6 +73,11 @@ pub const METRIC_SAMPLES: &str = "ddshark.topic.samples";
 pub const METRIC_BYTES: &str = "ddshark.topic.bytes";
 pub const METRIC_LOST: &str = "ddshark.topic.lost";
 pub const METRIC_RETRANSMITTED: &str = "ddshark.topic.retransmitted";
+pub const METRIC_DEADLINE_MISSES: &str = "ddshark.topic.deadline_misses";
+pub const METRIC_RATE: &str = "ddshark.topic.rate";
+pub const METRIC_PERIOD_JITTER: &str = "ddshark.topic.period.jitter";
+/// Topic metric attribute, present (true) only on shared-memory-only topics.
+pub const ATTR_SHARED_MEMORY_ONLY: &str = "shared_memory_only";
 
 /// The exporter's own counters, reported with each snapshot.
 #[derive(Debug, Clone, Copy, Default)]
@@ -99,6 +117,9 @@ fn topic_attributes(t: &TopicCounters) -> Vec<KeyValue> {
         a.push(KeyValue::new(attr::TYPE_NAME, ty.clone()));
     }
     a.push(KeyValue::new(attr::TRAFFIC_TYPE, t.traffic.name()));
+    if t.shared_memory_only {
+        a.push(KeyValue::new(ATTR_SHARED_MEMORY_ONLY, true));
+    }
     a
 }
 
@@ -109,6 +130,7 @@ pub(crate) struct MetricsPipeline {
     exporter: OtlpMetricExporter,
     latest: Arc<Mutex<MetricsSnapshot>>,
     _instruments: Vec<ObservableCounter<u64>>,
+    _gauges: Vec<ObservableGauge<f64>>,
 }
 
 impl MetricsPipeline {
@@ -131,7 +153,7 @@ impl MetricsPipeline {
         );
         let latest = Arc::new(Mutex::new(MetricsSnapshot::default()));
         type Field = fn(&TopicCounters) -> u64;
-        let topic_metrics: [(&'static str, &'static str, &'static str, Field); 4] = [
+        let topic_metrics: [(&'static str, &'static str, &'static str, Field); 5] = [
             (METRIC_SAMPLES, "{sample}", "Samples seen per topic", |t| {
                 t.samples
             }),
@@ -153,6 +175,12 @@ impl MetricsPipeline {
                 "Samples seen again per topic (repairs, retransmissions)",
                 |t| t.retransmitted,
             ),
+            (
+                METRIC_DEADLINE_MISSES,
+                "{sample}",
+                "Samples later than the DEADLINE their writer announced, per topic",
+                |t| t.deadline_misses,
+            ),
         ];
         let mut instruments = Vec::new();
         for (name, unit, description, field) in topic_metrics {
@@ -166,6 +194,41 @@ impl MetricsPipeline {
                         if let Ok(s) = latest.lock() {
                             for t in &s.topics {
                                 o.observe(field(t), &topic_attributes(t));
+                            }
+                        }
+                    })
+                    .build(),
+            );
+        }
+        type Gauge = fn(&TopicCounters) -> Option<f64>;
+        let topic_gauges: [(&'static str, &'static str, &'static str, Gauge); 2] = [
+            (
+                METRIC_RATE,
+                "Hz",
+                "Mean sample rate over the time the topic's writers were active",
+                |t| t.rate_hz,
+            ),
+            (
+                METRIC_PERIOD_JITTER,
+                "s",
+                "Standard deviation of the sample inter-arrival period (jitter)",
+                |t| t.period_jitter_ns.map(|ns| ns / 1e9),
+            ),
+        ];
+        let mut gauges = Vec::new();
+        for (name, unit, description, field) in topic_gauges {
+            let latest = latest.clone();
+            gauges.push(
+                meter
+                    .f64_observable_gauge(name)
+                    .with_unit(unit)
+                    .with_description(description)
+                    .with_callback(move |o| {
+                        if let Ok(s) = latest.lock() {
+                            for t in &s.topics {
+                                if let Some(v) = field(t) {
+                                    o.observe(v, &topic_attributes(t));
+                                }
                             }
                         }
                     })
@@ -212,6 +275,7 @@ impl MetricsPipeline {
             exporter,
             latest,
             _instruments: instruments,
+            _gauges: gauges,
         })
     }
 
