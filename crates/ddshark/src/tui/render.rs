@@ -1093,7 +1093,11 @@ fn help(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
-        "Rates are over the sliding window, in capture time.",
+        "Rates: over the sliding window, capture time. Jitter: period std dev.",
+        DIM,
+    )));
+    lines.push(Line::from(Span::styled(
+        "[shm] after a topic: shared memory only, its traffic is invisible here.",
         DIM,
     )));
     if ui.replay {
