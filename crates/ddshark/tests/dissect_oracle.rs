@@ -590,3 +590,21 @@ fn discovery_records_match_the_tshark_oracle() {
         failures.join("\n")
     );
 }
+
+/// RTI Connext's 16-byte `NDDSPING` probes (RTPS header, no submessage) in the public RTI
+/// captures are counted as pings, not as malformed frames.
+#[test]
+fn rti_pings_are_not_malformed() {
+    let cases: &[(&str, u64)] = &[
+        ("public/eprosima_nidr_rti_helloworld/capture.pcap", 4),
+        ("public/ndpi_rti_connext/rtps.pcap", 1),
+    ];
+    for (pcap, pings) in checkable("dissect_oracle::rti_pings_are_not_malformed", cases, |c| {
+        c.0
+    }) {
+        let (_, summary) = dissect_all(pcap);
+        let s = summary.stats;
+        assert_eq!((s.rti_pings, s.malformed), (*pings, 0), "{pcap}");
+        assert!(s.reconciles(), "{pcap}");
+    }
+}
