@@ -22,6 +22,9 @@ step "unit and integration tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee target/cargo-test.log
 grep -q "test result:" target/cargo-test.log
 
+step "benchmarks build (cargo bench --no-run; cargo bench runs them)"
+cargo bench --no-run -q
+
 step "live capture in network namespaces (real Cyclone DDS traffic, tcpdump alongside)"
 cargo build --release -q -p ddshark
 tests/live/live_capture.sh target/release/ddshark

@@ -88,8 +88,9 @@ for line in open(f"{w}/tshark_sm.txt"):
         if sm in ("0x15", "0x16"):
             ts += 1
 eq("DATA+DATA_FRAG vs tshark", live["health"]["state"]["data_submessages"], ts)
-for k in ("rtps_datagrams", "submessages", "ip_reassembled"):
+for k in ("rtps_datagrams", "submessages"):
     eq(k, live["health"]["dissector"][k], ref["health"]["dissector"][k])
+eq("ip.reassembled", live["health"]["dissector"]["ip"]["reassembled"], ref["health"]["dissector"]["ip"]["reassembled"])
 for k in ("data_submessages", "new_samples", "repeat_submessages"):
     eq(k, live["health"]["state"][k], ref["health"]["state"][k])
 topics = lambda s: {t["name"]: (t["samples"], t["bytes"], t["lost"], t["retransmitted"], t["writers"], t["readers"]) for t in s["topics"]}

@@ -5,7 +5,6 @@ use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -20,6 +19,7 @@ use crate::state::cache::DiscoveryCache;
 use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
 use crate::state::StateConfig;
 use crate::stats_cmd::{text_report, ReportOptions};
+use crate::units::Seconds;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum DaemonFormat {
@@ -29,7 +29,7 @@ pub enum DaemonFormat {
 }
 
 /// Capture and replay options (top level of the command line).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct DaemonArgs {
     /// Capture live on this interface (repeat for several; `any` = all)
     #[arg(short = 'i', long = "interface", value_name = "IFACE")]
@@ -50,14 +50,14 @@ pub struct DaemonArgs {
     pub format: DaemonFormat,
     /// Seconds (capture time) between summaries
     #[arg(long, default_value = "2", value_name = "SECONDS")]
-    pub interval: f64,
+    pub interval: Seconds,
     /// Replay at N times the recorded speed (default: as fast as possible with
     /// --no-tui, recorded speed with the TUI; 0 = as fast as possible)
     #[arg(long, value_name = "N")]
     pub speed: Option<f64>,
     /// Stop after this many seconds
     #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<f64>,
+    pub duration: Option<Seconds>,
     /// Bytes kept of each packet
     #[arg(long, short = 's', default_value = "262144")]
     pub snaplen: i32,
@@ -90,7 +90,7 @@ pub struct DaemonArgs {
     pub ros: bool,
     /// Sliding window for rates, seconds
     #[arg(long, default_value = "10", value_name = "SECONDS")]
-    pub window: f64,
+    pub window: Seconds,
     /// Print the interfaces that can be captured and exit
     #[arg(long, short = 'D')]
     pub list_interfaces: bool,
@@ -167,7 +167,7 @@ impl ReportSink {
                 buf.extend_from_slice(
                     format!(
                         "=== {} ===\n{}",
-                        crate::output::text::fmt_ts(s.summary.capture_time_ns),
+                        crate::units::timestamp(s.summary.capture_time_ns),
                         text_report(s, &opts)
                     )
                     .as_bytes(),
@@ -192,14 +192,6 @@ impl Sink for ReportSink {
     }
 }
 
-fn secs_ns(s: f64) -> u64 {
-    if s.is_finite() && s > 0.0 {
-        (s * 1e9).min(u64::MAX as f64) as u64
-    } else {
-        1_000_000_000
-    }
-}
-
 /// Start the daemon. Returns when the input ends, `--duration` passes or Ctrl-C.
 pub fn run(args: &DaemonArgs) -> Result<()> {
     if args.list_interfaces {
@@ -214,7 +206,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     }
     let interactive = tui;
     let state = StateConfig {
-        window_ns: secs_ns(args.window),
+        window_ns: args.window.ns().max(1),
         ..StateConfig::default()
     };
     let mut engine = Engine::new(EngineConfig {
@@ -222,7 +214,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         report_ns: Some(if tui {
             crate::tui::SNAPSHOT_NS
         } else {
-            secs_ns(args.interval)
+            args.interval.ns().max(1)
         }),
         ..EngineConfig::default()
     });
@@ -290,7 +282,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     }
     if let Some(d) = args.duration {
         let stop = stop.clone();
-        let d = Duration::from_secs_f64(d.max(0.0));
+        let d = d.duration();
         std::thread::spawn(move || {
             std::thread::sleep(d);
             stop.store(true, Ordering::Relaxed);

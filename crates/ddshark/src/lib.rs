@@ -12,3 +12,4 @@ pub mod record;
 pub mod state;
 pub mod stats_cmd;
 pub mod tui;
+pub mod units;

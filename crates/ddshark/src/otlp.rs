@@ -21,6 +21,7 @@ use rtps_dissect::Datagram;
 
 use crate::pipeline::{Sink, SourceCtx};
 use crate::state::Snapshot;
+use crate::units::Seconds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OtlpProtocol {
@@ -41,7 +42,7 @@ pub enum OtlpCompression {
 /// `OTEL_EXPORTER_OTLP_*` (and `_TRACES_`/`_METRICS_`) / `OTEL_SERVICE_NAME` /
 /// `OTEL_RESOURCE_ATTRIBUTES` variable, read as any OpenTelemetry program does;
 /// options win.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "OpenTelemetry export")]
 pub struct OtlpArgs {
     /// Export spans and metrics over OTLP to ENDPOINT (gRPC: http://host:4317,
@@ -96,7 +97,7 @@ pub struct OtlpArgs {
     pub otlp_no_metrics: bool,
     /// Seconds to wait at exit for queued spans to be sent
     #[arg(long, value_name = "SECONDS", default_value = "10")]
-    pub otlp_flush_timeout: f64,
+    pub otlp_flush_timeout: Seconds,
 }
 
 impl OtlpArgs {
@@ -242,11 +243,10 @@ impl OtlpSink {
             mappers: Vec::new(),
             wait: (!live).then_some(timeout),
             metrics,
-            flush_timeout: Duration::from_secs_f64(if args.otlp_flush_timeout.is_finite() {
-                args.otlp_flush_timeout.clamp(0.0, 3600.0)
-            } else {
-                10.0
-            }),
+            flush_timeout: args
+                .otlp_flush_timeout
+                .duration()
+                .min(Duration::from_secs(3600)),
             reported: ExportStats::default(),
             endpoint,
         })

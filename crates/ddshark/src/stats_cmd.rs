@@ -15,6 +15,7 @@ use crate::state::ros::{display_topic, display_type};
 use crate::state::snapshot::{Snapshot, TopicView};
 use crate::state::timing::TimingView;
 use crate::state::StateConfig;
+use crate::units::{self, Seconds};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StatsFormat {
@@ -37,10 +38,10 @@ pub struct StatsArgs {
     pub discovery_cache: Option<PathBuf>,
     /// Sliding window for rates, in seconds (ending at the last frame)
     #[arg(long, default_value = "10", value_name = "SECONDS")]
-    pub window: f64,
+    pub window: Seconds,
     /// A hole in a writer's sequence numbers older than this (capture time) is lost
     #[arg(long, default_value = "10", value_name = "SECONDS")]
-    pub loss_timeout: f64,
+    pub loss_timeout: Seconds,
     /// Include built-in discovery writers (DCPSParticipant, ...) in the text report
     #[arg(long)]
     pub builtin: bool,
@@ -49,19 +50,11 @@ pub struct StatsArgs {
     pub quiet: bool,
 }
 
-fn secs_to_ns(s: f64) -> u64 {
-    if s.is_finite() && s > 0.0 {
-        (s * 1e9).min(u64::MAX as f64) as u64
-    } else {
-        1
-    }
-}
-
 /// Options of a whole-file statistics run.
 #[derive(Debug, Clone, Default)]
 pub struct StatsOptions {
-    pub window_s: Option<f64>,
-    pub loss_timeout_s: Option<f64>,
+    pub window: Option<Seconds>,
+    pub loss_timeout: Option<Seconds>,
     pub discovery_cache: Option<PathBuf>,
     pub progress: bool,
 }
@@ -73,11 +66,11 @@ pub fn stats_engine_config(opts: &StatsOptions) -> EngineConfig {
         idle_timeout_ns: None,
         ..StateConfig::default()
     };
-    if let Some(w) = opts.window_s {
-        state.window_ns = secs_to_ns(w);
+    if let Some(w) = opts.window {
+        state.window_ns = w.ns().max(1);
     }
-    if let Some(t) = opts.loss_timeout_s {
-        state.seq.final_after_ns = secs_to_ns(t);
+    if let Some(t) = opts.loss_timeout {
+        state.seq.final_after_ns = t.ns().max(1);
     }
     EngineConfig {
         state,
@@ -122,8 +115,8 @@ pub fn stats_file(path: &Path, opts: &StatsOptions) -> Result<Arc<Snapshot>> {
 
 pub fn run(args: &StatsArgs) -> Result<()> {
     let opts = StatsOptions {
-        window_s: Some(args.window),
-        loss_timeout_s: Some(args.loss_timeout),
+        window: Some(args.window),
+        loss_timeout: Some(args.loss_timeout),
         discovery_cache: args.discovery_cache.clone(),
         progress: !args.quiet && io::stderr().is_terminal(),
     };
@@ -167,22 +160,6 @@ pub struct ReportOptions {
     pub builtin: bool,
     /// List writers that need attention (loss, no discovery, shared memory).
     pub writers: bool,
-}
-
-fn human_bytes(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = b;
-    let mut u = 0usize;
-    while v >= 1000.0 && u < UNITS.len() - 1 {
-        v /= 1000.0;
-        u += 1;
-    }
-    let unit = UNITS.get(u).copied().unwrap_or("B");
-    if u == 0 {
-        format!("{v:.0} {unit}")
-    } else {
-        format!("{v:.1} {unit}")
-    }
 }
 
 fn trunc(s: &str, n: usize) -> String {
@@ -262,7 +239,7 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         s.summary.duration_s,
         d.frames,
         d.rtps_datagrams,
-        d.ip_reassembled,
+        d.ip.reassembled,
         d.submessages,
         h.participants,
         h.writers,
@@ -273,7 +250,7 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         r,
         "user data: {} samples, {}; all writers: {} samples, lost {}, retransmitted {} (repaired {}), incomplete {}",
         s.summary.user_samples,
-        human_bytes(s.summary.user_bytes as f64),
+        units::bytes(s.summary.user_bytes as f64),
         s.summary.totals.samples,
         s.summary.totals.lost,
         s.summary.totals.retransmitted,
@@ -309,9 +286,9 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
             t.writers,
             t.readers,
             t.totals.samples,
-            human_bytes(t.totals.bytes as f64),
+            units::bytes(t.totals.bytes as f64),
             t.timing.rate_hz.unwrap_or(0.0),
-            format!("{}/s", human_bytes(active_bandwidth(t))),
+            format!("{}/s", units::bytes(active_bandwidth(t))),
             t.totals.lost,
             t.totals.retransmitted,
             t.totals.incomplete,
@@ -361,7 +338,7 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
                     "writer {} sent {} samples ({}) but its discovery (SEDP) was not captured; start earlier or use --discovery-cache",
                     w.guid,
                     w.totals.samples,
-                    human_bytes(w.totals.bytes as f64)
+                    units::bytes(w.totals.bytes as f64)
                 ));
             } else if w.samples_before_discovery > 0 && w.discovered {
                 notes.push(format!(
@@ -412,7 +389,7 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         d.skipped_icmp_quoted_rtps,
         d.rti_pings,
         d.malformed,
-        d.ip_evicted_idle.saturating_add(d.ip_evicted_capacity).saturating_add(d.ip_inconsistent)
+        d.ip.evicted_idle.saturating_add(d.ip.evicted_capacity).saturating_add(d.ip.inconsistent)
     );
     for src in &h.pipeline.sources {
         let _ = write!(health, "; {}: {} frames", src.name, src.frames);

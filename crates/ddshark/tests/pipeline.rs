@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ddshark::capture::file::FileSource;
-use ddshark::capture::memory::{MemorySource, OwnedFrame};
+use ddshark::capture::memory::{read_all, MemorySource, OwnedFrame};
 use ddshark::pipeline::{
     run_inline, run_threaded, CaptureInput, Engine, EngineConfig, RunOptions, Sink, SnapshotHub,
     SourceCtx,
@@ -28,29 +28,7 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn frames_of(rel: &str) -> Vec<OwnedFrame> {
-    let mut src = FileSource::open(&fixture(rel)).unwrap();
-    let mut frames = Vec::new();
-    while let Some(f) = src.next_frame_owned() {
-        frames.push(f);
-    }
-    frames
-}
-
-trait NextOwned {
-    fn next_frame_owned(&mut self) -> Option<OwnedFrame>;
-}
-
-impl NextOwned for FileSource {
-    fn next_frame_owned(&mut self) -> Option<OwnedFrame> {
-        use ddshark::capture::PacketSource;
-        let f = self.next_frame().unwrap()?;
-        Some(OwnedFrame {
-            ts_ns: f.ts_ns,
-            link: f.link,
-            data: f.data.to_vec(),
-            orig_len: f.orig_len,
-        })
-    }
+    read_all(&mut FileSource::open(&fixture(rel)).unwrap()).unwrap()
 }
 
 /// The parts of a snapshot that must not depend on how frames were fed.

@@ -6,54 +6,76 @@
 
 mod common;
 
-use common::{fixtures, read_tsv};
+use common::public::checkable;
+use common::{fixture, read_tsv};
 use ddshark::state::snapshot::Snapshot;
 use ddshark::stats_cmd::{stats_file, StatsOptions};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Every (capture, submsgs oracle, discovery oracle) under tests/pcaps.
-fn cases() -> Vec<(PathBuf, PathBuf, PathBuf)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![fixtures()];
-    while let Some(d) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-                continue;
-            }
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            let Some(side) = name
-                .strip_prefix("oracle_")
-                .and_then(|s| s.strip_suffix("_submsgs.tsv"))
-            else {
-                continue;
-            };
-            let disc = d.join(format!("oracle_{side}_discovery.tsv"));
-            let capture = ["pcap", "pcapng"]
-                .iter()
-                .map(|ext| d.join(format!("{side}.{ext}")))
-                .find(|p| p.exists())
-                .or_else(|| {
-                    // Public captures: the only capture file of the folder.
-                    std::fs::read_dir(&d)
-                        .ok()?
-                        .flatten()
-                        .map(|e| e.path())
-                        .find(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-                });
-            if let (Some(c), true) = (capture, disc.exists()) {
-                out.push((c, p.clone(), disc));
-            }
-        }
-    }
-    out.sort();
-    out
-}
+/// (capture, submessage oracle), relative to tests/pcaps; the discovery oracle sits
+/// beside the submessage one. `public/…` are the public captures of other projects,
+/// read from outside the repository (see common/public.rs). A missing file fails.
+const CASES: &[(&str, &str)] = &[
+    (
+        "a_small_reliable/a.pcap",
+        "a_small_reliable/oracle_a_submsgs.tsv",
+    ),
+    (
+        "a_small_reliable/b.pcap",
+        "a_small_reliable/oracle_b_submsgs.tsv",
+    ),
+    ("b_large_frag/a.pcap", "b_large_frag/oracle_a_submsgs.tsv"),
+    ("b_large_frag/b.pcap", "b_large_frag/oracle_b_submsgs.tsv"),
+    (
+        "d_rustdds_interop/a.pcap",
+        "d_rustdds_interop/oracle_a_submsgs.tsv",
+    ),
+    (
+        "d_rustdds_interop/b.pcap",
+        "d_rustdds_interop/oracle_b_submsgs.tsv",
+    ),
+    (
+        "e_mixed_robustness/a.pcap",
+        "e_mixed_robustness/oracle_a_submsgs.tsv",
+    ),
+    (
+        "e_mixed_robustness/b.pcap",
+        "e_mixed_robustness/oracle_b_submsgs.tsv",
+    ),
+    (
+        "f_ddsperf_cyclone0102/a.pcap",
+        "f_ddsperf_cyclone0102/oracle_a_submsgs.tsv",
+    ),
+    (
+        "f_ddsperf_cyclone0102/b.pcap",
+        "f_ddsperf_cyclone0102/oracle_b_submsgs.tsv",
+    ),
+    (
+        "g_dustdds_interop/a.pcap",
+        "g_dustdds_interop/oracle_a_submsgs.tsv",
+    ),
+    (
+        "g_dustdds_interop/b.pcap",
+        "g_dustdds_interop/oracle_b_submsgs.tsv",
+    ),
+    ("h_vlan_pcp/a.pcap", "h_vlan_pcp/oracle_a_submsgs.tsv"),
+    ("h_vlan_pcp/b.pcap", "h_vlan_pcp/oracle_b_submsgs.tsv"),
+    ("i_late_start/a.pcap", "i_late_start/oracle_a_submsgs.tsv"),
+    ("i_late_start/b.pcap", "i_late_start/oracle_b_submsgs.tsv"),
+    (
+        "i_late_start/discovery.pcap",
+        "i_late_start/oracle_discovery/oracle_discovery_submsgs.tsv",
+    ),
+    (
+        "public/foxglove_ros2_talker_listener/talker-listener-rtps.pcapng",
+        "public/foxglove_ros2_talker_listener/oracle_talker-listener_submsgs.tsv",
+    ),
+    (
+        "public/ndpi_rti_connext/rtps.pcap",
+        "public/ndpi_rti_connext/oracle_rtps_submsgs.tsv",
+    ),
+];
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Expect {
@@ -172,11 +194,7 @@ fn check(capture: &Path, submsgs: &Path, discovery: &Path) -> Vec<String> {
     let snap: std::sync::Arc<Snapshot> = stats_file(capture, &StatsOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e:#}", capture.display()));
     let mut errors = Vec::new();
-    let name = capture
-        .strip_prefix(fixtures())
-        .unwrap_or(capture)
-        .display()
-        .to_string();
+    let name = capture.display().to_string();
     if !snap.health.reconciles {
         errors.push(format!(
             "{name}: counters do not reconcile: {:?}",
@@ -250,16 +268,19 @@ fn check(capture: &Path, submsgs: &Path, discovery: &Path) -> Vec<String> {
 
 #[test]
 fn stats_match_the_tshark_oracle_on_every_fixture() {
-    let cases = cases();
-    assert!(
-        cases.len() >= 4,
-        "expected the real fixtures under {} (found {})",
-        fixtures().display(),
-        cases.len()
+    let cases = checkable(
+        "stats_oracle::stats_match_the_tshark_oracle_on_every_fixture",
+        CASES,
+        |c| c.0,
     );
     let mut errors = Vec::new();
-    for (capture, submsgs, discovery) in &cases {
-        errors.extend(check(capture, submsgs, discovery));
+    for (capture, submsgs) in cases {
+        let discovery = submsgs.replace("_submsgs.tsv", "_discovery.tsv");
+        errors.extend(check(
+            &fixture(capture),
+            &fixture(submsgs),
+            &fixture(&discovery),
+        ));
     }
     assert!(
         errors.is_empty(),
@@ -271,7 +292,7 @@ fn stats_match_the_tshark_oracle_on_every_fixture() {
 
 #[test]
 fn stats_json_has_the_documented_fields() {
-    let p = fixtures().join("a_small_reliable/a.pcap");
+    let p = fixture("a_small_reliable/a.pcap");
     let snap = stats_file(&p, &StatsOptions::default()).unwrap();
     let v = serde_json::to_value(&*snap).unwrap();
     for key in ["participants", "writers", "readers", "topics", "health"] {

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use common::fixture;
 use ddshark::capture::file::FileSource;
 use ddshark::pipeline::{run_inline, Engine, EngineConfig, Sink, SourceCtx};
+use ddshark::state::snapshot::TopicView;
 use ddshark::state::Snapshot;
 use ddshark::tui::{render, TopicColumn, UiState, View, SNAPSHOT_NS};
 use ratatui::backend::TestBackend;
@@ -183,12 +184,42 @@ fn filter_help_and_sort_keys() {
     assert!(ui.filter.is_empty());
     assert!(ui.topic_rows(&snap).len() > 1);
 
-    // Sort by every column in turn, both directions: never panics, always a total order.
+    // Sort by every column in turn, both directions: every user topic of the snapshot
+    // exactly once, in the order of the column's values read from the snapshot itself.
+    let mut user_topics: Vec<&str> = snap
+        .topics
+        .iter()
+        .filter(|t| !t.builtin)
+        .map(|t| t.name.as_str())
+        .collect();
+    user_topics.sort_unstable();
     for _ in 0..TopicColumn::ALL.len() {
         key(&mut ui, &snap, KeyCode::Char('s'));
         for _ in 0..2 {
             let rows = ui.topic_rows(&snap);
-            assert_eq!(rows.len(), ui.topic_rows(&snap).len());
+            let what = format!("sort {:?} descending={}", ui.sort, ui.descending);
+            let shown: Vec<&str> = rows.iter().map(|t| t.name.as_str()).collect();
+            let mut names = shown.clone();
+            names.sort_unstable();
+            assert_eq!(names, user_topics, "{what}: every user topic once");
+            if ui.sort == TopicColumn::Name {
+                let mut by_name = user_topics.clone();
+                if ui.descending {
+                    by_name.reverse();
+                }
+                assert_eq!(shown, by_name, "{what}");
+            }
+            if let Some(value) = column_value(ui.sort) {
+                let values: Vec<f64> = rows.iter().map(|t| value(t)).collect();
+                let ordered = values.windows(2).all(|w| {
+                    if ui.descending {
+                        w[0] >= w[1]
+                    } else {
+                        w[0] <= w[1]
+                    }
+                });
+                assert!(ordered, "{what}: {values:?}");
+            }
             let _ = draw(&snap, &ui, 80, 24);
             key(&mut ui, &snap, KeyCode::Char('r'));
         }
@@ -211,6 +242,22 @@ fn filter_help_and_sort_keys() {
     let n = ui.topic_rows(&snap).len();
     key(&mut ui, &snap, KeyCode::Char('b'));
     assert!(ui.topic_rows(&snap).len() > n);
+}
+
+/// The numeric value a topic column sorts by, as the snapshot holds it.
+fn column_value(column: TopicColumn) -> Option<fn(&TopicView) -> f64> {
+    Some(match column {
+        TopicColumn::Writers => |t| t.writers as f64,
+        TopicColumn::Readers => |t| t.readers as f64,
+        TopicColumn::Rate => |t| t.window.rate_hz,
+        TopicColumn::Jitter => |t| t.timing.period_stddev_ns.unwrap_or(0.0),
+        TopicColumn::Bandwidth => |t| t.window.bandwidth_bps,
+        TopicColumn::MeanSize => |t| t.size.mean.unwrap_or(0.0),
+        TopicColumn::Fragments => |t| t.data_frags_per_sample.unwrap_or(0.0),
+        TopicColumn::Lost => |t| t.totals.lost as f64,
+        TopicColumn::Retransmitted => |t| t.totals.retransmitted as f64,
+        TopicColumn::Name | TopicColumn::Type | TopicColumn::Pcp => return None,
+    })
 }
 
 #[test]

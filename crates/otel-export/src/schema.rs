@@ -22,8 +22,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, Key, KeyValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use rtps_dissect::types::BuiltinWriter;
-use rtps_dissect::{Datagram, DiscoveryRecord, EntityId, Guid, GuidPrefix, VendorId};
+use rtps_dissect::{Datagram, DiscoveryRecord, Guid, GuidPrefix, VendorId};
 use sha2::{Digest, Sha256};
 
 /// Attribute keys, shared by the encoder, the docs and the tests.
@@ -217,32 +216,6 @@ pub fn guid_hex(g: &Guid) -> String {
     g.to_string()
 }
 
-const ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
-const ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER: EntityId = EntityId([0xff, 2, 0, 0xc2]);
-
-/// Names of the built-in discovery topics, by writer entity.
-pub fn builtin_topic(entity: &EntityId) -> Option<(&'static str, &'static str)> {
-    match entity.builtin_writer_role() {
-        Some(BuiltinWriter::Participant) => {
-            Some(("DCPSParticipant", "ParticipantBuiltinTopicData"))
-        }
-        Some(BuiltinWriter::Publication) => {
-            Some(("DCPSPublication", "PublicationBuiltinTopicData"))
-        }
-        Some(BuiltinWriter::Subscription) => {
-            Some(("DCPSSubscription", "SubscriptionBuiltinTopicData"))
-        }
-        Some(BuiltinWriter::Topic) => Some(("DCPSTopic", "TopicBuiltinTopicData")),
-        None => match *entity {
-            ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER
-            | ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER => {
-                Some(("DCPSParticipantMessage", "ParticipantMessageData"))
-            }
-            _ => None,
-        },
-    }
-}
-
 /// Domain id implied by a UDP port under the RTPS default port mapping
 /// (PB 7400, DG 250, at most 233 domains), if the port is in that range.
 pub fn domain_from_port(port: u16) -> Option<u32> {
@@ -349,8 +322,11 @@ impl SpanMapper {
                         (Some(pair.0), Some(pair.1))
                     }
                 }
-            } else if let Some((t, ty)) = builtin_topic(&writer_entity) {
-                (Some(self.builtin_name(t)), Some(self.builtin_name(ty)))
+            } else if let Some(builtin) = writer_entity.builtin_topic() {
+                (
+                    Some(self.builtin_name(builtin.name)),
+                    Some(self.builtin_name(builtin.type_name)),
+                )
             } else {
                 (None, None)
             };

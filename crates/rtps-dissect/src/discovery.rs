@@ -622,6 +622,7 @@ struct PartialSample {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DiscoveryFragStats {
     pub reassembled: u64,
     pub evicted: u64,

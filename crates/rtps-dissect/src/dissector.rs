@@ -136,6 +136,7 @@ impl<'a> Datagram<'a> {
 
 /// Frame-level counters; every frame is counted in exactly one outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DissectorStats {
     pub frames: u64,
     pub frames_truncated: u64,

@@ -82,6 +82,7 @@ pub enum EvictReason {
 
 /// Counters that make the tracker's drops visible.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FragmentStats {
     pub fragments: u64,
     pub duplicate_fragments: u64,

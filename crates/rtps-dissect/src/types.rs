@@ -33,6 +33,24 @@ pub const ENTITYID_SPDP_WRITER: EntityId = EntityId([0, 1, 0, 0xc2]);
 pub const ENTITYID_SEDP_PUBLICATIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 3, 0xc2]);
 pub const ENTITYID_SEDP_SUBSCRIPTIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 4, 0xc2]);
 pub const ENTITYID_SPDP_SECURE_WRITER: EntityId = EntityId([0xff, 1, 1, 0xc2]);
+pub const ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
+pub const ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER: EntityId = EntityId([0xff, 2, 0, 0xc2]);
+pub const ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER: EntityId = EntityId([0, 2, 1, 0xc3]);
+pub const ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER: EntityId =
+    EntityId([0xff, 2, 2, 0xc3]);
+pub const ENTITYID_TL_SVC_REQUEST_WRITER: EntityId = EntityId([0, 3, 0, 0xc3]);
+pub const ENTITYID_TL_SVC_REPLY_WRITER: EntityId = EntityId([0, 3, 1, 0xc3]);
+
+/// The topic a built-in writer publishes: its name and its type's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinTopic {
+    pub name: &'static str,
+    pub type_name: &'static str,
+}
+
+const fn builtin(name: &'static str, type_name: &'static str) -> Option<BuiltinTopic> {
+    Some(BuiltinTopic { name, type_name })
+}
 
 impl EntityId {
     pub fn kind(&self) -> u8 {
@@ -65,6 +83,50 @@ impl EntityId {
             ENTITYID_SEDP_TOPIC_WRITER => Some(BuiltinWriter::Topic),
             _ => None,
         }
+    }
+
+    /// The topic of a built-in writer, by its standard entity id: discovery (RTPS 9.3.1),
+    /// liveliness and the secure variants (DDS-Security 7.4), type lookup (XTypes 7.6.3).
+    /// `None` for user entities, built-in readers and vendor built-ins.
+    pub fn builtin_topic(&self) -> Option<BuiltinTopic> {
+        if let Some(role) = self.builtin_writer_role() {
+            return match role {
+                BuiltinWriter::Participant => {
+                    builtin("DCPSParticipant", "ParticipantBuiltinTopicData")
+                }
+                BuiltinWriter::Publication => {
+                    builtin("DCPSPublication", "PublicationBuiltinTopicData")
+                }
+                BuiltinWriter::Subscription => {
+                    builtin("DCPSSubscription", "SubscriptionBuiltinTopicData")
+                }
+                BuiltinWriter::Topic => builtin("DCPSTopic", "TopicBuiltinTopicData"),
+            };
+        }
+        match *self {
+            ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER
+            | ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER => {
+                builtin("DCPSParticipantMessage", "ParticipantMessageData")
+            }
+            ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER => builtin(
+                "DCPSParticipantStatelessMessage",
+                "ParticipantStatelessMessage",
+            ),
+            ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER => builtin(
+                "DCPSParticipantVolatileMessageSecure",
+                "ParticipantVolatileMessageSecure",
+            ),
+            ENTITYID_TL_SVC_REQUEST_WRITER => {
+                builtin("DCPSTypeLookupRequest", "TypeLookup_Request")
+            }
+            ENTITYID_TL_SVC_REPLY_WRITER => builtin("DCPSTypeLookupReply", "TypeLookup_Reply"),
+            _ => None,
+        }
+    }
+
+    /// Name of the topic of a built-in writer, see [`EntityId::builtin_topic`].
+    pub fn builtin_topic_name(&self) -> Option<&'static str> {
+        self.builtin_topic().map(|t| t.name)
     }
 }
 
@@ -264,5 +326,31 @@ impl fmt::Display for Locator {
                 write!(f, ":{}", self.port)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_topics_by_entity_id() {
+        let name = |e: [u8; 4]| EntityId(e).builtin_topic_name();
+        assert_eq!(name([0, 1, 0, 0xc2]), Some("DCPSParticipant"));
+        assert_eq!(name([0xff, 0, 3, 0xc2]), Some("DCPSPublication"));
+        assert_eq!(name([0, 2, 0, 0xc2]), Some("DCPSParticipantMessage"));
+        assert_eq!(name([0xff, 2, 0, 0xc2]), Some("DCPSParticipantMessage"));
+        assert_eq!(name([0, 3, 0, 0xc3]), Some("DCPSTypeLookupRequest"));
+        assert_eq!(name([0, 3, 1, 0xc3]), Some("DCPSTypeLookupReply"));
+        // Readers, user entities and vendor built-ins publish no built-in topic.
+        assert_eq!(name([0, 2, 0, 0xc7]), None);
+        assert_eq!(name([0, 0, 1, 0x03]), None);
+        assert_eq!(name([0, 0, 1, 0xc2]), None);
+        assert_eq!(
+            EntityId([0, 0, 4, 0xc2])
+                .builtin_topic()
+                .map(|t| t.type_name),
+            Some("SubscriptionBuiltinTopicData")
+        );
     }
 }

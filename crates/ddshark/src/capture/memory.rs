@@ -27,21 +27,33 @@ impl MemorySource {
             name: name.to_string(),
         }
     }
+}
 
-    /// Read every frame of another source into memory.
-    pub fn record(source: &mut dyn PacketSource) -> Result<Self, CaptureError> {
-        let name = source.name().to_string();
-        let mut frames = Vec::new();
-        while let Some(f) = source.next_frame()? {
-            frames.push(OwnedFrame {
-                ts_ns: f.ts_ns,
-                link: f.link,
-                data: f.data.to_vec(),
-                orig_len: f.orig_len,
-            });
+impl OwnedFrame {
+    /// The frame as the dissector takes it, with its number in the capture (from 1).
+    pub fn as_frame(&self, number: u64) -> Frame<'_> {
+        Frame {
+            number,
+            ts_ns: self.ts_ns,
+            link: self.link,
+            data: &self.data,
+            orig_len: self.orig_len,
         }
-        Ok(Self::new(&name, frames))
     }
+}
+
+/// Every frame of another source, read into memory (tests and benchmarks replay them).
+pub fn read_all(source: &mut dyn PacketSource) -> Result<Vec<OwnedFrame>, CaptureError> {
+    let mut frames = Vec::new();
+    while let Some(f) = source.next_frame()? {
+        frames.push(OwnedFrame {
+            ts_ns: f.ts_ns,
+            link: f.link,
+            data: f.data.to_vec(),
+            orig_len: f.orig_len,
+        });
+    }
+    Ok(frames)
 }
 
 impl PacketSource for MemorySource {
@@ -50,13 +62,7 @@ impl PacketSource for MemorySource {
             return Ok(None);
         };
         self.next = self.next.saturating_add(1);
-        Ok(Some(Frame {
-            number: self.next as u64,
-            ts_ns: f.ts_ns,
-            link: f.link,
-            data: &f.data,
-            orig_len: f.orig_len,
-        }))
+        Ok(Some(f.as_frame(self.next as u64)))
     }
 
     fn name(&self) -> &str {

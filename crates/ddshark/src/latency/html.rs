@@ -303,7 +303,7 @@ fn time_plot(rows: &[Row<'_>], out: &mut String) {
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="axis">sender capture time (s since {}) — latency {}</text></svg>"#,
         (l + w) / 2.0,
         h - 4.0,
-        esc(&super::output::fmt_ts(t0)),
+        esc(&crate::units::timestamp(t0)),
         if ya.log { "log scale" } else { "linear" }
     );
     out.push_str(r#"<div class="legend">"#);

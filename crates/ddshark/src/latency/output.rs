@@ -7,13 +7,7 @@ use serde::Serialize;
 use super::join::SampleRow;
 use super::stats::{histogram, human_ns, topic_label, TopicStats};
 use super::{direction, label, LatencyFormat, Level, RunSummary};
-
-/// `seconds.nanoseconds` of a capture time.
-pub fn fmt_ts(ns: i64) -> String {
-    let s = ns.div_euclid(1_000_000_000);
-    let f = ns.rem_euclid(1_000_000_000);
-    format!("{s}.{f:09}")
-}
+use crate::units::timestamp;
 
 pub const TSV_COLUMNS: &[&str] = &[
     "direction",
@@ -171,7 +165,7 @@ pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String)
                 r.key.writer.to_string(),
                 r.key.sn,
                 r.status.name(),
-                fmt_ts(r.t_send),
+                timestamp(r.t_send),
                 lat,
                 r.tx_sender,
                 r.repairs_sender,

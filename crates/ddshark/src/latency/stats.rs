@@ -104,15 +104,11 @@ pub fn topic_label(r: &SampleRow) -> String {
         return t.to_string();
     }
     let e = r.key.writer.entity;
+    if let Some(name) = e.builtin_topic_name() {
+        return name.into();
+    }
     if e.is_builtin() {
-        return match e.0 {
-            [0, 1, 0, 0xc2] | [0xff, 1, 1, 0xc2] => "DCPSParticipant".into(),
-            [0, 0, 3, 0xc2] | [0xff, 0, 3, 0xc2] => "DCPSPublication".into(),
-            [0, 0, 4, 0xc2] | [0xff, 0, 4, 0xc2] => "DCPSSubscription".into(),
-            [0, 0, 2, 0xc2] => "DCPSTopic".into(),
-            [0, 2, 0, 0xc2] | [0xff, 2, 0, 0xc2] => "DCPSParticipantMessage".into(),
-            _ => format!("(builtin {e})"),
-        };
+        return format!("(builtin {e})");
     }
     "(unknown topic)".into()
 }

@@ -3,18 +3,14 @@
 use std::fmt::Write;
 
 use crate::record::SubmessageRecord;
-
-/// `seconds.nanoseconds` of a ns timestamp.
-pub fn fmt_ts(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
+use crate::units::timestamp;
 
 pub fn submessage_line(r: &SubmessageRecord) -> String {
     let mut s = String::with_capacity(160);
     let _ = write!(
         s,
         "{} {} > {} {}",
-        fmt_ts(r.ts_last_ns),
+        timestamp(r.ts_last_ns),
         r.src,
         r.dst,
         r.kind
@@ -55,7 +51,7 @@ pub fn submessage_line(r: &SubmessageRecord) -> String {
             s,
             " ipfrags={} first={}",
             r.ip_fragments,
-            fmt_ts(r.ts_first_ns)
+            timestamp(r.ts_first_ns)
         );
     }
     if let Some(p) = r.pcp {

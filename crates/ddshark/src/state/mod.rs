@@ -324,22 +324,13 @@ pub fn size_bucket(size: u64) -> usize {
         .min(SIZE_BUCKETS.saturating_sub(1))
 }
 
-/// Name of a built-in writer's stream, used as its "topic".
+/// Name of a built-in writer's stream, used as its "topic"; built-in writers without a
+/// standard topic count under "DCPSBuiltin".
 pub fn builtin_topic(guid: &Guid) -> Option<&'static str> {
     if !guid.entity.is_builtin() {
         return None;
     }
-    Some(match guid.entity.builtin_writer_role() {
-        Some(BuiltinWriter::Participant) => "DCPSParticipant",
-        Some(BuiltinWriter::Publication) => "DCPSPublication",
-        Some(BuiltinWriter::Subscription) => "DCPSSubscription",
-        Some(BuiltinWriter::Topic) => "DCPSTopic",
-        None => match guid.entity.0 {
-            [0, 2, 0, 0xc2] | [0, 2, 0, 0xc7] => "DCPSParticipantMessage",
-            [0, 3, 0, 0xc3] | [0, 3, 1, 0xc3] => "DCPSTypeLookup",
-            _ => "DCPSBuiltin",
-        },
-    })
+    Some(guid.entity.builtin_topic_name().unwrap_or("DCPSBuiltin"))
 }
 
 /// A finite DEADLINE period from an endpoint's SEDP QoS.

@@ -260,72 +260,6 @@ pub struct TopicView {
     pub qos_mismatches: Vec<QosMismatchView>,
 }
 
-/// Frame-level counters of the dissector.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct DissectorCounters {
-    pub frames: u64,
-    pub frames_truncated: u64,
-    pub skipped_not_ip: u64,
-    pub skipped_not_udp: u64,
-    pub skipped_not_rtps: u64,
-    pub skipped_icmp_quoted_rtps: u64,
-    pub rti_pings: u64,
-    pub fragments_held: u64,
-    pub fragments_dropped: u64,
-    pub malformed: u64,
-    pub rtps_frames: u64,
-    pub rtps_datagrams: u64,
-    pub submessages: u64,
-    pub submessage_errors: u64,
-    pub discovery_records: u64,
-    pub ip_fragments: u64,
-    pub ip_duplicate_fragments: u64,
-    pub ip_reassembled: u64,
-    pub ip_evicted_idle: u64,
-    pub ip_evicted_capacity: u64,
-    pub ip_inconsistent: u64,
-    pub ip_in_progress: u64,
-    pub discovery_frag_reassembled: u64,
-    pub discovery_frag_evicted: u64,
-    pub discovery_frag_rejected: u64,
-    pub endpoints_known: u64,
-    pub endpoints_evicted: u64,
-}
-
-impl From<&DissectorStats> for DissectorCounters {
-    fn from(s: &DissectorStats) -> Self {
-        Self {
-            frames: s.frames,
-            frames_truncated: s.frames_truncated,
-            skipped_not_ip: s.skipped_not_ip,
-            skipped_not_udp: s.skipped_not_udp,
-            skipped_not_rtps: s.skipped_not_rtps,
-            skipped_icmp_quoted_rtps: s.skipped_icmp_quoted_rtps,
-            rti_pings: s.rti_pings,
-            fragments_held: s.fragments_held,
-            fragments_dropped: s.fragments_dropped,
-            malformed: s.malformed,
-            rtps_frames: s.rtps_frames,
-            rtps_datagrams: s.rtps_datagrams,
-            submessages: s.submessages,
-            submessage_errors: s.submessage_errors,
-            discovery_records: s.discovery_records,
-            ip_fragments: s.ip.fragments,
-            ip_duplicate_fragments: s.ip.duplicate_fragments,
-            ip_reassembled: s.ip.reassembled,
-            ip_evicted_idle: s.ip.evicted_idle,
-            ip_evicted_capacity: s.ip.evicted_capacity,
-            ip_inconsistent: s.ip.inconsistent,
-            ip_in_progress: s.ip.in_progress,
-            discovery_frag_reassembled: s.discovery_fragments.reassembled,
-            discovery_frag_evicted: s.discovery_fragments.evicted,
-            discovery_frag_rejected: s.discovery_fragments.rejected,
-            endpoints_known: s.endpoints_known,
-            endpoints_evicted: s.endpoints_evicted,
-        }
-    }
-}
-
 /// One packet source as the pipeline saw it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SourceHealth {
@@ -357,7 +291,7 @@ pub struct Check {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Health {
-    pub dissector: DissectorCounters,
+    pub dissector: DissectorStats,
     pub state: StateCounters,
     pub pipeline: PipelineCounters,
     pub participants: u64,
@@ -900,7 +834,7 @@ impl State {
             });
         }
         Health {
-            dissector: DissectorCounters::from(dissector),
+            dissector: *dissector,
             state: *c,
             pipeline: pipeline.clone(),
             participants: self.participants.len() as u64,

@@ -38,27 +38,6 @@ pub fn bps(v: f64) -> String {
     si(v, "b")
 }
 
-/// A byte size with binary prefixes: `230460` → `225K`.
-pub fn bytes(v: f64) -> String {
-    if !v.is_finite() || v <= 0.0 {
-        return "0".into();
-    }
-    let (n, p) = if v >= 1_073_741_824.0 {
-        (v / 1_073_741_824.0, "G")
-    } else if v >= 1_048_576.0 {
-        (v / 1_048_576.0, "M")
-    } else if v >= 1024.0 {
-        (v / 1024.0, "K")
-    } else {
-        (v, "B")
-    };
-    if n < 10.0 && p != "B" {
-        format!("{n:.1}{p}")
-    } else {
-        format!("{n:.0}{p}")
-    }
-}
-
 /// A counter: exact below 100 000, then `123k`, `1.2M`.
 pub fn count(v: u64) -> String {
     if v < 100_000 {
@@ -74,7 +53,10 @@ pub fn size_bucket_label(i: usize, last: usize) -> String {
         return "<64".into();
     }
     let lo = 1u64.checked_shl(u32::try_from(i).unwrap_or(0).saturating_add(5));
-    let label = lo.map_or_else(|| "?".into(), |b| bytes(b as f64).replace('B', ""));
+    let label = lo.map_or_else(
+        || "?".into(),
+        |b| crate::units::bytes(b as f64).replace('B', ""),
+    );
     if i >= last {
         format!("{label}+")
     } else {
@@ -168,13 +150,11 @@ mod tests {
         assert_eq!(hz(30.0), "30");
         assert_eq!(hz(1234.0), "1.2k");
         assert_eq!(bps(19_200_000.0), "19Mb");
-        assert_eq!(bytes(230_460.0), "225K");
-        assert_eq!(bytes(2.0 * 1_048_576.0), "2.0M");
         assert_eq!(count(123_456), "123k");
         assert_eq!(size_bucket_label(0, 17), "<64");
         assert_eq!(size_bucket_label(1, 17), "64");
-        assert_eq!(size_bucket_label(5, 17), "1.0K");
-        assert_eq!(size_bucket_label(17, 17), "4.0M+");
+        assert_eq!(size_bucket_label(5, 17), "1.0k");
+        assert_eq!(size_bucket_label(17, 17), "4.2M+");
         assert_eq!(
             guid("0110aabbccddeeff0011223344556677", 20),
             "…00112233:44556677"

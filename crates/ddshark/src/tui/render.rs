@@ -18,6 +18,7 @@ use super::fmt;
 use crate::state::snapshot::{QosView, TopicView};
 use crate::state::timing::TimingView;
 use crate::state::{GoneReason, Snapshot};
+use crate::units;
 
 const HEADER: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
 const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
@@ -290,7 +291,7 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
                     TopicColumn::Readers => right(t.readers.to_string()),
                     TopicColumn::Rate => right(fmt::hz(t.window.rate_hz)),
                     TopicColumn::Bandwidth => right(fmt::bps(t.window.bandwidth_bps)),
-                    TopicColumn::MeanSize => right(t.size.mean.map_or("-".into(), fmt::bytes)),
+                    TopicColumn::MeanSize => right(t.size.mean.map_or("-".into(), units::bytes)),
                     TopicColumn::Fragments => right(per_sample(t.data_frags_per_sample)),
                     TopicColumn::Lost => {
                         let c = right(fmt::count(t.totals.lost));
@@ -435,9 +436,9 @@ fn detail(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState, topic: Opti
         Span::styled("size ", DIM),
         Span::raw(match (t.size.min, t.size.max) {
             (Some(a), Some(b)) if a != b => {
-                format!("{}..{}", fmt::bytes(a as f64), fmt::bytes(b as f64))
+                format!("{}..{}", units::bytes(a as f64), units::bytes(b as f64))
             }
-            (Some(a), _) => fmt::bytes(a as f64),
+            (Some(a), _) => units::bytes(a as f64),
             _ => "-".into(),
         }),
         Span::styled(" IP frags/sample ", DIM),
@@ -740,7 +741,7 @@ fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
                     p.domain_id.map_or("-".into(), |d| d.to_string()),
                 ));
                 cells.push(right(fmt::count(p.datagrams)));
-                cells.push(right(fmt::bytes(p.bytes as f64)));
+                cells.push(right(units::bytes(p.bytes as f64)));
             }
             Row::new(cells)
         })
@@ -1007,11 +1008,11 @@ fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
 
     let mut right_lines = vec![
         Line::from(Span::styled("Evictions (bounded tables)", HEADER)),
-        kv_warn("IP frag idle", d.ip_evicted_idle),
-        kv_warn("IP frag capacity", d.ip_evicted_capacity),
+        kv_warn("IP frag idle", d.ip.evicted_idle),
+        kv_warn("IP frag capacity", d.ip.evicted_capacity),
         kv_warn("IP frag dropped", d.fragments_dropped),
-        kv("IP frag in progress", fmt::count(d.ip_in_progress)),
-        kv_warn("discovery reassembly", d.discovery_frag_evicted),
+        kv("IP frag in progress", fmt::count(d.ip.in_progress)),
+        kv_warn("discovery reassembly", d.discovery_fragments.evicted),
         kv_warn("endpoint map", d.endpoints_evicted),
         kv_warn(
             "participants",
