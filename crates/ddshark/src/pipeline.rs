@@ -13,7 +13,7 @@
 //!
 //! The capture thread never waits on the state for a live source: when the queue
 //! is full the batch is dropped and counted. File replays block instead (nothing
-//! is lost by waiting). Time is the capture's: ticks and reports follow frame
+//! is lost by waiting). Time is the capture's: reports follow frame
 //! timestamps; only a live source that sees no packet advances the clock from the
 //! system clock, at this edge, so quiet periods still produce reports.
 
@@ -44,8 +44,6 @@ pub struct SourceCtx<'a> {
 pub trait Sink: Send {
     /// One whole RTPS datagram (its submessages and discovery records).
     fn on_datagram(&mut self, d: &Datagram<'_>, ctx: &SourceCtx<'_>);
-    /// The capture clock passed another tick (see [`EngineConfig::tick_ns`]).
-    fn on_tick(&mut self, _now_ns: u64) {}
     /// A fresh snapshot of the state (every [`EngineConfig::report_ns`]).
     fn on_snapshot(&mut self, _snapshot: &Arc<Snapshot>) {}
     /// End of input, with the final snapshot.
@@ -56,9 +54,6 @@ pub trait Sink: Send {
 impl Sink for State {
     fn on_datagram(&mut self, d: &Datagram<'_>, _ctx: &SourceCtx<'_>) {
         self.datagram(d);
-    }
-    fn on_tick(&mut self, now_ns: u64) {
-        self.advance(now_ns);
     }
     fn finish(&mut self, _snapshot: &Arc<Snapshot>) {}
 }
@@ -97,8 +92,6 @@ impl SnapshotHub {
 pub struct EngineConfig {
     pub state: StateConfig,
     pub dissector: DissectorConfig,
-    /// Capture-time period of `Sink::on_tick`.
-    pub tick_ns: u64,
     /// Capture-time period of snapshots (hub + `Sink::on_snapshot`); `None`: only at the end.
     pub report_ns: Option<u64>,
 }
@@ -108,7 +101,6 @@ impl Default for EngineConfig {
         Self {
             state: StateConfig::default(),
             dissector: DissectorConfig::default(),
-            tick_ns: 1_000_000_000,
             report_ns: None,
         }
     }
@@ -122,7 +114,6 @@ pub struct Engine {
     hub: Option<SnapshotHub>,
     pipeline: PipelineCounters,
     config: EngineConfig,
-    next_tick_ns: Option<u64>,
     next_report_ns: Option<u64>,
     frame_no: u64,
 }
@@ -136,7 +127,6 @@ impl Engine {
             hub: None,
             pipeline: PipelineCounters::default(),
             config,
-            next_tick_ns: None,
             next_report_ns: None,
             frame_no: 0,
         }
@@ -211,14 +201,6 @@ impl Engine {
 
     fn clock(&mut self) {
         let now = self.state.now_ns;
-        let tick = self.config.tick_ns.max(1);
-        let next_tick = *self.next_tick_ns.get_or_insert(now.saturating_add(tick));
-        if now >= next_tick {
-            for s in self.sinks.iter_mut() {
-                s.on_tick(now);
-            }
-            self.next_tick_ns = Some(now.saturating_add(tick));
-        }
         if let Some(every) = self.config.report_ns {
             let next = *self
                 .next_report_ns
@@ -785,12 +767,10 @@ pub fn run_threaded(
             }
         }
         drop(tx);
-        let mut frames_buf: Vec<Meta> = Vec::new();
         while let Ok(msg) = rx.recv() {
             match msg {
                 Msg::Batch(src, batch) => {
                     let mut off = 0usize;
-                    frames_buf.clear();
                     for m in &batch.metas {
                         let end = off.saturating_add(m.len as usize);
                         if let Some(data) = batch.data.get(off..end) {

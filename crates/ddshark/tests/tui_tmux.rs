@@ -220,20 +220,36 @@ fn tui_in_tmux_keys_views_filter_help_pacing_quit() {
     assert_tty_restored(&t, &s);
 }
 
+/// examples/tui_panic (built by `cargo test` with the other examples): the real UI
+/// with a renderer that panics.
+fn tui_panic_example() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/tui_tmux-<hash> → target/<profile>/examples/tui_panic
+    let profile_dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let example = profile_dir.join("examples").join("tui_panic");
+    assert!(
+        example.exists(),
+        "{} is missing: `cargo test -p ddshark` builds it (or `cargo build -p ddshark --example tui_panic`)",
+        example.display()
+    );
+    example
+}
+
 #[test]
 fn tui_in_tmux_panic_restores_the_terminal() {
-    let bin = env!("CARGO_BIN_EXE_ddshark");
+    let bin = tui_panic_example();
     let pcap = fixture("a_small_reliable/a.pcap");
-    // The test hook panics in the UI thread right after the first real frame.
+    // The renderer panics in the UI thread on the first frame that shows a snapshot.
     let cmd = format!(
-        "DDSHARK_TUI_TEST_PANIC=1 '{bin}' -r '{}' --speed 0.1; echo \"ddshark-exit=$?\"; {TTY_MODES}; sleep 600",
+        "'{}' '{}'; echo \"ddshark-exit=$?\"; {TTY_MODES}; sleep 600",
+        bin.display(),
         pcap.display()
     );
     let t = Tmux::start("panic", 100, 30, &cmd);
     let s = t.wait_text("tty:[");
     assert!(s.contains("ddshark-exit=1"), "a panic is a failure:\n{s}");
     assert!(
-        s.contains("DDSHARK_TUI_TEST_PANIC is set"),
+        s.contains("the renderer failed on purpose"),
         "the panic message is readable:\n{s}"
     );
     assert!(s.contains("the terminal UI panicked"), "{s}");

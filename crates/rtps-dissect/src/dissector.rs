@@ -237,11 +237,6 @@ impl Dissector {
         &mut self.topics
     }
 
-    /// IP datagrams given up since the last call (idle timeout or capacity).
-    pub fn take_incomplete(&mut self) -> Vec<IncompleteDatagram> {
-        self.fragments.take_evicted()
-    }
-
     /// End of input: every datagram still missing fragments is given up and returned.
     pub fn finish(&mut self) -> Vec<IncompleteDatagram> {
         self.fragments.flush()

@@ -40,14 +40,6 @@ impl FileSource {
             file_size,
         })
     }
-
-    pub fn link_type(&self) -> LinkType {
-        self.link
-    }
-
-    pub fn frames_read(&self) -> u64 {
-        self.frames
-    }
 }
 
 /// libpcap timeval (seconds, nanoseconds with Precision::Nano) → ns since the epoch.

@@ -164,6 +164,11 @@ impl Drop for TerminalGuard {
     }
 }
 
+/// Draws one frame of the UI from a snapshot and the UI state: [`render`] in the
+/// program. Tests hand in their own (one that panics proves that the terminal is
+/// restored after a UI panic, see examples/tui_panic.rs).
+pub type Renderer = fn(&mut ratatui::Frame<'_>, Option<&Snapshot>, &UiState);
+
 /// Start the TUI on its own thread. `stop` is set when the user quits (the
 /// capture then ends); `pace` carries the replay speed keys.
 pub fn start(
@@ -171,6 +176,17 @@ pub fn start(
     stop: Arc<AtomicBool>,
     pace: Option<Arc<PaceControl>>,
     opts: TuiOptions,
+) -> Result<TuiHandle> {
+    start_with_renderer(hub, stop, pace, opts, render)
+}
+
+/// [`start`] with the frames drawn by `renderer`.
+pub fn start_with_renderer(
+    hub: SnapshotHub,
+    stop: Arc<AtomicBool>,
+    pace: Option<Arc<PaceControl>>,
+    opts: TuiOptions,
+    renderer: Renderer,
 ) -> Result<TuiHandle> {
     let guard = TerminalGuard::enter()?;
     let quit = Arc::new(AtomicBool::new(false));
@@ -180,7 +196,15 @@ pub fn start(
         .spawn(move || {
             let _stop = StopOnDrop(stop.clone());
             let mut guard = guard;
-            event_loop(&mut guard.terminal, &hub, &stop, pace.as_deref(), &q, &opts)
+            event_loop(
+                &mut guard.terminal,
+                renderer,
+                &hub,
+                &stop,
+                pace.as_deref(),
+                &q,
+                &opts,
+            )
         })
         .context("cannot start the TUI thread")?;
     Ok(TuiHandle {
@@ -191,6 +215,7 @@ pub fn start(
 
 fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    renderer: Renderer,
     hub: &SnapshotHub,
     stop: &AtomicBool,
     pace: Option<&PaceControl>,
@@ -202,7 +227,6 @@ fn event_loop(
     let mut version = u64::MAX;
     let mut dirty = true;
     let mut last_draw = Instant::now();
-    let panic_for_test = std::env::var_os("DDSHARK_TUI_TEST_PANIC").is_some();
     loop {
         if quit.load(Ordering::Relaxed) || PANICKED.load(Ordering::SeqCst) {
             return Ok(());
@@ -227,17 +251,10 @@ fn event_loop(
             let size = terminal.size().unwrap_or_default();
             ui.page = usize::from(size.height.saturating_sub(14).max(1));
             terminal
-                .draw(|f| render(f, shown.as_deref(), &ui))
+                .draw(|f| renderer(f, shown.as_deref(), &ui))
                 .context("drawing the terminal UI")?;
             dirty = false;
             last_draw = Instant::now();
-            if shown.is_some() && panic_for_test {
-                // Test hook (tests/tui_tmux.rs): the terminal is restored on a panic.
-                #[allow(clippy::panic)]
-                {
-                    panic!("DDSHARK_TUI_TEST_PANIC is set");
-                }
-            }
         }
         if !event::poll(Duration::from_millis(100)).context("reading the terminal")? {
             continue;
