@@ -88,22 +88,12 @@ impl SnapshotHub {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct EngineConfig {
     pub state: StateConfig,
     pub dissector: DissectorConfig,
     /// Capture-time period of snapshots (hub + `Sink::on_snapshot`); `None`: only at the end.
     pub report_ns: Option<u64>,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            state: StateConfig::default(),
-            dissector: DissectorConfig::default(),
-            report_ns: None,
-        }
-    }
 }
 
 /// Dissector + state + extra sinks, driven frame by frame.
