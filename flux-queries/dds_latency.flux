@@ -1,89 +1,138 @@
-// DDS-layer latency per sample (thesis 3.2.5), same definition as
-// `ddshark latency --level sample` and the tshark oracle:
-//   t_send = start (= capture time of the first IP fragment) of the earliest span of
-//            the sample (writer_id, sn) on the sender host;
-//   t_recv = on the receiver host, for every DATA_FRAG (fragment_starting_num) the
-//            earliest end (= capture time of the last IP fragment of a complete
-//            datagram) carrying it, then the latest of those; only samples whose
-//            DATA_FRAGs cover all ceil(sample_size / fragment_size) DDS fragments
+// DDS-layer latency per sample, ad hoc over the dashboard's time range, from the raw
+// spans (bucket ${bucket}); same definitions as `ddshark latency --level sample` and
+// as the latency task (flux-queries/tasks/materialise_latency.flux), which writes the
+// same numbers into ${long_bucket} for the live panels (flux-queries/dds_latency_materialised.flux):
+//   t_send = start (first IP fragment) of the earliest span of the sample (writer_id,
+//            sn) on ${sender};
+//   t_recv = on ${receiver}, per DATA_FRAG the earliest end (last IP fragment of a
+//            complete datagram) carrying it, then the latest of those; only samples
+//            whose DATA_FRAGs cover all ceil(sample_size / fragment_size) fragments
 //            (DATA: one) are complete;
 //   latency = t_recv - t_send, in ns.
-// Only writers living on the sender host count: a writer's samples are seen first
-// there (majority vote per writer_id), so swapping ${sender}/${receiver} gives the
-// other direction.
+// Only writers living on ${sender} count (per participant, the host that saw most of its
+// samples first), so swapping ${sender}/${receiver} gives the other direction.
+// Host and topic filters act on tags before any pivot or join; only the fields the
+// join needs are read.
 // One row per complete sample: _time = t_send (ns), _value = latency_ns, with writer_id,
-// sn, topic_name (t_recv = _time + _value); one series (table) per topic.
+// sn, topic_name; one series (table) per topic.
 // Grafana variables: ${bucket}, ${sender}, ${receiver} (host.name), ${topic} (regex,
 // All = .*) and v.timeRangeStart / v.timeRangeStop.
 import "join"
-import "experimental/json"
+import "strings"
 
-spans = from(bucket: "${bucket}")
+raw = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans")
+    // Tag filters first: hosts, then the topic (the receiver may not know the topic
+    // of a writer whose discovery it missed; the sender decides).
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
 
-// One row per usable DATA/DATA_FRAG span (DATA_FRAGs with impossible numbers are
-// ignored, as by ddshark and the tshark oracle).
-ends = spans
-    |> filter(fn: (r) => r._field == "end_time_unix_nano" or r._field == "attributes" or r._field == "span.name")
+// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end.
+data = raw
+    |> filter(fn: (r) => r["span.name"] == "DATA")
+    |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano")
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-    |> group()
+    |> map(fn: (r) => ({
+        host: r["host.name"],
+        writer_id: r.writer_id,
+        topic_name: if exists r.topic_name then r.topic_name else "",
+        slot: r.slot,
+        sn: r.sn,
+        fsn: 0,
+        nf: 1,
+        total: 1,
+        start: int(v: r._time),
+        end: r.end_time_unix_nano,
+    }))
+
+// One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
+frags = raw
+    |> filter(fn: (r) => r["span.name"] == "DATA_FRAG")
+    |> filter(
+        fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
+            or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size",
+    )
+    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> map(fn: (r) => {
-        a = json.parse(data: bytes(v: r.attributes))
-        isData = r["span.name"] == "DATA"
-        fs = int(v: r.fragment_starting_num)
-        nf = if exists a.frags_in_submessage then int(v: a.frags_in_submessage) else 1
-        ss = if exists a.sample_size then int(v: a.sample_size) else 0
-        fz = if exists a.fragment_size then int(v: a.fragment_size) else 0
-        total = if isData then 1 else if fz > 0 then (ss + fz - 1) / fz else 0
+        fz = if exists r.fragment_size then r.fragment_size else 0
+        ss = if exists r.sample_size then r.sample_size else 0
+        total = if fz > 0 then (ss + fz - 1) / fz else 0
         return {
             host: r["host.name"],
             writer_id: r.writer_id,
+            topic_name: if exists r.topic_name then r.topic_name else "",
+            slot: r.slot,
             sn: r.sn,
             fsn: r.fragment_starting_num,
-            topic_name: if exists r.topic_name then r.topic_name else "",
+            nf: r.frags_in_submessage,
+            total: total,
             start: int(v: r._time),
             end: r.end_time_unix_nano,
-            nf: if isData then 1 else nf,
-            total: total,
-            usable: isData or (fs >= 1 and nf >= 1 and fz > 0 and ss > 0 and fs + nf - 1 <= total),
         }
     })
-    |> filter(fn: (r) => r.usable)
+    |> filter(fn: (r) => r.fsn >= 1 and r.nf >= 1 and r.total > 0 and r.fsn + r.nf - 1 <= r.total)
 
-firsts = (host) => ends
-    |> filter(fn: (r) => r.host == host)
-    |> group(columns: ["writer_id", "sn"])
-    |> min(column: "start")
-    |> group()
+spans = union(tables: [data, frags])
+    |> group(columns: ["writer_id", "host"])
 
-snd = firsts(host: "${sender}")
-rcvFirst = firsts(host: "${receiver}")
+// Per host and sample: its earliest span (ties: lowest slot).
+firstPerHost = spans
+    |> sort(columns: ["start", "slot"])
+    |> unique(column: "sn")
 
-// Writers of the sender host: most of their samples are seen there first.
-senderWriters = join.inner(
-    left: snd,
-    right: rcvFirst,
-    on: (l, r) => l.writer_id == r.writer_id and l.sn == r.sn,
-    as: (l, r) => ({writer_id: l.writer_id, vote: if l.start < r.start then 1 else if l.start > r.start then -1 else 0}),
-)
+// The host that saw each sample first; samples two hosts saw at the same instant do not vote.
+earliest = firstPerHost
     |> group(columns: ["writer_id"])
-    |> sum(column: "vote")
+    |> sort(columns: ["start", "host"])
+    |> unique(column: "sn")
+ties = join.inner(
+    left: firstPerHost |> group(columns: ["writer_id"]),
+    right: earliest,
+    on: (l, r) => l.sn == r.sn and l.start == r.start,
+    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, tie: l.host != r.host}),
+)
+    |> filter(fn: (r) => r.tie)
+homes = join.left(
+    left: earliest,
+    right: ties,
+    on: (l, r) => l.sn == r.sn,
+    as: (l, r) => ({prefix: strings.substring(v: l.writer_id, start: 0, end: 24), host: l.host, sn: l.sn, tie: exists r.tie}),
+)
+    |> filter(fn: (r) => not r.tie)
+    |> group(columns: ["prefix", "host"])
+    |> count(column: "sn")
+    |> group(columns: ["prefix"])
+    |> sort(columns: ["sn", "host"], desc: true)
+    |> limit(n: 1)
+    |> keep(columns: ["prefix", "host"])
     |> group()
-    |> filter(fn: (r) => r.vote > 0)
 
 sent = join.inner(
-    left: snd |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/),
-    right: senderWriters,
-    on: (l, r) => l.writer_id == r.writer_id,
-    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, topic_name: l.topic_name, t_send: l.start}),
+    left: firstPerHost
+        |> map(fn: (r) => ({r with prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
+        |> group(),
+    right: homes,
+    on: (l, r) => l.prefix == r.prefix and l.host == r.host,
+    as: (l, r) => l,
 )
+    |> filter(fn: (r) => r.host == "${sender}")
+    |> group(columns: ["writer_id"])
 
-recv = ends
+// On ${receiver}: the earliest complete copy of each DATA_FRAG (DATA: of the sample),
+// then the latest of those, if they cover the whole sample.
+recvData = data
     |> filter(fn: (r) => r.host == "${receiver}")
-    |> group(columns: ["writer_id", "sn", "fsn"])
-    |> min(column: "end")
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["end"])
+    |> unique(column: "sn")
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, t_recv: r.end}))
+recvFrag = frags
+    |> filter(fn: (r) => r.host == "${receiver}")
+    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["end"])
+    |> unique(column: "key")
     |> group(columns: ["writer_id", "sn"])
     |> reduce(
         identity: {t_recv: 0, covered: 0, total: 1},
@@ -93,16 +142,18 @@ recv = ends
             total: r.total,
         }),
     )
-    |> group()
     |> filter(fn: (r) => r.covered >= r.total)
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, t_recv: r.t_recv}))
+recv = union(tables: [recvData, recvFrag])
+    |> group(columns: ["writer_id"])
 
 join.inner(
     left: sent,
     right: recv,
-    on: (l, r) => l.writer_id == r.writer_id and l.sn == r.sn,
+    on: (l, r) => l.sn == r.sn,
     as: (l, r) => ({
-        _time: time(v: l.t_send),
-        _value: r.t_recv - l.t_send,
+        _time: time(v: l.start),
+        _value: r.t_recv - l.start,
         writer_id: l.writer_id,
         sn: l.sn,
         topic_name: l.topic_name,

@@ -1,104 +1,133 @@
-// DDS submessage latency per DATA_FRAG (thesis 3.2.5), same definition as
-// `ddshark latency --level submessage`:
+// DDS submessage latency per DATA_FRAG, ad hoc over the dashboard's time range, from the
+// raw spans; same definition as `ddshark latency --level submessage` and the latency
+// task's dds_submessage_latency (flux-queries/tasks/materialise_latency.flux):
 //   t_send = start (first IP fragment) of the earliest span of (writer_id, sn,
-//            fragment_starting_num) on the sender host;
+//            fragment_starting_num) on ${sender};
 //   t_recv = earliest end (last IP fragment of a complete datagram) of a span of the
-//            same DATA_FRAG on the receiver host;
-//   latency = t_recv - t_send (ns). DATA submessages come out with fragment_starting_num 0.
-// Writers of the sender host only (majority vote per writer_id, as in dds_latency.flux).
-// One row per DATA_FRAG: _time = t_send, _value = latency_ns; one series per topic.
+//            same DATA_FRAG on ${receiver};
+//   latency = t_recv - t_send (ns). DATA submessages are the sample level (dds_latency.flux).
+// Writers of ${sender} only (as in dds_latency.flux). Tag filters before any pivot/join.
+// One row per DATA_FRAG: _time = t_send, _value = latency_ns, with writer_id, sn,
+// fragment_starting_num, topic_name; one series per topic.
 // Grafana variables: ${bucket}, ${sender}, ${receiver}, ${topic}, v.timeRangeStart/Stop.
 import "join"
-import "experimental/json"
+import "strings"
 
-spans = from(bucket: "${bucket}")
+raw = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans")
+    // Tag filters first: hosts, then the topic (the receiver may not know the topic
+    // of a writer whose discovery it missed; the sender decides).
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
 
-// One row per usable DATA/DATA_FRAG span (DATA_FRAGs with impossible numbers are
-// ignored, as by ddshark and the tshark oracle).
-ends = spans
-    |> filter(fn: (r) => r._field == "end_time_unix_nano" or r._field == "attributes" or r._field == "span.name")
+// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end.
+data = raw
+    |> filter(fn: (r) => r["span.name"] == "DATA")
+    |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano")
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-    |> group()
+    |> map(fn: (r) => ({
+        host: r["host.name"],
+        writer_id: r.writer_id,
+        topic_name: if exists r.topic_name then r.topic_name else "",
+        slot: r.slot,
+        sn: r.sn,
+        fsn: 0,
+        nf: 1,
+        total: 1,
+        start: int(v: r._time),
+        end: r.end_time_unix_nano,
+    }))
+
+// One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
+frags = raw
+    |> filter(fn: (r) => r["span.name"] == "DATA_FRAG")
+    |> filter(
+        fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
+            or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size",
+    )
+    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> map(fn: (r) => {
-        a = json.parse(data: bytes(v: r.attributes))
-        isData = r["span.name"] == "DATA"
-        fs = int(v: r.fragment_starting_num)
-        nf = if exists a.frags_in_submessage then int(v: a.frags_in_submessage) else 1
-        ss = if exists a.sample_size then int(v: a.sample_size) else 0
-        fz = if exists a.fragment_size then int(v: a.fragment_size) else 0
-        total = if isData then 1 else if fz > 0 then (ss + fz - 1) / fz else 0
+        fz = if exists r.fragment_size then r.fragment_size else 0
+        ss = if exists r.sample_size then r.sample_size else 0
+        total = if fz > 0 then (ss + fz - 1) / fz else 0
         return {
             host: r["host.name"],
             writer_id: r.writer_id,
+            topic_name: if exists r.topic_name then r.topic_name else "",
+            slot: r.slot,
             sn: r.sn,
             fsn: r.fragment_starting_num,
-            topic_name: if exists r.topic_name then r.topic_name else "",
+            nf: r.frags_in_submessage,
+            total: total,
             start: int(v: r._time),
             end: r.end_time_unix_nano,
-            nf: if isData then 1 else nf,
-            total: total,
-            usable: isData or (fs >= 1 and nf >= 1 and fz > 0 and ss > 0 and fs + nf - 1 <= total),
         }
     })
-    |> filter(fn: (r) => r.usable)
+    |> filter(fn: (r) => r.fsn >= 1 and r.nf >= 1 and r.total > 0 and r.fsn + r.nf - 1 <= r.total)
 
-firsts = (host) => ends
-    |> filter(fn: (r) => r.host == host)
-    |> group(columns: ["writer_id", "sn"])
-    |> min(column: "start")
+spans = union(tables: [data, frags])
+    |> group(columns: ["writer_id", "host"])
+
+// Per host and sample: its earliest span (ties: lowest slot).
+firstPerHost = spans
+    |> sort(columns: ["start", "slot"])
+    |> unique(column: "sn")
+
+// The host that saw each sample first; samples two hosts saw at the same instant do not vote.
+earliest = firstPerHost
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["start", "host"])
+    |> unique(column: "sn")
+ties = join.inner(
+    left: firstPerHost |> group(columns: ["writer_id"]),
+    right: earliest,
+    on: (l, r) => l.sn == r.sn and l.start == r.start,
+    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, tie: l.host != r.host}),
+)
+    |> filter(fn: (r) => r.tie)
+homes = join.left(
+    left: earliest,
+    right: ties,
+    on: (l, r) => l.sn == r.sn,
+    as: (l, r) => ({prefix: strings.substring(v: l.writer_id, start: 0, end: 24), host: l.host, sn: l.sn, tie: exists r.tie}),
+)
+    |> filter(fn: (r) => not r.tie)
+    |> group(columns: ["prefix", "host"])
+    |> count(column: "sn")
+    |> group(columns: ["prefix"])
+    |> sort(columns: ["sn", "host"], desc: true)
+    |> limit(n: 1)
+    |> keep(columns: ["prefix", "host"])
     |> group()
 
-snd = firsts(host: "${sender}")
-rcvFirst = firsts(host: "${receiver}")
-
-// Writers of the sender host: most of their samples are seen there first.
-senderWriters = join.inner(
-    left: snd,
-    right: rcvFirst,
-    on: (l, r) => l.writer_id == r.writer_id and l.sn == r.sn,
-    as: (l, r) => ({writer_id: l.writer_id, vote: if l.start < r.start then 1 else if l.start > r.start then -1 else 0}),
+fragSent = join.inner(
+    left: frags
+        |> filter(fn: (r) => r.host == "${sender}")
+        |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn), prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
+        |> group(columns: ["writer_id"])
+        |> sort(columns: ["start", "slot"])
+        |> unique(column: "key")
+        |> group(),
+    right: homes |> filter(fn: (r) => r.host == "${sender}"),
+    on: (l, r) => l.prefix == r.prefix,
+    as: (l, r) => l,
 )
     |> group(columns: ["writer_id"])
-    |> sum(column: "vote")
-    |> group()
-    |> filter(fn: (r) => r.vote > 0)
-
-sent = join.inner(
-    left: snd |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/),
-    right: senderWriters,
-    on: (l, r) => l.writer_id == r.writer_id,
-    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, topic_name: l.topic_name}),
-)
-
-sendFrag = ends
-    |> filter(fn: (r) => r.host == "${sender}")
-    |> group(columns: ["writer_id", "sn", "fsn"])
-    |> min(column: "start")
-    |> group()
-
-sentFrag = join.inner(
-    left: sendFrag,
-    right: sent,
-    on: (l, r) => l.writer_id == r.writer_id and l.sn == r.sn,
-    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, fsn: l.fsn, topic_name: r.topic_name, t_send: l.start}),
-)
-
-recvFrag = ends
+fragRecv = frags
     |> filter(fn: (r) => r.host == "${receiver}")
-    |> group(columns: ["writer_id", "sn", "fsn"])
-    |> min(column: "end")
-    |> group()
+    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["end"])
+    |> unique(column: "key")
 
 join.inner(
-    left: sentFrag,
-    right: recvFrag,
-    on: (l, r) => l.writer_id == r.writer_id and l.sn == r.sn and l.fsn == r.fsn,
+    left: fragSent,
+    right: fragRecv,
+    on: (l, r) => l.key == r.key,
     as: (l, r) => ({
-        _time: time(v: l.t_send),
-        _value: r.end - l.t_send,
+        _time: time(v: l.start),
+        _value: r.end - l.start,
         writer_id: l.writer_id,
         sn: l.sn,
         fragment_starting_num: l.fsn,

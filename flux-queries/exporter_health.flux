@@ -2,8 +2,8 @@
 // OTLP (measurements ddshark.otlp.spans.{enqueued,sent,dropped,failed}, field
 // "counter", cumulative): the last value per v.windowPeriod, per host and counter.
 // Dropped or failed above zero means spans are missing in InfluxDB.
-// Grafana variables: ${bucket}, v.timeRangeStart/Stop, v.windowPeriod.
-from(bucket: "${bucket}")
+// Grafana variables: ${long_bucket}, v.timeRangeStart/Stop, v.windowPeriod.
+from(bucket: "${long_bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement =~ /^ddshark\.otlp\.spans\./ and r._field == "counter")
     |> group(columns: ["host.name", "_measurement"])

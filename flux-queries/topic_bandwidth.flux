@@ -2,24 +2,14 @@
 // DATA/DATA_FRAG span (retransmissions included: it is what the wire carries),
 // summed per v.windowPeriod and converted to bit/s. One series per topic.
 // Grafana variables: ${bucket}, ${sender}, ${topic}, v.timeRangeStart/Stop, v.windowPeriod.
-import "experimental/json"
-
 windowSeconds = float(v: int(v: v.windowPeriod)) / 1000000000.0
 
 from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "spans" and r._field == "attributes")
+    |> filter(fn: (r) => r._measurement == "spans" and r._field == "payload_size")
     |> filter(fn: (r) => r["host.name"] == "${sender}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/)
-    |> group()
-    |> map(fn: (r) => {
-        a = json.parse(data: bytes(v: r._value))
-        return {
-            _time: r._time,
-            topic_name: if exists r.topic_name then r.topic_name else "(unknown topic)",
-            _value: if exists a.payload_size then float(v: a.payload_size) else 0.0,
-        }
-    })
+    |> map(fn: (r) => ({r with topic_name: if exists r.topic_name then r.topic_name else "(unknown topic)"}))
     |> group(columns: ["topic_name"])
     |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)
-    |> map(fn: (r) => ({r with _value: r._value * 8.0 / windowSeconds}))
+    |> map(fn: (r) => ({r with _value: float(v: r._value) * 8.0 / windowSeconds}))

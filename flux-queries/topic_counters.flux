@@ -1,8 +1,8 @@
 // Per-topic counters of ddshark's state tracker on host ${sender} (OTLP metrics
 // ddshark.topic.{samples,bytes,lost,retransmitted}, cumulative "counter" field):
 // increase per v.windowPeriod, per topic and counter.
-// Grafana variables: ${bucket}, ${sender}, ${topic}, v.timeRangeStart/Stop, v.windowPeriod.
-from(bucket: "${bucket}")
+// Grafana variables: ${long_bucket}, ${sender}, ${topic}, v.timeRangeStart/Stop, v.windowPeriod.
+from(bucket: "${long_bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement =~ /^ddshark\.topic\./ and r._field == "counter")
     |> filter(fn: (r) => r["host.name"] == "${sender}")

@@ -16,8 +16,31 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLUX = os.path.join(ROOT, "flux-queries")
 OUT = os.path.join(ROOT, "grafana", "dashboards")
 
-INFLUX = {"type": "influxdb", "uid": "ddshark-influxdb"}
-PROM = {"type": "prometheus", "uid": "ddshark-prometheus"}
+# Panels name their data source through dashboard variables (Grafana's dashboard linter
+# wants templated data sources); the provisioned ones are the defaults.
+INFLUX = {"type": "influxdb", "uid": "${influxdb_datasource}"}
+PROM = {"type": "prometheus", "uid": "${prometheus_datasource}"}
+PROVISIONED = {"${influxdb_datasource}": "ddshark-influxdb",
+               "${prometheus_datasource}": "ddshark-prometheus"}
+
+
+def var_datasource(name, kind, label, default_name, default_uid):
+    return {
+        "name": name, "label": label, "type": "datasource", "query": kind,
+        "current": {"text": default_name, "value": default_uid}, "hide": 0,
+        "refresh": 1, "regex": "", "options": [], "multi": False, "includeAll": False,
+        "description": label,
+    }
+
+
+def var_influx_ds():
+    return var_datasource("influxdb_datasource", "influxdb", "Influxdb data source", "InfluxDB",
+                          "ddshark-influxdb")
+
+
+def var_prom_ds():
+    return var_datasource("prometheus_datasource", "prometheus", "Prometheus data source", "Prometheus",
+                          "ddshark-prometheus")
 
 
 def flux(name):
@@ -36,9 +59,18 @@ def tag_values_query(tag):
 
 def var_bucket():
     return {
-        "name": "bucket", "label": "bucket", "type": "textbox", "query": "ddshark",
+        "name": "bucket", "label": "raw bucket", "type": "textbox", "query": "ddshark",
         "current": {"text": "ddshark", "value": "ddshark"}, "hide": 0,
-        "description": "InfluxDB bucket the collector writes spans into",
+        "description": "InfluxDB bucket Telegraf writes the raw spans into (short retention)",
+    }
+
+
+def var_long_bucket():
+    return {
+        "name": "long_bucket", "label": "long bucket", "type": "textbox", "query": "ddshark_long",
+        "current": {"text": "ddshark_long", "value": "ddshark_long"}, "hide": 0,
+        "description": "InfluxDB bucket of the materialised latencies and per-topic counters "
+                       "(long retention)",
     }
 
 
@@ -79,15 +111,24 @@ class Board:
         self.panels = []
         self.y = 0
 
-    def row(self, title):
-        self.panels.append({
-            "id": len(self.panels) + 1, "type": "row", "title": title, "collapsed": False,
+    def row(self, title, collapsed=None):
+        """A row; `collapsed` = panels made with attach=False, hidden until expanded
+        (Grafana runs their queries only then)."""
+        row = {
+            "id": len(self.panels) + 1, "type": "row", "title": title,
+            "collapsed": collapsed is not None,
             "gridPos": {"x": 0, "y": self.y, "w": 24, "h": 1}, "panels": [],
-        })
+        }
+        self.panels.append(row)
         self.y += 1
+        for p in collapsed or []:
+            p["id"] = len(self.panels) + len(row["panels"]) + 1
+            p["gridPos"]["y"] = self.y
+            self.y += p["gridPos"]["h"]
+            row["panels"].append(p)
 
     def panel(self, title, description, targets, unit, w=24, h=9, x=0, style="line",
-              kind="timeseries", advance=True, legend_calcs=None):
+              kind="timeseries", advance=True, legend_calcs=None, attach=True):
         custom = {"drawStyle": style, "lineWidth": 1, "fillOpacity": 0, "showPoints": "auto",
                   "pointSize": 4, "spanNulls": False}
         if style == "points":
@@ -107,6 +148,8 @@ class Board:
                 "tooltip": {"mode": "multi", "sort": "desc"},
             },
         }
+        if not attach:
+            return p
         self.panels.append(p)
         if advance:
             self.y += h
@@ -115,7 +158,7 @@ class Board:
     def json(self):
         return {
             "uid": self.uid, "title": self.title, "description": self.description,
-            "tags": ["ddshark", "dds", "rtps"], "timezone": "utc", "editable": True,
+            "tags": ["ddshark", "dds", "rtps"], "timezone": "utc", "editable": False,
             "graphTooltip": 1, "schemaVersion": 39, "version": 1, "refresh": "",
             "time": {"from": "now-15m", "to": "now"},
             "timepicker": {"refresh_intervals": ["5s", "10s", "30s", "1m", "5m"]},
@@ -141,18 +184,25 @@ def latency_board():
     b = Board("ddshark-latency", "ddshark — DDS latency",
               "One-way DDS latency between two capture hosts (thesis 3.2.5), the same numbers "
               "as `ddshark latency`: first IP fragment at the sender -> last IP fragment at the "
-              "receiver, per sample and per DATA_FRAG. Below: node_exporter interface bandwidth "
-              "on the same time axis (thesis Fig. 4.11).",
-              [var_bucket(),
+              "receiver, per sample and per DATA_FRAG. The panels read the latencies the "
+              "InfluxDB task materialises every few seconds (flux-queries/tasks/); the ad-hoc "
+              "joins over the raw spans are in the collapsed row at the bottom. Also: "
+              "node_exporter interface bandwidth on the same time axis (thesis Fig. 4.11).",
+              [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket(),
                var_host("sender", "sender host", "host.name of the capture on the writers' host"),
                var_host("receiver", "receiver host", "host.name of the capture on the readers' host"),
                var_topic(), var_iface()])
     b.row("Latency ${sender} -> ${receiver}")
-    b.panel("DDS-layer latency per topic",
+    b.panel("DDS-layer latency per topic (max and mean per interval)",
             "Per sample (writer GUID, SN): first IP fragment of its first datagram on ${sender} "
-            "-> last IP fragment of the last needed datagram on ${receiver}. One point per sample, "
-            "at its send time. flux-queries/dds_latency.flux",
-            [influx_target("dds_latency")], "ns", h=10, style="points",
+            "-> last IP fragment of the last needed datagram on ${receiver}; the largest and "
+            "the mean of the samples sent in each interval. flux-queries/dds_latency_summary.flux",
+            [influx_target("dds_latency_summary")], "ns", h=9,
+            legend_calcs=["min", "mean", "max"])
+    b.panel("DDS-layer latency per sample",
+            "One point per sample at its send time (materialised by the latency task). "
+            "flux-queries/dds_latency_materialised.flux",
+            [influx_target("dds_latency_materialised")], "ns", h=9, style="points",
             legend_calcs=["min", "mean", "max", "count"])
     b.panel("Network bandwidth per interface (node_exporter)",
             "Receive (+) and transmit (-) bit/s of the hosts' interfaces, on the same time axis "
@@ -165,13 +215,13 @@ def latency_board():
     b.panel("DDS submessage latency (per DATA_FRAG)",
             "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
             "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
-            "${receiver}. DATA submessages have fragment_starting_num 0. "
-            "flux-queries/dds_submessage_latency.flux",
-            [influx_target("dds_submessage_latency")], "ns", h=10, style="points",
+            "${receiver} (materialised by the latency task). "
+            "flux-queries/dds_submessage_latency_materialised.flux",
+            [influx_target("dds_submessage_latency_materialised")], "ns", h=9, style="points",
             legend_calcs=["min", "mean", "max", "count"])
     b.panel("Lost samples ${sender} -> ${receiver}",
             "Samples of ${sender}'s writers never complete on ${receiver}, per interval at send "
-            "time. flux-queries/lost_samples.flux",
+            "time (joins the raw spans). flux-queries/lost_samples.flux",
             [influx_target("lost_samples")], "short", h=7, style="bars", w=12,
             advance=False, legend_calcs=["sum"])
     b.panel("Retransmissions on ${sender}",
@@ -179,6 +229,18 @@ def latency_board():
             "flux-queries/retransmissions.flux",
             [influx_target("retransmissions")], "short", h=7, style="bars", w=12, x=12,
             legend_calcs=["sum"])
+    b.row("Ad-hoc joins over the raw spans (for a window you pick; slower)", collapsed=[
+        b.panel("DDS-layer latency per sample (ad-hoc join)",
+                "Joins the raw spans of ${sender} and ${receiver} at query time: the same numbers "
+                "as the materialised panel, for windows the task did not cover (e.g. spans "
+                "written before the task ran). flux-queries/dds_latency.flux",
+                [influx_target("dds_latency")], "ns", h=9, style="points",
+                legend_calcs=["min", "mean", "max", "count"], attach=False),
+        b.panel("DDS submessage latency per DATA_FRAG (ad-hoc join)",
+                "flux-queries/dds_submessage_latency.flux",
+                [influx_target("dds_submessage_latency")], "ns", h=9, style="points",
+                legend_calcs=["min", "mean", "max", "count"], attach=False),
+    ])
     return b
 
 
@@ -186,7 +248,7 @@ def traffic_board():
     b = Board("ddshark-traffic", "ddshark — DDS traffic",
               "Per-topic DDS traffic seen by ddshark on one host: payload size, bandwidth, "
               "sample rate, loss and repairs.",
-              [var_bucket(),
+              [var_influx_ds(), var_bucket(), var_long_bucket(),
                var_host("sender", "host", "host.name of the capture"),
                var_host("receiver", "peer host", "host.name of the other capture (loss panel)"),
                var_topic()])
@@ -218,7 +280,9 @@ def traffic_board():
 def health_board():
     b = Board("ddshark-health", "ddshark — capture and export health",
               "ddshark's own export counters (via OTLP into InfluxDB) and the collector's "
-              "pipeline metrics (Prometheus).", [var_bucket()])
+              "pipeline metrics (Prometheus), Telegraf's writer counters and the series "
+              "cardinality of both buckets.",
+              [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket()])
     b.panel("ddshark spans enqueued / sent / dropped / failed",
             "Cumulative counters of every ddshark instance, per host. Dropped or failed > 0 "
             "means spans are missing. flux-queries/exporter_health.flux",
@@ -240,6 +304,16 @@ def health_board():
              prom_target("sum by (exporter) (otelcol_exporter_queue_capacity)",
                          "{{exporter}} capacity", "B")],
             "short", h=8, w=12, x=12)
+    b.panel("Telegraf (InfluxDB writer): written / dropped / buffered",
+            "Cumulative metrics (= spans, mostly) written into InfluxDB and dropped because the "
+            "buffer was full, and the buffer's fill level, per output. "
+            "flux-queries/writer_health.flux",
+            [influx_target("writer_health")], "short", h=8, w=12, advance=False,
+            legend_calcs=["last"])
+    b.panel("Series cardinality per bucket",
+            "Series with data in the time range; bounded by the deployment, not the traffic. "
+            "flux-queries/series_cardinality.flux",
+            [influx_target("series_cardinality")], "short", h=8, w=12, x=12, kind="stat")
     return b
 
 

@@ -3,6 +3,10 @@
 #   - otelcol-ddshark : OpenTelemetry Collector built with ocb from
 #                       deploy/otelcol/builder-manifest.yaml
 #   - influxd         : InfluxDB v2.7.12 (with Flux) built from the Go module
+#   - telegraf        : Telegraf v1.37.2, only the plugins deploy/telegraf/telegraf.conf
+#                       uses (build tags), the InfluxDB writer behind the collector
+#   - dashboard-linter: Grafana's dashboard linter (Go module, pinned pseudo-version),
+#                       run on grafana/dashboards/*.json by tests/flux
 #   - prometheus, prometheus-node-exporter : Debian packages (binaries only,
 #                       started directly by start.sh; no services)
 #   - telemetrygen    : optional (--with-telemetrygen)
@@ -11,7 +15,8 @@
 # next to a <name>.stamp file; a binary whose stamp matches the pinned
 # versions (and, for the collector, the manifest's hash) is not rebuilt.
 #
-# Usage: scripts/stack/build.sh [--force] [--no-apt] [--only otelcol|influxd]
+# Usage: scripts/stack/build.sh [--force] [--no-apt]
+#                               [--only otelcol|influxd|telegraf|dashboard-linter]
 #                               [--with-telemetrygen]
 set -euo pipefail
 
@@ -21,9 +26,16 @@ INFLUXDB_VERSION=v2.7.12              # github.com/influxdata/influxdb/v2
 PKG_CONFIG_VERSION=v0.2.14            # github.com/influxdata/pkg-config (pinned by influxdb's go.mod)
 INFLUXDB_BUILD_TAGS=sqlite_foreign_keys,sqlite_json
 TELEMETRYGEN_VERSION=v0.161.0         # contrib cmd/telemetrygen
+TELEGRAF_VERSION=v1.37.2              # github.com/influxdata/telegraf
+# Only the plugins deploy/telegraf/telegraf.conf uses ("custom" leaves out all others).
+TELEGRAF_BUILD_TAGS=custom,inputs.opentelemetry,inputs.internal,processors.converter,outputs.influxdb_v2
+# github.com/grafana/dashboard-linter has no tagged release; the checksum database has
+# no record of this pseudo-version, so its module hash is pinned here and checked.
+DASHBOARD_LINTER_VERSION=v0.0.0-20241224134444-1765d94aec4a
+DASHBOARD_LINTER_SUM=h1:wpyAYX8+Rqu0LIEE7zXBR/qjBH4t0yXvqlRGa1wD5rg=
 APT_PACKAGES=(build-essential ca-certificates curl python3 prometheus prometheus-node-exporter)
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
 FORCE=0
 WITH_APT=1
@@ -33,14 +45,14 @@ while (($#)); do
   case "$1" in
     --force) FORCE=1 ;;
     --no-apt) WITH_APT=0 ;;
-    --only) ONLY="${2:?--only needs otelcol or influxd}"; shift ;;
+    --only) ONLY="${2:?--only needs otelcol, influxd, telegraf or dashboard-linter}"; shift ;;
     --with-telemetrygen) WITH_TELEMETRYGEN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
   shift
 done
-case "$ONLY" in ""|otelcol|influxd) ;; *) echo "build.sh: --only takes otelcol or influxd" >&2; exit 2 ;; esac
+case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter) ;; *) echo "build.sh: --only takes otelcol, influxd, telegraf or dashboard-linter" >&2; exit 2 ;; esac
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
@@ -207,6 +219,60 @@ EOF
   rm -rf "$src"
 }
 
+# ---- Telegraf ---------------------------------------------------------------------
+# `go install` works (no replace directives); the build tags keep only our plugins,
+# which cuts the compile to a few minutes.
+build_telegraf() {
+  local want="telegraf $TELEGRAF_VERSION tags=$TELEGRAF_BUILD_TAGS"
+  if stamp_ok telegraf "$want"; then
+    say "telegraf up to date"
+    return
+  fi
+  local t0=$SECONDS tmp="$BUILD_DIR/telegraf-bin"
+  mkdir -p "$tmp"
+  say "go install telegraf $TELEGRAF_VERSION (tags $TELEGRAF_BUILD_TAGS; log: $LOG_DIR/telegraf-build.log)"
+  if ! GOBIN="$tmp" go install -tags "$TELEGRAF_BUILD_TAGS" \
+      -ldflags "-s -w -X github.com/influxdata/telegraf/internal.Version=${TELEGRAF_VERSION#v}" \
+      "github.com/influxdata/telegraf/cmd/telegraf@$TELEGRAF_VERSION" >"$LOG_DIR/telegraf-build.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/telegraf-build.log" >&2
+    die "telegraf build failed (full log: $LOG_DIR/telegraf-build.log)"
+  fi
+  install_bin "$tmp/telegraf" telegraf "$want"
+  rm -rf "$tmp"
+  say "telegraf built in $((SECONDS - t0)) s"
+}
+
+# ---- Grafana's dashboard linter ---------------------------------------------------
+# `go install …@pseudo-version` is refused (the proxy does not serve the version list
+# it consults for deprecations), so: download the module without the checksum
+# database (it has no record), check its hash against the pinned one, build a copy.
+build_dashboard_linter() {
+  local want="dashboard-linter $DASHBOARD_LINTER_VERSION"
+  if stamp_ok dashboard-linter "$want"; then
+    say "dashboard-linter up to date"
+    return
+  fi
+  local t0=$SECONDS json moddir sum
+  json="$(GONOSUMDB=github.com/grafana/dashboard-linter go mod download -json \
+    "github.com/grafana/dashboard-linter@$DASHBOARD_LINTER_VERSION")"
+  moddir="$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(d["Error"]) if d.get("Error") else print(d["Dir"])' "$json")"
+  sum="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("Sum",""))' "$json")"
+  [ "$sum" = "$DASHBOARD_LINTER_SUM" ] \
+    || die "dashboard-linter module hash $sum is not the pinned $DASHBOARD_LINTER_SUM"
+  local src="$BUILD_DIR/dashboard-linter"
+  rm -rf "$src"
+  cp -r "$moddir" "$src"
+  chmod -R u+w "$src"
+  say "building dashboard-linter $DASHBOARD_LINTER_VERSION (log: $LOG_DIR/dashboard-linter-build.log)"
+  if ! (cd "$src" && go build -ldflags "-s -w" -o "$src/dashboard-linter" .) >"$LOG_DIR/dashboard-linter-build.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/dashboard-linter-build.log" >&2
+    die "dashboard-linter build failed (full log: $LOG_DIR/dashboard-linter-build.log)"
+  fi
+  install_bin "$src/dashboard-linter" dashboard-linter "$want"
+  rm -rf "$src"
+  say "dashboard-linter built in $((SECONDS - t0)) s"
+}
+
 build_telemetrygen() {
   local want="telemetrygen $TELEMETRYGEN_VERSION"
   if stamp_ok telemetrygen "$want"; then
@@ -227,10 +293,12 @@ T_START=$SECONDS
 if [ "$WITH_APT" = 1 ] && [ -z "$ONLY" ]; then apt_install; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = otelcol ]; then build_otelcol; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = influxd ]; then build_influxd; fi
+if [ -z "$ONLY" ] || [ "$ONLY" = telegraf ]; then build_telegraf; fi
+if [ -z "$ONLY" ] || [ "$ONLY" = dashboard-linter ]; then build_dashboard_linter; fi
 if [ "$WITH_TELEMETRYGEN" = 1 ]; then build_telemetrygen; fi
 
 say "done in $((SECONDS - T_START)) s; binaries in $BIN_DIR:"
-for b in otelcol-ddshark influxd telemetrygen; do
+for b in otelcol-ddshark influxd telegraf dashboard-linter telemetrygen; do
   [ -x "$BIN_DIR/$b" ] && say "  $b: $(cat "$BIN_DIR/$b.stamp" 2>/dev/null) ($(du -h "$BIN_DIR/$b" | cut -f1))"
 done
 for b in prometheus prometheus-node-exporter; do

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Start the docker-free ddshark telemetry stack on loopback:
-#   influxd (fresh throwaway data dir, set up non-interactively with org/bucket/token)
-#   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that influxd
+#   influxd (fresh throwaway data dir, set up non-interactively with org/token, the
+#     raw-span bucket (short retention), the long bucket (materialised latencies,
+#     per-topic counters) and the latency task flux-queries/tasks/materialise_latency.flux)
+#   telegraf with deploy/telegraf/telegraf.conf, writing that influxd
+#   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that telegraf
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
 # Binaries come from scripts/stack/build.sh (run it first, or pass --build).
 #
@@ -18,21 +21,30 @@
 #   DDSHARK_STACK_RUN_DIR       run dir (pids, logs, data) [$DDSHARK_STACK_DIR/run]
 #   DDSHARK_STACK_BIND          listen address of every server [127.0.0.1]
 #   DDSHARK_INFLUX_PORT         influxd HTTP API          [8086]
-#   DDSHARK_INFLUX_ORG / _BUCKET / _TOKEN                 [ddshark / ddshark / ddshark-dev-token]
+#   DDSHARK_INFLUX_ORG / _TOKEN                           [ddshark / ddshark-dev-token]
+#   DDSHARK_INFLUX_BUCKET       raw spans                 [ddshark]
+#   DDSHARK_INFLUX_RAW_RETENTION  its retention (s, m, h, d; 0 = forever) [6h]
+#   DDSHARK_INFLUX_LONG_BUCKET  latencies, per-topic counters [ddshark_long]
+#   DDSHARK_INFLUX_LONG_RETENTION its retention           [30d]
+#     (replaying old captures: set both retentions to 0, InfluxDB refuses points
+#      older than a bucket's retention)
 #   DDSHARK_INFLUX_USER / _PASSWORD  initial user         [ddshark / ddshark-dev-password]
+#   DDSHARK_OTLP_BIND           listen address of the collector's OTLP receivers [DDSHARK_STACK_BIND]
 #   DDSHARK_OTLP_GRPC_PORT      collector OTLP/gRPC       [4317]
 #   DDSHARK_OTLP_HTTP_PORT      collector OTLP/HTTP       [4318]
 #   DDSHARK_OTELCOL_HEALTH_PORT collector health_check    [13133]
 #   DDSHARK_OTELCOL_METRICS_PORT collector own metrics    [8888]
 #   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
+#   DDSHARK_TELEGRAF_OTLP_PORT  telegraf's OTLP/gRPC input [4319]
 #   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
 #   DDSHARK_NODE_EXPORTER_PORT  node exporter (--with-prometheus) [9100]
 #   DDSHARK_STACK_TIMEOUT       seconds to wait for health [60]
 # Other DDSHARK_OTELCOL_* variables of deploy/otelcol/config.yaml (exporter
-# lists, debug verbosity, ...) pass through to the collector.
+# lists, debug verbosity, ...) and DDSHARK_TELEGRAF_* of deploy/telegraf/telegraf.conf
+# pass through.
 set -euo pipefail
 
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; }
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
@@ -57,25 +69,30 @@ done
 BIND="${DDSHARK_STACK_BIND:-127.0.0.1}"
 HOST="$BIND"; [ "$HOST" = 0.0.0.0 ] && HOST=127.0.0.1
 if [ "$AUTO_PORTS" = 1 ]; then
-  # Eight distinct free ports (all bound at once, then released); the
+  # Nine distinct free ports (all bound at once, then released); the
   # servers bind them moments later.
-  read -r AP1 AP2 AP3 AP4 AP5 AP6 AP7 AP8 < <(python3 -c '
+  read -r AP1 AP2 AP3 AP4 AP5 AP6 AP7 AP8 AP9 < <(python3 -c '
 import socket, sys
 socks = []
-for _ in range(8):
+for _ in range(9):
     s = socket.socket(); s.bind((sys.argv[1], 0)); socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 ' "$BIND")
   : "${DDSHARK_INFLUX_PORT:=$AP1}" "${DDSHARK_OTLP_GRPC_PORT:=$AP2}" "${DDSHARK_OTLP_HTTP_PORT:=$AP3}"
   : "${DDSHARK_OTELCOL_HEALTH_PORT:=$AP4}" "${DDSHARK_OTELCOL_METRICS_PORT:=$AP5}" "${DDSHARK_OTELCOL_PROM_PORT:=$AP6}"
-  : "${DDSHARK_PROMETHEUS_PORT:=$AP7}" "${DDSHARK_NODE_EXPORTER_PORT:=$AP8}"
+  : "${DDSHARK_PROMETHEUS_PORT:=$AP7}" "${DDSHARK_NODE_EXPORTER_PORT:=$AP8}" "${DDSHARK_TELEGRAF_OTLP_PORT:=$AP9}"
 fi
 INFLUX_PORT="${DDSHARK_INFLUX_PORT:-8086}"
 INFLUX_ORG="${DDSHARK_INFLUX_ORG:-ddshark}"
 INFLUX_BUCKET="${DDSHARK_INFLUX_BUCKET:-ddshark}"
+INFLUX_LONG_BUCKET="${DDSHARK_INFLUX_LONG_BUCKET:-ddshark_long}"
+RAW_RETENTION="${DDSHARK_INFLUX_RAW_RETENTION:-6h}"
+LONG_RETENTION="${DDSHARK_INFLUX_LONG_RETENTION:-30d}"
 INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-ddshark-dev-token}"
 INFLUX_USER="${DDSHARK_INFLUX_USER:-ddshark}"
 INFLUX_PASSWORD="${DDSHARK_INFLUX_PASSWORD:-ddshark-dev-password}"
+OTLP_BIND="${DDSHARK_OTLP_BIND:-$BIND}"
+OTLP_HOST="$OTLP_BIND"; [ "$OTLP_HOST" = 0.0.0.0 ] && OTLP_HOST=127.0.0.1
 OTLP_GRPC_PORT="${DDSHARK_OTLP_GRPC_PORT:-4317}"
 OTLP_HTTP_PORT="${DDSHARK_OTLP_HTTP_PORT:-4318}"
 HEALTH_PORT="${DDSHARK_OTELCOL_HEALTH_PORT:-13133}"
@@ -83,6 +100,7 @@ METRICS_PORT="${DDSHARK_OTELCOL_METRICS_PORT:-8888}"
 PROM_EXP_PORT="${DDSHARK_OTELCOL_PROM_PORT:-8889}"
 PROMETHEUS_PORT="${DDSHARK_PROMETHEUS_PORT:-9090}"
 NODE_EXPORTER_PORT="${DDSHARK_NODE_EXPORTER_PORT:-9100}"
+TELEGRAF_OTLP_PORT="${DDSHARK_TELEGRAF_OTLP_PORT:-4319}"
 TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
 INFLUX_URL="http://$HOST:$INFLUX_PORT"
 
@@ -106,7 +124,7 @@ pid_alive() {
   [ "${st%% *}" != Z ] || return 1
   [ "${st#* }" = "$(cat "$PID_DIR/$1.starttime" 2>/dev/null)" ]
 }
-for n in otelcol influxd prometheus node_exporter; do
+for n in otelcol telegraf influxd prometheus node_exporter; do
   if pid_alive "$n"; then
     die "a stack is already running in $RUN_DIR ($n pid $(cat "$PID_DIR/$n.pid")); stop it with scripts/stack/stop.sh --run-dir $RUN_DIR"
   fi
@@ -118,7 +136,8 @@ mkdir -p "$PID_DIR" "$LOG_DIR"
 if [ "$DO_BUILD" = 1 ]; then "$REPO_ROOT/scripts/stack/build.sh" >&2; fi
 OTELCOL_BIN="$BIN_DIR/otelcol-ddshark"
 INFLUXD_BIN="$BIN_DIR/influxd"
-for b in "$OTELCOL_BIN" "$INFLUXD_BIN"; do
+TELEGRAF_BIN="$BIN_DIR/telegraf"
+for b in "$OTELCOL_BIN" "$INFLUXD_BIN" "$TELEGRAF_BIN"; do
   [ -x "$b" ] || die "missing $b: run scripts/stack/build.sh first (or start.sh --build)"
 done
 if [ "$WITH_PROMETHEUS" = 1 ]; then
@@ -129,7 +148,7 @@ if [ "$WITH_PROMETHEUS" = 1 ]; then
 fi
 
 # ---- ports must be free ---------------------------------------------------
-ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT")
+ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "$TELEGRAF_OTLP_PORT")
 [ "$WITH_PROMETHEUS" = 1 ] && ports+=("$PROMETHEUS_PORT" "$NODE_EXPORTER_PORT")
 dups="$(printf '%s\n' "${ports[@]}" | sort | uniq -d)"
 [ -z "$dups" ] || die "port(s) configured twice: $dups"
@@ -194,6 +213,26 @@ wait_http() {
   done
 }
 
+# wait_tcp NAME HOST PORT: something accepts connections there
+wait_tcp() {
+  local name="$1" host="$2" port="$3" deadline=$((SECONDS + TIMEOUT))
+  while :; do
+    if ! pid_alive "$name"; then
+      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
+      die "$name exited during start-up (log: $LOG_DIR/$name.log)"
+    fi
+    if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+      say "$name listening ($host:$port)"
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
+      die "$name not listening on $host:$port after ${TIMEOUT}s"
+    fi
+    sleep 0.3
+  done
+}
+
 # ---- influxd --------------------------------------------------------------
 mkdir -p "$RUN_DIR/influxdb"
 # INFLUXD_CONFIG_PATH points at an empty dir so no user config is picked up.
@@ -208,9 +247,11 @@ INFLUXD_CONFIG_PATH="$RUN_DIR/influxdb" launch influxd "$RUN_DIR" \
   --log-level warn
 wait_http influxd "$INFLUX_URL/health" '"pass"'
 
-say "setting up InfluxDB (org=$INFLUX_ORG bucket=$INFLUX_BUCKET user=$INFLUX_USER)"
-setup_body="$(python3 -c 'import json,sys; print(json.dumps({"username":sys.argv[1],"password":sys.argv[2],"org":sys.argv[3],"bucket":sys.argv[4],"token":sys.argv[5],"retentionPeriodSeconds":0}))' \
-  "$INFLUX_USER" "$INFLUX_PASSWORD" "$INFLUX_ORG" "$INFLUX_BUCKET" "$INFLUX_TOKEN")"
+say "setting up InfluxDB (org=$INFLUX_ORG buckets=$INFLUX_BUCKET [$RAW_RETENTION], $INFLUX_LONG_BUCKET [$LONG_RETENTION] user=$INFLUX_USER)"
+RAW_RETENTION_S="$(python3 "$REPO_ROOT/scripts/stack/influx_setup.py" seconds "$RAW_RETENTION")" \
+  || die "DDSHARK_INFLUX_RAW_RETENTION: not a duration: $RAW_RETENTION"
+setup_body="$(python3 -c 'import json,sys; print(json.dumps({"username":sys.argv[1],"password":sys.argv[2],"org":sys.argv[3],"bucket":sys.argv[4],"token":sys.argv[5],"retentionPeriodSeconds":int(sys.argv[6])}))' \
+  "$INFLUX_USER" "$INFLUX_PASSWORD" "$INFLUX_ORG" "$INFLUX_BUCKET" "$INFLUX_TOKEN" "$RAW_RETENTION_S")"
 setup_code="$(curl -sS -o "$LOG_DIR/influx-setup.json" -w '%{http_code}' \
   -X POST "$INFLUX_URL/api/v2/setup" -H 'Content-Type: application/json' --data "$setup_body")"
 if [ "$setup_code" != 201 ]; then
@@ -221,14 +262,25 @@ fi
 curl -fsS -o /dev/null -H "Authorization: Token $INFLUX_TOKEN" \
   "$INFLUX_URL/api/v2/buckets?org=$INFLUX_ORG&name=$INFLUX_BUCKET" \
   || die "InfluxDB token check failed"
+python3 "$REPO_ROOT/scripts/stack/influx_setup.py" provision \
+  --url "$INFLUX_URL" --org "$INFLUX_ORG" --token "$INFLUX_TOKEN" \
+  --bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET" --long-retention "$LONG_RETENTION" \
+  --tasks "$REPO_ROOT/flux-queries/tasks" >&2 \
+  || die "creating the long bucket and the tasks failed"
+
+# ---- telegraf (InfluxDB writer) -----------------------------------------------
+export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
+export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_LONG_BUCKET="$INFLUX_LONG_BUCKET"
+export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
+export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
+launch telegraf "$RUN_DIR" "$TELEGRAF_BIN" --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
+wait_tcp telegraf "$HOST" "$TELEGRAF_OTLP_PORT"
 
 # ---- collector ----------------------------------------------------------------
-export DDSHARK_OTELCOL_BIND="$BIND"
+export DDSHARK_OTELCOL_BIND="$BIND" DDSHARK_OTLP_BIND="$OTLP_BIND"
 export DDSHARK_OTLP_GRPC_PORT="$OTLP_GRPC_PORT" DDSHARK_OTLP_HTTP_PORT="$OTLP_HTTP_PORT"
 export DDSHARK_OTELCOL_HEALTH_PORT="$HEALTH_PORT" DDSHARK_OTELCOL_METRICS_PORT="$METRICS_PORT"
 export DDSHARK_OTELCOL_PROM_PORT="$PROM_EXP_PORT"
-export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
-export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
 export DDSHARK_OTELCOL_FILE_PATH="${DDSHARK_OTELCOL_FILE_PATH:-$RUN_DIR/otelcol-export.jsonl}"
 launch otelcol "$RUN_DIR" "$OTELCOL_BIN" --config="$REPO_ROOT/deploy/otelcol/config.yaml"
 wait_http otelcol "http://$HOST:$HEALTH_PORT/" ''
@@ -262,10 +314,12 @@ fi
   echo "export DDSHARK_INFLUX_URL='$INFLUX_URL'"
   echo "export DDSHARK_INFLUX_ORG='$INFLUX_ORG'"
   echo "export DDSHARK_INFLUX_BUCKET='$INFLUX_BUCKET'"
+  echo "export DDSHARK_INFLUX_LONG_BUCKET='$INFLUX_LONG_BUCKET'"
   echo "export DDSHARK_INFLUX_TOKEN='$INFLUX_TOKEN'"
-  echo "export DDSHARK_OTLP_ENDPOINT='http://$HOST:$OTLP_GRPC_PORT'"
-  echo "export DDSHARK_OTLP_HTTP_ENDPOINT='http://$HOST:$OTLP_HTTP_PORT'"
-  echo "export OTEL_EXPORTER_OTLP_ENDPOINT='http://$HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_OTLP_ENDPOINT='http://$OTLP_HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_OTLP_HTTP_ENDPOINT='http://$OTLP_HOST:$OTLP_HTTP_PORT'"
+  echo "export OTEL_EXPORTER_OTLP_ENDPOINT='http://$OTLP_HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_TELEGRAF_OTLP_ADDR='$HOST:$TELEGRAF_OTLP_PORT'"
   echo "export DDSHARK_OTELCOL_HEALTH_URL='http://$HOST:$HEALTH_PORT/'"
   echo "export DDSHARK_OTELCOL_METRICS_URL='http://$HOST:$METRICS_PORT/metrics'"
   echo "export DDSHARK_OTELCOL_PROM_URL='http://$HOST:$PROM_EXP_PORT/metrics'"

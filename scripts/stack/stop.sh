@@ -41,9 +41,10 @@ alive() {
 if [ ! -d "$PID_DIR" ]; then
   say "nothing to stop in $RUN_DIR (no pids/)"
 else
-  # Collector first so it can flush its queue into InfluxDB, InfluxDB last.
+  # Collector first so it can flush its queue into Telegraf, Telegraf next (it
+  # flushes into InfluxDB), InfluxDB last.
   rc=0
-  for name in otelcol prometheus node_exporter influxd; do
+  for name in otelcol telegraf prometheus node_exporter influxd; do
     [ -f "$PID_DIR/$name.pid" ] || continue
     pid="$(cat "$PID_DIR/$name.pid")"
     if ! alive "$name"; then

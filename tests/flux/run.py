@@ -4,16 +4,24 @@
 1. Starts the docker-free stack (scripts/stack/start.sh --with-prometheus, private run
    dir and ports) unless --stack-env points at a running one. A missing stack FAILS.
 2. Replays both captures of each two-host fixture through `ddshark -r … --otlp` into the
-   real OpenTelemetry Collector, which writes the spans into the real InfluxDB
-   (host.name = <run>-<scenario>-a / -b), and waits until InfluxDB holds every span.
-3. flux-queries/dds_latency.flux and dds_submessage_latency.flux, with Grafana's
-   variables bound (`option v = {…}` plus ${bucket}/${sender}/${receiver}/${topic}), must
-   return exactly the per-sample / per-DATA_FRAG latencies of `ddshark latency` (both
-   directions), to the nanosecond.
-4. Every other flux-queries/*.flux and every panel and template-variable query of
+   real OpenTelemetry Collector → Telegraf → InfluxDB (host.name = <run>-<scenario>-a /
+   -b), and waits until InfluxDB holds every span, exactly once.
+3. Schema: the raw bucket's series count is bounded (hosts × writers × kinds × slots,
+   far below the span count), only the bounded tags exist, and the per-span values are
+   typed fields (sn & co. long, ids strings), no JSON `attributes` field.
+4. Materialisation: the latency task (flux-queries/tasks/) is run by InfluxDB for
+   scheduled times stepping over each capture (overlapping windows, as live); its
+   points (dds_latency_materialised.flux, dds_submessage_latency_materialised.flux)
+   must be exactly the per-sample / per-DATA_FRAG latencies of `ddshark latency` (both
+   directions), to the nanosecond, each sample once.
+5. The ad-hoc joins flux-queries/dds_latency.flux and dds_submessage_latency.flux, with
+   Grafana's variables bound (`option v = {…}` plus ${bucket}/${sender}/${receiver}/
+   ${topic}), must give the same.
+6. Every other flux-queries/*.flux and every panel and template-variable query of
    grafana/dashboards/*.json runs (Flux on InfluxDB, PromQL on Prometheus) and returns
-   data; dashboards and provisioning files are checked for structure, and the dashboards
-   must be what grafana/build_dashboards.py generates.
+   data; dashboards and provisioning files are checked for structure, the dashboards
+   must be what grafana/build_dashboards.py generates, and Grafana's dashboard linter
+   (built by scripts/stack/build.sh) must pass them in --strict mode.
 
 usage: tests/flux/run.py [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
 Exit status 0 only if everything passed.
@@ -43,7 +51,19 @@ PORTS = {
     "DDSHARK_OTLP_HTTP_PORT": "24718", "DDSHARK_OTELCOL_HEALTH_PORT": "24733",
     "DDSHARK_OTELCOL_METRICS_PORT": "24788", "DDSHARK_OTELCOL_PROM_PORT": "24789",
     "DDSHARK_PROMETHEUS_PORT": "24790", "DDSHARK_NODE_EXPORTER_PORT": "24791",
+    "DDSHARK_TELEGRAF_OTLP_PORT": "24719",
+    # The fixtures are old captures: InfluxDB refuses points older than a bucket's retention.
+    "DDSHARK_INFLUX_RAW_RETENTION": "0", "DDSHARK_INFLUX_LONG_RETENTION": "0",
 }
+STACK_DIR = os.environ.get("DDSHARK_STACK_DIR", os.path.expanduser("~/.cache/ddshark-stack"))
+LATENCY_TASK = "ddshark-latency"
+# Bounded tags of measurement `spans` (deploy/telegraf/telegraf.conf); everything else is a field.
+SPAN_TAGS = {"service.name", "host.name", "capture.interface", "traffic_type", "topic_name",
+             "type_name", "writer_id", "vendor_id", "vendor_name", "domain_id", "slot", "span.name"}
+SPAN_INT_FIELDS = {"sn", "fragment_starting_num", "frags_in_submessage", "sample_size",
+                   "payload_size", "frame", "frame_first", "ip_fragments", "submessage_index",
+                   "end_time_unix_nano"}
+SPAN_STRING_FIELDS = {"trace_id", "span_id", "src", "dst"}
 
 FAILURES = []
 
@@ -97,30 +117,51 @@ class Influx:
         self.url = env["DDSHARK_INFLUX_URL"]
         self.org = env.get("DDSHARK_INFLUX_ORG", "ddshark")
         self.bucket = env.get("DDSHARK_INFLUX_BUCKET", "ddshark")
+        self.long_bucket = env.get("DDSHARK_INFLUX_LONG_BUCKET", "ddshark_long")
         self.token = env.get("DDSHARK_INFLUX_TOKEN", "ddshark-dev-token")
 
-    def query(self, flux):
-        """Run Flux; returns a list of row dicts (all tables). Raises on errors."""
+    def query(self, flux, types=False):
+        """Run Flux; returns a list of row dicts (all tables). Raises on errors.
+        With types=True every row also has "_types": {column: InfluxDB data type}."""
+        body = {"query": flux, "type": "flux",
+                "dialect": {"annotations": ["datatype"] if types else [], "header": True}}
         req = urllib.request.Request(
             f"{self.url}/api/v2/query?org={urllib.parse.quote(self.org)}",
-            data=flux.encode(), method="POST",
+            data=json.dumps(body).encode(), method="POST",
             headers={"Authorization": f"Token {self.token}", "Accept": "application/csv",
-                     "Content-Type": "application/vnd.flux"})
+                     "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=300) as r:
                 text = r.read().decode()
         except urllib.error.HTTPError as e:
             raise RuntimeError(f"HTTP {e.code}: {e.read().decode(errors='replace')[:2000]}")
-        rows, header = [], None
+        rows, header, dtypes = [], None, None
         for rec in csv.reader(io.StringIO(text)):
             if not rec or rec == [""]:
-                header = None
+                header, dtypes = None, None
+                continue
+            if rec[0] == "#datatype":
+                dtypes = rec
                 continue
             if header is None:
                 header = rec
                 continue
-            rows.append(dict(zip(header, rec)))
+            row = dict(zip(header, rec))
+            if types and dtypes:
+                row["_types"] = dict(zip(header, dtypes))
+            rows.append(row)
         return rows
+
+    def run_task(self, name, times_ns):
+        """Let InfluxDB run task `name` as if scheduled at each time (in order)."""
+        cmd = [sys.executable, os.path.join(ROOT, "scripts", "stack", "influx_setup.py"), "run-task",
+               "--url", self.url, "--org", self.org, "--token", self.token, "--name", name]
+        for t in times_ns:
+            cmd += ["--at", str(t)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"task {name}: {p.stderr[-3000:]}")
+        return p.stderr
 
 
 def prom_query_range(url, expr, start, end, step=15):
@@ -211,19 +252,40 @@ def parse_time_ns(s):
 
 
 # ------------------------------------------------------------------ checks
+# Settle/emit/horizon of flux-queries/tasks/materialise_latency.flux, and its period.
+TASK_EVERY_NS = 5_000_000_000
+TASK_SETTLE_NS = 8_000_000_000
+
+
+def task_times(t_first, t_last):
+    """Scheduled times of the task runs that cover samples sent in [t_first, t_last]: the
+    runs a live stack would make (aligned to the period), with overlapping windows."""
+    t = (t_first + TASK_SETTLE_NS) // TASK_EVERY_NS * TASK_EVERY_NS
+    out = []
+    while t <= t_last + TASK_SETTLE_NS + 2 * TASK_EVERY_NS:
+        out.append(t)
+        t += TASK_EVERY_NS
+    return out
+
+
 def check_latency(influx, binary, scen, hosts, start, stop):
     a_pcap, b_pcap = (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))
-    for level, qfile, keyf in (
-            ("sample", "dds_latency.flux", lambda r: (r["writer_guid"], r["sn"])),
-            ("submessage", "dds_submessage_latency.flux",
-             lambda r: (r["writer_guid"], r["sn"], r["frag_start"] or "0"))):
+    for level, qfiles, keyf in (
+            ("sample", ("dds_latency_materialised.flux", "dds_latency.flux"),
+             lambda r: (r["writer_guid"], r["sn"])),
+            ("submessage", ("dds_submessage_latency_materialised.flux", "dds_submessage_latency.flux"),
+             lambda r: (r["writer_guid"], r["sn"], r["frag_start"]))):
         rows = latency_rows(binary, a_pcap, b_pcap, level)
-        text = open(os.path.join(FLUX_DIR, qfile)).read()
-        for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
+        for qfile, direction, snd, rcv in ((q, d, s, r) for q in qfiles for d, s, r in (
+                ("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0]))):
+            text = open(os.path.join(FLUX_DIR, qfile)).read()
+            # The submessage level is per DATA_FRAG (DATA is the sample level).
             want = {keyf(r): (int(r["t_send_ns"]), int(r["latency_ns"]))
-                    for r in rows if r["direction"] == direction and r["status"] == "ok"}
+                    for r in rows if r["direction"] == direction and r["status"] == "ok"
+                    and (level == "sample" or r["frag_start"])}
             q = bind_flux(text, start, stop, "1s",
-                          {"bucket": influx.bucket, "sender": snd, "receiver": rcv, "topic": ".*"})
+                          {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
+                           "sender": snd, "receiver": rcv, "topic": ".*"})
             try:
                 res = influx.query(q)
             except RuntimeError as e:
@@ -237,12 +299,12 @@ def check_latency(influx, binary, scen, hosts, start, stop):
             missing = sorted(set(want) - set(got))
             extra = sorted(set(got) - set(want))
             diff = sorted(k for k in set(want) & set(got) if want[k] != got[k])
-            ok = check(not missing and not extra and not diff,
-                       f"{scen} {level} {direction}: ddshark {len(want)} rows, flux {len(got)}; "
-                       f"missing {missing[:5]} extra {extra[:5]} "
+            ok = check(not missing and not extra and not diff and len(res) == len(got),
+                       f"{scen} {qfile} {direction}: ddshark {len(want)} rows, flux {len(got)} "
+                       f"({len(res)} rows); missing {missing[:5]} extra {extra[:5]} "
                        f"differ {[(k, want[k], got[k]) for k in diff[:5]]}")
             if ok:
-                log(f"{scen} {level:10} {direction}: {len(want)} latencies identical to the ns")
+                log(f"{scen} {qfile:42} {direction}: {len(want)} latencies identical to the ns")
 
 
 def check_other_queries(influx, hosts, start, stop):
@@ -250,8 +312,8 @@ def check_other_queries(influx, hosts, start, stop):
         if not f.endswith(".flux"):
             continue
         q = bind_flux(open(os.path.join(FLUX_DIR, f)).read(), start, stop, "1s",
-                      {"bucket": influx.bucket, "sender": hosts[0], "receiver": hosts[1],
-                       "topic": ".*"})
+                      {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
+                       "sender": hosts[0], "receiver": hosts[1], "topic": ".*"})
         try:
             n = len(influx.query(q))
         except RuntimeError as e:
@@ -263,16 +325,77 @@ def check_other_queries(influx, hosts, start, stop):
 
 def check_topic_filter(influx, hosts, start, stop):
     """A concrete topic (regex-escaped as Grafana's ${topic:regex} does) filters."""
-    q = bind_flux(open(os.path.join(FLUX_DIR, "dds_latency.flux")).read(), start, stop, "1s",
-                  {"bucket": influx.bucket, "sender": hosts[0], "receiver": hosts[1],
-                   "topic": re.escape("rt/chatter").replace("/", "\\/")})
-    rows = influx.query(q)
-    topics = {r["topic_name"] for r in rows}
-    check(rows and topics == {"rt/chatter"}, f"topic filter: got {topics}")
+    for f in ("dds_latency.flux", "dds_latency_materialised.flux"):
+        q = bind_flux(open(os.path.join(FLUX_DIR, f)).read(), start, stop, "1s",
+                      {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
+                       "sender": hosts[0], "receiver": hosts[1],
+                       "topic": re.escape("rt/chatter").replace("/", "\\/")})
+        rows = influx.query(q)
+        topics = {r["topic_name"] for r in rows}
+        check(rows and topics == {"rt/chatter"}, f"{f} topic filter: got {topics}")
+
+
+def check_schema(influx, spans, start, stop):
+    """Bounded series, bounded tags, typed fields (deploy/telegraf/telegraf.conf)."""
+    rng = f"range(start: {rfc3339(start)}, stop: {rfc3339(stop)})"
+    b = influx.bucket
+    card = influx.query(f'import "influxdata/influxdb"\ninfluxdb.cardinality(bucket: "{b}", '
+                        f'start: {rfc3339(start)}, stop: {rfc3339(stop)}, '
+                        f'predicate: (r) => r._measurement == "spans")')
+    series = int(card[0]["_value"]) if card else 0
+    tag_sets = influx.query(f'import "influxdata/influxdb/schema"\nschema.tagKeys(bucket: "{b}", '
+                            f'predicate: (r) => r._measurement == "spans", start: {rfc3339(start)}, '
+                            f'stop: {rfc3339(stop)})')
+    tags = {r["_value"] for r in tag_sets} - {"_start", "_stop", "_measurement", "_field"}
+    check(tags <= SPAN_TAGS, f"schema: unexpected tags on spans: {sorted(tags - SPAN_TAGS)}")
+    writers = influx.query(f'from(bucket: "{b}") |> {rng} |> filter(fn: (r) => r._measurement == '
+                           f'"spans" and r._field == "sn") |> keep(columns: ["host.name", "writer_id", '
+                           f'"span.name", "slot"]) |> group() |> distinct(column: "writer_id") |> count()')
+    n_writers = int(writers[0]["_value"]) if writers else 0
+    slots = influx.query(f'import "influxdata/influxdb/schema"\nschema.tagValues(bucket: "{b}", tag: '
+                         f'"slot", predicate: (r) => r._measurement == "spans", start: {rfc3339(start)}, '
+                         f'stop: {rfc3339(stop)})')
+    n_slots = len(slots)
+    bound = len(spans) * n_writers * 2 * max(n_slots, 1)
+    total = sum(spans.values())
+    check(0 < series <= bound and series * 10 < total,
+          f"schema: {series} series for {total} spans ({len(spans)} hosts, {n_writers} writers, "
+          f"{n_slots} slot values: bound {bound})")
+    log(f"schema: {series} series for {total} spans ({len(spans)} hosts × {n_writers} writers × "
+        f"2 kinds × {n_slots} slots ≥ {series})")
+    fields = influx.query(f'from(bucket: "{b}") |> {rng} |> filter(fn: (r) => r._measurement == '
+                          f'"spans") |> group(columns: ["_field"]) |> limit(n: 1) '
+                          f'|> keep(columns: ["_field", "_value"])', types=True)
+    ftype = {r["_field"]: r["_types"]["_value"] for r in fields}
+    for f in SPAN_INT_FIELDS:
+        check(ftype.get(f) == "long", f"schema: field {f} is {ftype.get(f)}, want long")
+    for f in SPAN_STRING_FIELDS:
+        check(ftype.get(f) == "string", f"schema: field {f} is {ftype.get(f)}, want string")
+    check("attributes" not in ftype, "schema: spans still have the JSON field `attributes`")
+    log(f"schema: fields {sorted(ftype.items())}")
+
+
+def check_linter():
+    linter = os.path.join(STACK_DIR, "bin", "dashboard-linter")
+    if not check(os.access(linter, os.X_OK), f"{linter} missing: run scripts/stack/build.sh"):
+        return
+    for f in sorted(os.listdir(DASH_DIR)):
+        if f.endswith(".json"):
+            p = subprocess.run([linter, "lint", "--strict", os.path.join(DASH_DIR, f)],
+                               capture_output=True, text=True)
+            if check(p.returncode == 0, f"dashboard-linter {f}: {p.stdout[-2000:]}{p.stderr[-1000:]}"):
+                log(f"dashboard-linter --strict {f}: clean")
 
 
 def dashboard_structure(path, datasource_uids):
     d = json.load(open(path))
+    # Data source variables (type "datasource") default to a provisioned data source.
+    ds_vars = {f"${{{v['name']}}}": v.get("current", {}).get("value")
+               for v in d["templating"]["list"] if v["type"] == "datasource"}
+    for v in ds_vars.values():
+        check(v in datasource_uids, f"{os.path.basename(path)}: data source variable default {v} "
+                                    f"not provisioned")
+    datasource_uids = set(datasource_uids) | {k for k, v in ds_vars.items() if v in datasource_uids}
     name = os.path.basename(path)
     for k in ("uid", "title", "panels", "templating", "schemaVersion", "time"):
         check(k in d, f"{name}: no {k}")
@@ -329,8 +452,8 @@ def check_dashboards(influx, prom_url, hosts, start, stop, uids):
     check(gen.returncode == 0, f"dashboards not generated from flux-queries: {gen.stderr}")
     flux_files = {open(os.path.join(FLUX_DIR, f)).read() for f in os.listdir(FLUX_DIR)
                   if f.endswith(".flux")}
-    values = {"bucket": influx.bucket, "sender": hosts[0], "receiver": hosts[1], "topic": ".*",
-              "iface": ".*"}
+    values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": hosts[0],
+              "receiver": hosts[1], "topic": ".*", "iface": ".*"}
     now = int(time.time())
     panels = 0
     files = sorted(f for f in os.listdir(DASH_DIR) if f.endswith(".json"))
@@ -340,7 +463,7 @@ def check_dashboards(influx, prom_url, hosts, start, stop, uids):
         for v in d["templating"]["list"]:
             if v["type"] != "query":
                 continue
-            if v["datasource"]["uid"] == "ddshark-influxdb":
+            if v["datasource"]["type"] == "influxdb":
                 res = influx.query(bind_flux(v["query"], start, stop, "1s", values))
                 got = {r.get("_value") for r in res}
                 check(got, f"{f} variable {v['name']}: no values")
@@ -376,7 +499,7 @@ def check_dashboards(influx, prom_url, hosts, start, stop, uids):
 
 def wait_for_spans(influx, expected, start, stop, timeout=120):
     q_tpl = ('from(bucket: "{b}") |> range(start: {s}, stop: {e}) '
-             '|> filter(fn: (r) => r._measurement == "spans" and r._field == "duration_nano" '
+             '|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
              'and r["host.name"] == "{h}") |> group() |> count()')
     deadline = time.time() + timeout
     pending = dict(expected)
@@ -423,15 +546,25 @@ def main():
             rows = latency_rows(binary, *(os.path.join(PCAPS, s, f) for f in ("a.pcap", "b.pcap")), "sample")
             ts = [int(r["t_send_ns"]) for r in rows]
             # The time range Grafana would show: the capture, with a margin.
-            ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000)
+            ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000, min(ts), max(ts))
             log(f"exported {s}: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
         lo = min(r[1] for r in ranges.values())
         hi = max(r[2] for r in ranges.values())
         wait_for_spans(influx, spans, lo, hi)
-        for s, (hosts, start, stop) in ranges.items():
+        check_schema(influx, spans, lo, hi)
+        for s, (hosts, start, stop, t_first, t_last) in ranges.items():
+            t0_task = time.time()
+            try:
+                influx.run_task(LATENCY_TASK, task_times(t_first, t_last))
+            except RuntimeError as e:
+                fail(f"{s}: {e}")
+            log(f"{s}: latency task runs for {len(task_times(t_first, t_last))} scheduled times "
+                f"in {time.time() - t0_task:.1f} s")
+        for s, (hosts, start, stop, _, _) in ranges.items():
             check_latency(influx, binary, s, hosts, start, stop)
         first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
         check_other_queries(influx, first[0], first[1], first[2])
+        check_linter()
         check_topic_filter(influx, first[0], first[1], first[2])
         uids = check_provisioning()
         prom = env.get("DDSHARK_PROMETHEUS_URL")

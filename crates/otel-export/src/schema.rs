@@ -53,11 +53,12 @@ pub mod attr {
     pub const FRAME_FIRST: &str = "frame_first";
     pub const IP_FRAGMENTS: &str = "ip_fragments";
     pub const SUBMESSAGE_INDEX: &str = "submessage_index";
+    pub const SLOT: &str = "slot";
 }
 
 /// Keys every span may carry itself. A resource attribute with one of these keys
 /// is refused (an InfluxDB dimension present twice makes the exporter drop the batch).
-pub const SPAN_ATTRIBUTE_KEYS: [&str; 23] = [
+pub const SPAN_ATTRIBUTE_KEYS: [&str; 24] = [
     attr::TRAFFIC_TYPE,
     attr::TOPIC_NAME,
     attr::TYPE_NAME,
@@ -81,6 +82,7 @@ pub const SPAN_ATTRIBUTE_KEYS: [&str; 23] = [
     attr::FRAME_FIRST,
     attr::IP_FRAGMENTS,
     attr::SUBMESSAGE_INDEX,
+    attr::SLOT,
 ];
 
 /// The default InfluxDB span dimensions (tags) for this schema, as in
@@ -164,6 +166,10 @@ pub struct SpanRecord {
     pub frame_first: u64,
     pub ip_fragments: u32,
     pub submessage_index: u32,
+    /// 0 for the first span of this writer with this start time on this host and
+    /// interface, 1 for the next, …: with the writer and the start time it names the
+    /// span, so a store keyed by (series, time) keeps every span (see `SpanMapper`).
+    pub slot: u16,
 }
 
 /// Trace id of a sample: the first 16 bytes of SHA-256(writer GUID ‖ SN big-endian).
@@ -226,6 +232,8 @@ pub fn domain_from_port(port: u16) -> Option<u32> {
 
 /// Most participants whose SPDP domain id is remembered.
 const MAX_PARTICIPANT_DOMAINS: usize = 4096;
+/// Most writers whose last start time is remembered for `slot`.
+const MAX_WRITER_SLOTS: usize = 65_536;
 
 /// Turns datagrams into span records for one host and interface. Keeps a bounded
 /// map of participant → domain id from SPDP (the only state), and shares the
@@ -238,6 +246,10 @@ pub struct SpanMapper {
     builtin_names: HashMap<&'static str, Arc<str>>,
     /// Last topic/type seen, to share the `Arc` instead of reallocating.
     last_topic: Option<(Arc<str>, Arc<str>)>,
+    /// Per writer: start time of its last span and that span's slot.
+    slots: HashMap<Guid, (u64, u16)>,
+    /// Times `slots` was full and cleared (a slot may then repeat: counted, not hidden).
+    slot_resets: u64,
 }
 
 impl SpanMapper {
@@ -248,7 +260,32 @@ impl SpanMapper {
             domains: HashMap::new(),
             builtin_names: HashMap::new(),
             last_topic: None,
+            slots: HashMap::new(),
+            slot_resets: 0,
         }
+    }
+
+    /// Times the writer → slot memory was full and started over.
+    pub fn slot_resets(&self) -> u64 {
+        self.slot_resets
+    }
+
+    /// Several DATA/DATA_FRAG of one writer in one datagram (or in datagrams with the
+    /// same capture time) share a start time; InfluxDB keeps one point per series and
+    /// time, and the writer is a tag, so each gets its own slot (a tag too).
+    fn slot(&mut self, writer: Guid, start_ns: u64) -> u16 {
+        if self.slots.len() >= MAX_WRITER_SLOTS && !self.slots.contains_key(&writer) {
+            self.slots.clear();
+            self.slot_resets = self.slot_resets.saturating_add(1);
+        }
+        let e = self.slots.entry(writer).or_insert((start_ns, u16::MAX));
+        e.1 = if e.0 == start_ns {
+            e.1.wrapping_add(1)
+        } else {
+            0
+        };
+        e.0 = start_ns;
+        e.1
     }
 
     pub fn host(&self) -> &str {
@@ -336,6 +373,7 @@ impl SpanMapper {
                 .copied()
                 .or_else(|| domain_from_port(d.dst.port()));
             let index = u32::try_from(sm.index).unwrap_or(u32::MAX);
+            let slot = self.slot(writer, d.ts_first_ns);
             out(SpanRecord {
                 trace_id: trace_id(&writer, sn),
                 span_id: span_id(&self.host, iface, d.ts_last_ns, d.frame_last, index),
@@ -364,6 +402,7 @@ impl SpanMapper {
                 frame_first: d.frame_first,
                 ip_fragments: d.ip_fragments,
                 submessage_index: index,
+                slot,
             });
         }
     }
@@ -421,6 +460,7 @@ pub fn span_attributes(r: &SpanRecord) -> Vec<KeyValue> {
     a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
     a.push(i(attr::IP_FRAGMENTS, r.ip_fragments));
     a.push(i(attr::SUBMESSAGE_INDEX, r.submessage_index));
+    a.push(i(attr::SLOT, r.slot));
     a
 }
 
@@ -471,6 +511,20 @@ mod tests {
         assert_ne!(a, span_id("a", "eth0", 10, 1, 1));
         assert_ne!(a, span_id("a", "eth0", 10, 2, 0));
         assert_eq!(a, span_id("a", "eth0", 10, 1, 0));
+    }
+
+    #[test]
+    fn slots_separate_spans_of_one_writer_with_one_start_time() {
+        let mut m = SpanMapper::new("a", None);
+        let w = Guid::from_bytes([7u8; 16]);
+        let v = Guid::from_bytes([8u8; 16]);
+        assert_eq!(m.slot(w, 10), 0);
+        assert_eq!(m.slot(w, 10), 1);
+        assert_eq!(m.slot(v, 10), 0);
+        assert_eq!(m.slot(w, 10), 2);
+        assert_eq!(m.slot(w, 11), 0);
+        assert_eq!(m.slot(v, 11), 0);
+        assert_eq!(m.slot_resets(), 0);
     }
 
     #[test]

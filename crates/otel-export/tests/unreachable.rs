@@ -50,6 +50,7 @@ fn span(i: u64, topic: &str) -> SpanRecord {
         frame_first: i,
         ip_fragments: 1,
         submessage_index: 0,
+        slot: 0,
     }
 }
 

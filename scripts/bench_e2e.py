@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+"""Measurements and report of scripts/bench-e2e.sh (standard library only).
+
+  bench_e2e.py rate --stack-env F --dir D --name N --rate R --loops L --host-a A --host-b B
+                    --t-start NS --t-end NS --ddshark BIN --equality yes|no
+      after one replay: waits until InfluxDB holds every span ddshark sent, then measures
+      (counts, cardinality, RSS, panel query times, latency equality) into D/result.json
+  bench_e2e.py held --dir D        exit 0 if that rate held (nothing dropped, all stored,
+                                   latencies equal)
+  bench_e2e.py loops --pcap P --rate R --seconds S   loops of P at R× lasting ≥ S seconds
+  bench_e2e.py sample --stack-env F --out CSV --pids "P1 P2"
+      every 15 s while the pids run: series cardinality, influxd RSS, spans stored
+  bench_e2e.py report --out DIR --report FILE [--others TEXT]   the Markdown table
+"""
+import argparse
+import csv
+import glob
+import io
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLUX_DIR = os.path.join(ROOT, "flux-queries")
+DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
+# flux-queries/tasks/materialise_latency.flux: a sample sent at t is written by the runs
+# scheduled in (t + settle, t + settle + emit]; runs every 5 s.
+TASK_DONE_AFTER_S = 8 + 10 + 5 + 5
+
+
+def log(msg):
+    print(f"[bench-e2e] {msg}", file=sys.stderr, flush=True)
+
+
+def read_env(path):
+    env = {}
+    for line in open(path):
+        m = re.match(r"export (\w+)='(.*)'$", line.strip())
+        if m:
+            env[m.group(1)] = m.group(2)
+    return env
+
+
+class Influx:
+    def __init__(self, env):
+        self.url = env["DDSHARK_INFLUX_URL"]
+        self.org = env["DDSHARK_INFLUX_ORG"]
+        self.token = env["DDSHARK_INFLUX_TOKEN"]
+        self.bucket = env["DDSHARK_INFLUX_BUCKET"]
+        self.long_bucket = env["DDSHARK_INFLUX_LONG_BUCKET"]
+
+    def query(self, flux, timeout=600):
+        req = urllib.request.Request(
+            f"{self.url}/api/v2/query?org={self.org}", data=flux.encode(), method="POST",
+            headers={"Authorization": f"Token {self.token}", "Accept": "application/csv",
+                     "Content-Type": "application/vnd.flux"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                text = r.read().decode()
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"HTTP {e.code}: {e.read().decode(errors='replace')[:1000]}")
+        rows, header = [], None
+        for rec in csv.reader(io.StringIO(text)):
+            if not rec or rec == [""]:
+                header = None
+                continue
+            if header is None:
+                header = rec
+                continue
+            rows.append(dict(zip(header, rec)))
+        return rows
+
+    def timed(self, flux):
+        t0 = time.monotonic()
+        try:
+            rows = self.query(flux)
+        except RuntimeError as e:
+            return None, time.monotonic() - t0, str(e)
+        return rows, time.monotonic() - t0, None
+
+    def cardinality(self, bucket, start):
+        r = self.query(f'import "influxdata/influxdb"\ninfluxdb.cardinality(bucket: "{bucket}", start: {start})')
+        return int(r[0]["_value"]) if r else 0
+
+    def span_count(self, host, start_ns):
+        r = self.query(f'from(bucket: "{self.bucket}") |> range(start: {rfc3339(start_ns)}) '
+                       f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
+                       f'and r["host.name"] == "{host}") |> group() |> count()')
+        return int(r[0]["_value"]) if r else 0
+
+    def writer_counters(self):
+        """Telegraf's cumulative internal_write counters per output alias."""
+        r = self.query(f'from(bucket: "{self.bucket}") |> range(start: -6h) '
+                       f'|> filter(fn: (r) => r._measurement == "internal_write" and '
+                       f'(r._field == "metrics_written" or r._field == "metrics_dropped" or r._field == "buffer_size")) '
+                       f'|> group(columns: ["alias", "_field"]) |> last()')
+        out = {}
+        for x in r:
+            out.setdefault(x.get("alias", ""), {})[x["_field"]] = int(float(x["_value"]))
+        return out
+
+
+def rfc3339(ns):
+    s, f = divmod(int(ns), 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{f:09d}Z"
+
+
+def bind_flux(text, start_ns, stop_ns, window, values):
+    def sub(m):
+        name = m.group(1) or m.group(3)
+        return values[name]
+    body = re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, text)
+    lines = body.split("\n")
+    imports = [x for x in lines if x.startswith("import ")]
+    rest = [x for x in lines if not x.startswith("import ")]
+    opt = (f"option v = {{timeRangeStart: {rfc3339(start_ns)}, timeRangeStop: {rfc3339(stop_ns)}, "
+           f"windowPeriod: {window}}}")
+    return "\n".join(imports + [opt] + rest)
+
+
+def collector_counters(url):
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    out = {"accepted": 0, "refused": 0, "sent": 0, "failed": 0}
+    for line in text.splitlines():
+        m = re.match(r'(otelcol_\w+)\{([^}]*)\} ([0-9.e+]+)', line)
+        if not m:
+            continue
+        name, labels, v = m.group(1), m.group(2), float(m.group(3))
+        if name == "otelcol_receiver_accepted_spans_total":
+            out["accepted"] += v
+        elif name == "otelcol_receiver_refused_spans_total":
+            out["refused"] += v
+        elif name == "otelcol_exporter_sent_spans_total" and "telegraf" in labels:
+            out["sent"] += v
+        elif name == "otelcol_exporter_send_failed_spans_total" and "telegraf" in labels:
+            out["failed"] += v
+    return {k: int(v) for k, v in out.items()}
+
+
+def ddshark_summary(err_path, json_path):
+    text = open(err_path).read() if os.path.exists(err_path) else ""
+    m = re.search(r"(\d+) spans: (\d+) sent, (\d+) filtered, (\d+) dropped \(queue full\), (\d+) failed, "
+                  r"(\d+) rejected, (\d+) abandoned", text)
+    s = dict(zip(("spans", "sent", "filtered", "dropped", "failed", "rejected", "abandoned"),
+                 (int(x) for x in m.groups()))) if m else {"error": text[-500:]}
+    kernel = {}
+    if os.path.exists(json_path):
+        def walk(o, path=""):
+            if isinstance(o, dict):
+                for k, v in o.items():
+                    walk(v, f"{path}.{k}" if path else k)
+            elif isinstance(o, (int, float)) and re.search(r"(^|\.)(dropped|if_dropped|queue_dropped|received)$", path):
+                kernel[path] = o
+        walk(json.load(open(json_path)))
+    s["capture"] = kernel
+    return s
+
+
+def tcpreplay_stats(path):
+    text = open(path).read() if os.path.exists(path) else ""
+    out = {}
+    m = re.search(r"Actual: (\d+) packets \((\d+) bytes\) sent in ([0-9.]+) seconds", text)
+    if m:
+        out.update(packets=int(m.group(1)), bytes=int(m.group(2)), seconds=float(m.group(3)))
+    m = re.search(r"Rated: ([0-9.]+) Bps, ([0-9.]+) Mbps, ([0-9.]+) pps", text)
+    if m:
+        out.update(mbps=float(m.group(2)), pps=float(m.group(3)))
+    m = re.search(r"Failed packets:\s+(\d+)", text)
+    if m:
+        out["failed"] = int(m.group(1))
+    return out
+
+
+def rss_between(csv_path, t0_s, t1_s):
+    vals = []
+    for line in open(csv_path):
+        try:
+            t, kb = line.strip().split(",")
+            if t0_s <= int(t) <= t1_s and kb:
+                vals.append(int(kb))
+        except ValueError:
+            continue
+    return {"max_mib": round(max(vals) / 1024, 1), "last_mib": round(vals[-1] / 1024, 1)} if vals else {}
+
+
+def dashboard_queries():
+    """(dashboard, panel title, refId, flux text) of every InfluxDB panel target."""
+    out = []
+    for f in sorted(glob.glob(os.path.join(DASH_DIR, "*.json"))):
+        d = json.load(open(f))
+        panels = []
+        for p in d["panels"]:
+            panels.append(p)
+            panels.extend(p.get("panels", []))
+        for p in panels:
+            for t in p.get("targets", []):
+                if "query" in t:
+                    out.append((os.path.basename(f), p["title"], t["refId"], t["query"]))
+    return out
+
+
+def latency_rows(binary, a, b, level):
+    p = subprocess.run([binary, "latency", a, b, "--level", level, "-F", "tsv", "-q"],
+                       capture_output=True, text=True, check=True)
+    return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t"))
+
+
+def parse_time_ns(s):
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$", s)
+    base = int(time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))) - time.timezone
+    return base * 1_000_000_000 + int((m.group(2) or "").ljust(9, "0")[:9])
+
+
+def compare(influx, binary, d, hosts, start, stop):
+    """Materialised and ad-hoc latencies against `ddshark latency` on the two captures."""
+    out = {}
+    a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
+    for level, files in (("sample", ("dds_latency_materialised", "dds_latency")),
+                         ("submessage", ("dds_submessage_latency_materialised", "dds_submessage_latency"))):
+        rows = latency_rows(binary, a, b, level)
+        for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
+            want = {}
+            for r in rows:
+                if r["direction"] != direction or r["status"] != "ok":
+                    continue
+                if level == "submessage" and not r["frag_start"]:
+                    continue
+                k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ())
+                want[k] = (int(r["t_send_ns"]), int(r["latency_ns"]))
+            for f in files:
+                text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
+                q = bind_flux(text, start, stop, "1s", {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
+                                                        "sender": snd, "receiver": rcv, "topic": ".*"})
+                res, secs, err = influx.timed(q)
+                got = {}
+                for r in res or []:
+                    k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ())
+                    got[k] = (parse_time_ns(r["_time"]), int(r["_value"]))
+                diff = [k for k in set(want) & set(got) if want[k] != got[k]]
+                out[f"{f} {direction}"] = {
+                    "ddshark": len(want), "flux": len(got), "rows": len(res or []),
+                    "missing": len(set(want) - set(got)), "extra": len(set(got) - set(want)),
+                    "differ": len(diff), "seconds": round(secs, 2), "error": err,
+                    "equal": err is None and got == want and len(res or []) == len(got),
+                    "examples": [str(x) for x in sorted(set(want) ^ set(got))[:3] + sorted(diff)[:3]],
+                }
+                log(f"{f} {direction}: ddshark {len(want)} flux {len(got)} "
+                    f"({'equal' if out[f'{f} {direction}']['equal'] else 'DIFFERENT'}) in {secs:.2f} s")
+    return out
+
+
+def panel_times(influx, hosts, now_ns, minutes=5):
+    start = now_ns - minutes * 60 * 1_000_000_000
+    values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": hosts[0],
+              "receiver": hosts[1], "topic": ".*", "iface": ".*"}
+    out = []
+    for board, title, ref, flux in dashboard_queries():
+        # Grafana's $__interval for 5 minutes on a ~1000 px panel.
+        res, secs, err = influx.timed(bind_flux(flux, start, now_ns, "1s", values))
+        out.append({"dashboard": board, "panel": title, "ref": ref, "seconds": round(secs, 2),
+                    "rows": len(res or []), "error": err})
+        log(f"panel {board} / {title}: {secs:.2f} s, {len(res or [])} rows{' ERROR ' + err if err else ''}")
+    return out
+
+
+def cmd_rate(a):
+    env = read_env(a.stack_env)
+    influx = Influx(env)
+    hosts = (a.host_a, a.host_b)
+    res = {"name": a.name, "rate": a.rate, "loops": a.loops, "t_start": a.t_start, "t_end": a.t_end,
+           "replay_s": round((a.t_end - a.t_start) / 1e9, 2)}
+    res["ddshark"] = {s: ddshark_summary(os.path.join(a.dir, f"ddshark_{s}.err"),
+                                         os.path.join(a.dir, f"ddshark_{s}.json")) for s in "ab"}
+    res["tcpreplay"] = {s: tcpreplay_stats(os.path.join(a.dir, f"tcpreplay_{s}.log")) for s in "ab"}
+    # Every span ddshark sent must arrive in InfluxDB, once.
+    want = {h: res["ddshark"][s].get("sent", -1) for s, h in zip("ab", hosts)}
+    t0 = time.time()
+    stored = {}
+    while time.time() - t0 < 300:
+        stored = {h: influx.span_count(h, a.t_start - 60_000_000_000) for h in hosts}
+        if all(stored[h] >= want[h] for h in hosts):
+            break
+        time.sleep(2)
+    res["stored"] = stored
+    res["ingest_wait_s"] = round(time.time() - t0, 1)
+    log(f"{a.name}: sent {want}, stored {stored} (waited {res['ingest_wait_s']} s)")
+    res["collector"] = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
+    # Let the latency task cover the last samples before reading its output.
+    wait = a.t_end / 1e9 + TASK_DONE_AFTER_S - time.time()
+    if wait > 0:
+        log(f"{a.name}: waiting {wait:.0f} s for the latency task")
+        time.sleep(wait)
+    res["writer"] = influx.writer_counters()
+    now_ns = time.time_ns()
+    res["cardinality"] = {"raw": influx.cardinality(influx.bucket, "-1h"),
+                          "long": influx.cardinality(influx.long_bucket, "-30d")}
+    res["influxd_rss"] = rss_between(os.path.join(os.path.dirname(a.dir), "influxd_rss.csv"),
+                                     a.t_start // 1_000_000_000, int(time.time()))
+    res["panels"] = panel_times(influx, hosts, now_ns)
+    if a.equality == "yes":
+        res["latency"] = compare(influx, a.ddshark, a.dir, hosts, a.t_start - 10_000_000_000,
+                                 a.t_end + 10_000_000_000)
+    json.dump(res, open(os.path.join(a.dir, "result.json"), "w"), indent=1)
+    return 0
+
+
+def held(res):
+    problems = []
+    for s in "ab":
+        d = res["ddshark"][s]
+        if "sent" not in d:
+            problems.append(f"ddshark {s}: no summary")
+            continue
+        if d["dropped"] or d["failed"] or d["abandoned"]:
+            problems.append(f"ddshark {s}: dropped {d['dropped']} failed {d['failed']} abandoned {d['abandoned']}")
+        kd = sum(v for k, v in d["capture"].items() if k.endswith("dropped"))
+        if kd:
+            problems.append(f"ddshark {s}: capture drops {kd}")
+    hosts = list(res["stored"])
+    for s, h in zip("ab", hosts):
+        if res["stored"][h] != res["ddshark"][s].get("sent"):
+            problems.append(f"{h}: stored {res['stored'][h]} of {res['ddshark'][s].get('sent')}")
+    for alias, c in res.get("writer", {}).items():
+        if c.get("metrics_dropped"):
+            problems.append(f"telegraf {alias}: dropped {c['metrics_dropped']}")
+    for k, v in res.get("latency", {}).items():
+        if not v["equal"]:
+            problems.append(f"{k}: not equal to ddshark latency")
+    return problems
+
+
+def cmd_held(a):
+    res = json.load(open(os.path.join(a.dir, "result.json")))
+    p = held(res)
+    for x in p:
+        log(f"{res['name']}: {x}")
+    return 1 if p else 0
+
+
+def pcap_duration(path):
+    with open(path, "rb") as fh:
+        hdr = fh.read(24)
+        magic = struct.unpack("<I", hdr[:4])[0]
+        endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+        nano = struct.unpack(endian + "I", hdr[:4])[0] == 0xA1B23C4D
+        first = last = None
+        while True:
+            rec = fh.read(16)
+            if len(rec) < 16:
+                break
+            s, frac, incl, _ = struct.unpack(endian + "IIII", rec)
+            t = s + frac / (1e9 if nano else 1e6)
+            first = t if first is None else first
+            last = t
+            fh.seek(incl, 1)
+    return (last - first) if first is not None else 0.0
+
+
+def cmd_loops(a):
+    d = pcap_duration(a.pcap) / a.rate
+    print(max(1, int(a.seconds / d) + 1))
+    return 0
+
+
+def cmd_sample(a):
+    env = read_env(a.stack_env)
+    influx = Influx(env)
+    pids = [int(p) for p in a.pids.split()]
+    influxd_pid = int(open(os.path.join(env["DDSHARK_STACK_RUN_DIR"], "pids", "influxd.pid")).read())
+    with open(a.out, "w") as fh:
+        fh.write("t_s,raw_series,long_series,influxd_rss_mib,spans_last_min,telegraf_buffer\n")
+        while any(os.path.exists(f"/proc/{p}") for p in pids):
+            try:
+                rss = int(re.search(r"VmRSS:\s+(\d+)", open(f"/proc/{influxd_pid}/status").read()).group(1))
+                r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: -1m) |> filter(fn: (r) => '
+                                 f'r._measurement == "spans" and r._field == "end_time_unix_nano") |> group() |> count()')
+                w = influx.writer_counters().get("raw", {})
+                fh.write(f"{int(time.time())},{influx.cardinality(influx.bucket, '-1h')},"
+                         f"{influx.cardinality(influx.long_bucket, '-30d')},{rss / 1024:.1f},"
+                         f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')}\n")
+                fh.flush()
+            except (RuntimeError, OSError, AttributeError) as e:
+                log(f"sample: {e}")
+            time.sleep(15)
+    return 0
+
+
+def cmd_report(a):
+    results = []
+    for d in sorted(glob.glob(os.path.join(a.out, "r*", "result.json")),
+                    key=lambda p: float(json.load(open(p))["rate"])):
+        results.append(json.load(open(d)))
+    soak = os.path.join(a.out, "soak", "result.json")
+    if os.path.exists(soak):
+        results.append(json.load(open(soak)))
+    prev_coll, prev_writer = {"accepted": 0, "sent": 0, "failed": 0}, 0
+    lines = ["| run | replay | frames/s sent (A+B) | spans sent by ddshark (A+B) | dropped ddshark | "
+             "collector accepted / exported / failed | Telegraf written / dropped | stored in InfluxDB | "
+             "series raw / long | influxd RSS max | latency = `ddshark latency` (materialised; ad-hoc) | "
+             "held |", "|" + "---|" * 12]
+    for r in results:
+        dd = r["ddshark"]
+        sent = sum(dd[s].get("sent", 0) for s in "ab")
+        dropped = sum(dd[s].get("dropped", 0) + dd[s].get("failed", 0) for s in "ab")
+        kd = sum(v for s in "ab" for k, v in dd[s].get("capture", {}).items() if k.endswith("dropped"))
+        pps = sum(r["tcpreplay"][s].get("pps", 0) for s in "ab")
+        c = r["collector"]
+        w = r.get("writer", {}).get("raw", {})
+        written = w.get("metrics_written", 0)
+        lat = r.get("latency", {})
+
+        def eq(prefix):
+            parts = [v for k, v in lat.items() if k.startswith(prefix + " ")]
+            if not parts:
+                return "—"
+            n = sum(v["ddshark"] for v in parts)
+            ok = all(v["equal"] for v in parts)
+            return f"{'=' if ok else '≠'} {n}"
+        latency = (f"samples {eq('dds_latency_materialised')}; {eq('dds_latency')} · "
+                   f"DATA_FRAG {eq('dds_submessage_latency_materialised')}; {eq('dds_submessage_latency')}")
+        if not lat:
+            latency = "not compared (looped replay repeats SNs)"
+        lines.append(
+            f"| {r['name']} ({r['rate']}×{', ' + str(r['loops']) + ' loops' if r['loops'] > 1 else ''}) "
+            f"| {r['replay_s']} s | {pps:,.0f} | {sent:,} | {dropped} (kernel {kd}) "
+            f"| {c['accepted'] - prev_coll['accepted']:,} / {c['sent'] - prev_coll['sent']:,} / "
+            f"{c['failed'] - prev_coll['failed']} | {written - prev_writer:,} / {w.get('metrics_dropped', 0)} "
+            f"| {sum(r['stored'].values()):,} | {r['cardinality']['raw']} / {r['cardinality']['long']} "
+            f"| {r['influxd_rss'].get('max_mib', '?')} MiB | {latency} | {'yes' if not held(r) else 'no: ' + '; '.join(held(r))[:200]} |")
+        prev_coll, prev_writer = c, written
+    qlines = []
+    if results:
+        names = [f"{p['dashboard'].replace('.json', '')} / {p['panel']} ({p['ref']})" for p in results[0]["panels"]]
+        qlines = ["| panel query (last 5 minutes, all topics) | " + " | ".join(r["name"] for r in results) + " |",
+                  "|---|" + "---|" * len(results)]
+        for i, n in enumerate(names):
+            cells = []
+            for r in results:
+                p = r["panels"][i] if i < len(r["panels"]) else {}
+                cells.append("error" if p.get("error") else f"{p.get('seconds', '?')} s ({p.get('rows', 0)} rows)")
+            qlines.append(f"| {n} | " + " | ".join(cells) + " |")
+        qlines.append("| ad-hoc `dds_latency.flux` over the run (A→B) | " + " | ".join(
+            f"{r.get('latency', {}).get('dds_latency A->B', {}).get('seconds', '—')} s" for r in results) + " |")
+        qlines.append("| `dds_latency_materialised.flux` over the run (A→B) | " + " | ".join(
+            f"{r.get('latency', {}).get('dds_latency_materialised A->B', {}).get('seconds', '—')} s" for r in results) + " |")
+    soak_lines = []
+    samples = os.path.join(a.out, "soak", "samples.csv")
+    if os.path.exists(samples):
+        rows = list(csv.DictReader(open(samples)))
+        if rows:
+            t0 = int(rows[0]["t_s"])
+            soak_lines = ["| soak time | raw series | long series | influxd RSS | spans stored in the last minute | Telegraf buffer |",
+                          "|---|---|---|---|---|---|"]
+            step = max(1, len(rows) // 12)
+            for x in rows[::step] + ([rows[-1]] if (len(rows) - 1) % step else []):
+                soak_lines.append(f"| {int(x['t_s']) - t0} s | {x['raw_series']} | {x['long_series']} | "
+                                  f"{x['influxd_rss_mib']} MiB | {x['spans_last_min']} | {x['telegraf_buffer']} |")
+    text = ["# End-to-end bench: live capture → OTLP → collector → Telegraf → InfluxDB → task → panels",
+            "",
+            f"`scripts/bench-e2e.sh` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): both sides of the "
+            "Autoware-mix capture (j_autoware_mix) replayed live by tcpreplay into two network namespaces, "
+            "`ddshark -i` on each exporting OTLP to the stack of `scripts/stack/start.sh`. "
+            "Rates are multiples of the recorded speed; `held` means nothing was dropped anywhere, InfluxDB "
+            "holds every span ddshark sent exactly once, and the latencies equal `ddshark latency` on the "
+            "two captures tcpdump took during the run (count and values to the ns).",
+            "",
+            f"Machine: 2 cores shared with other work during the run ({a.others}).",
+            "", *lines, "", "Dashboard panel queries (time to answer, rows):", "", *qlines, ""]
+    if soak_lines:
+        text += ["Soak (looped replay) over time:", "", *soak_lines, ""]
+    with open(a.report, "w") as fh:
+        fh.write("\n".join(text))
+    print("\n".join(text))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("rate")
+    for k in ("stack-env", "dir", "name", "host-a", "host-b", "ddshark", "equality"):
+        r.add_argument("--" + k, required=True)
+    r.add_argument("--rate", type=float, required=True)
+    r.add_argument("--loops", type=int, required=True)
+    r.add_argument("--t-start", type=int, required=True)
+    r.add_argument("--t-end", type=int, required=True)
+    h = sub.add_parser("held")
+    h.add_argument("--dir", required=True)
+    lo = sub.add_parser("loops")
+    lo.add_argument("--pcap", required=True)
+    lo.add_argument("--rate", type=float, required=True)
+    lo.add_argument("--seconds", type=float, required=True)
+    s = sub.add_parser("sample")
+    s.add_argument("--stack-env", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--pids", required=True)
+    rep = sub.add_parser("report")
+    rep.add_argument("--out", required=True)
+    rep.add_argument("--report", required=True)
+    rep.add_argument("--others", default="")
+    a = p.parse_args()
+    return {"rate": cmd_rate, "held": cmd_held, "loops": cmd_loops, "sample": cmd_sample,
+            "report": cmd_report}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
