@@ -1,37 +1,35 @@
 // DDS-layer latency per sample, ad hoc over the dashboard's time range, from the raw
-// spans (bucket ${bucket}); same definitions as `ddshark latency --level sample` and
-// as the latency task (flux-queries/tasks/materialise_latency.flux), which writes the
-// same numbers into ${long_bucket} for the live panels (flux-queries/dds_latency_materialised.flux):
-//   t_send = start (first IP fragment) of the earliest span of the sample (writer_id,
-//            sn) on ${sender};
+// spans (bucket ${bucket}): the latency task's pipeline (flux-queries/tasks/), for two
+// hosts and the window you pick; the task writes the same numbers into ${long_bucket}
+// for the live panels (dds_latency_materialised.flux). Same definitions as
+// `ddshark latency --level sample`:
+//   t_send = start (first IP fragment) of the earliest span of the sample (writer_id, sn)
+//            on ${sender}, for the writers of ${sender} (per participant, the host that
+//            saw most of its samples first);
 //   t_recv = on ${receiver}, per DATA_FRAG the earliest end (last IP fragment of a
 //            complete datagram) carrying it, then the latest of those; only samples
 //            whose DATA_FRAGs cover all ceil(sample_size / fragment_size) fragments
 //            (DATA: one) are complete;
 //   latency = t_recv - t_send, in ns.
-// Only writers living on ${sender} count (per participant, the host that saw most of its
-// samples first), so swapping ${sender}/${receiver} gives the other direction.
-// Host and topic filters act on tags before any pivot or join; only the fields the
-// join needs are read.
+// Host and topic filters act on tags before any pivot; no join.
 // One row per complete sample: _time = t_send (ns), _value = latency_ns, with writer_id,
 // sn, topic_name; one series (table) per topic.
 // Grafana variables: ${bucket}, ${sender}, ${receiver} (host.name), ${topic} (regex,
 // All = .*) and v.timeRangeStart / v.timeRangeStop.
-import "join"
+// Generated from flux-queries/tasks/materialise_latency.flux by flux-queries/build_adhoc.py: edit the task.
+import "array"
+import "dict"
 import "strings"
 
-raw = from(bucket: "${bucket}")
+// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end. (Each branch
+// has its own from() so that every tag and field filter is pushed down to storage.)
+recentDataSpans = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "spans")
-    // Tag filters first: hosts, then the topic (the receiver may not know the topic
-    // of a writer whose discovery it missed; the sender decides).
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA")
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
-
-// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end.
-data = raw
-    |> filter(fn: (r) => r["span.name"] == "DATA")
     |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano")
+data = recentDataSpans
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> map(fn: (r) => ({
         host: r["host.name"],
@@ -47,8 +45,11 @@ data = raw
     }))
 
 // One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
-frags = raw
-    |> filter(fn: (r) => r["span.name"] == "DATA_FRAG")
+frags = from(bucket: "${bucket}")
+    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA_FRAG")
+    |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
     |> filter(
         fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
             or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size",
@@ -81,59 +82,61 @@ firstPerHost = spans
     |> sort(columns: ["start", "slot"])
     |> unique(column: "sn")
 
-// The host that saw each sample first; samples two hosts saw at the same instant do not vote.
-earliest = firstPerHost
+// Per participant (GUID prefix): the host that saw most of its samples first, as a
+// dictionary prefix -> host (a handful of entries: one per participant).
+homeList = firstPerHost
     |> group(columns: ["writer_id"])
     |> sort(columns: ["start", "host"])
     |> unique(column: "sn")
-ties = join.inner(
-    left: firstPerHost |> group(columns: ["writer_id"]),
-    right: earliest,
-    on: (l, r) => l.sn == r.sn and l.start == r.start,
-    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, tie: l.host != r.host}),
-)
-    |> filter(fn: (r) => r.tie)
-homes = join.left(
-    left: earliest,
-    right: ties,
-    on: (l, r) => l.sn == r.sn,
-    as: (l, r) => ({prefix: strings.substring(v: l.writer_id, start: 0, end: 24), host: l.host, sn: l.sn, tie: exists r.tie}),
-)
-    |> filter(fn: (r) => not r.tie)
+    |> map(fn: (r) => ({prefix: strings.substring(v: r.writer_id, start: 0, end: 24), host: r.host, sn: r.sn}))
     |> group(columns: ["prefix", "host"])
     |> count(column: "sn")
     |> group(columns: ["prefix"])
     |> sort(columns: ["sn", "host"], desc: true)
     |> limit(n: 1)
-    |> keep(columns: ["prefix", "host"])
+    |> map(fn: (r) => ({_value: r.prefix + "|" + r.host}))
     |> group()
-
-sent = join.inner(
-    left: firstPerHost
-        |> map(fn: (r) => ({r with prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
-        |> group(),
-    right: homes,
-    on: (l, r) => l.prefix == r.prefix and l.host == r.host,
-    as: (l, r) => l,
+    |> findColumn(fn: (key) => true, column: "_value")
+// (a placeholder entry first: an empty list would not type as a dictionary)
+homes = dict.fromList(
+    pairs: array.map(arr: array.concat(arr: ["-|-"], v: homeList), fn: (x) => {
+        kv = strings.split(v: x, t: "|")
+        return {key: kv[0], value: kv[1]}
+    }),
 )
-    |> filter(fn: (r) => r.host == "${sender}")
-    |> group(columns: ["writer_id"])
+homeOf = (w) => dict.get(dict: homes, key: strings.substring(v: w, start: 0, end: 24), default: "")
 
-// On ${receiver}: the earliest complete copy of each DATA_FRAG (DATA: of the sample),
-// then the latest of those, if they cover the whole sample.
+// Topic of each writer as its own host names it (receivers may not know it).
+topicList = firstPerHost
+    |> filter(fn: (r) => r.topic_name != "" and r.host == homeOf(w: r.writer_id))
+    |> first(column: "sn")
+    |> map(fn: (r) => ({_value: r.writer_id + "|" + r.topic_name}))
+    |> group()
+    |> findColumn(fn: (key) => true, column: "_value")
+topics = dict.fromList(
+    pairs: array.map(arr: array.concat(arr: ["--------------------------------|-"], v: topicList), fn: (x) => ({key: strings.substring(v: x, start: 0, end: 32), value: strings.substring(v: x, start: 33, end: strings.strlen(v: x))})),
+)
+
+// The first span of each sample on its writer's host, in the emit window.
+sent = firstPerHost
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
+
+// Per receiving host and sample: the earliest complete copy of each DATA_FRAG (DATA:
+// of the sample), then the latest of those, if they cover the whole sample.
 recvData = data
     |> filter(fn: (r) => r.host == "${receiver}")
-    |> group(columns: ["writer_id"])
+    |> group(columns: ["writer_id", "host"])
     |> sort(columns: ["end"])
     |> unique(column: "sn")
-    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, t_recv: r.end}))
-recvFrag = frags
-    |> filter(fn: (r) => r.host == "${receiver}")
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "r|" + r.host, v: r.end}))
+fragFirst = frags
     |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
-    |> group(columns: ["writer_id"])
+    |> group(columns: ["writer_id", "host"])
     |> sort(columns: ["end"])
     |> unique(column: "key")
-    |> group(columns: ["writer_id", "sn"])
+recvFrag = fragFirst
+    |> filter(fn: (r) => r.host == "${receiver}")
+    |> group(columns: ["writer_id", "host", "sn"])
     |> reduce(
         identity: {t_recv: 0, covered: 0, total: 1},
         fn: (r, accumulator) => ({
@@ -143,21 +146,28 @@ recvFrag = frags
         }),
     )
     |> filter(fn: (r) => r.covered >= r.total)
-    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, t_recv: r.t_recv}))
-recv = union(tables: [recvData, recvFrag])
-    |> group(columns: ["writer_id"])
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "r|" + r.host, v: r.t_recv}))
 
-join.inner(
-    left: sent,
-    right: recv,
-    on: (l, r) => l.sn == r.sn,
-    as: (l, r) => ({
-        _time: time(v: l.start),
-        _value: r.t_recv - l.start,
-        writer_id: l.writer_id,
-        sn: l.sn,
-        topic_name: l.topic_name,
-    }),
+// Sender and receivers of a sample side by side without a join (joins are slow at this
+// scale): one row per (writer, sn) with columns s (t_send), slot and r|<host> (t_recv
+// per receiver), then one row per receiver again.
+union(
+    tables: [
+        sent |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "s", v: r.start})),
+        sent |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "slot", v: int(v: r.slot)})),
+        recvData,
+        recvFrag,
+    ],
 )
+    |> group(columns: ["writer_id"])
+    |> pivot(rowKey: ["sn"], columnKey: ["col"], valueColumn: "v")
+    |> filter(fn: (r) => exists r.s and exists r["r|${receiver}"])
+    |> map(fn: (r) => ({
+        _time: time(v: r.s),
+        _value: r["r|${receiver}"] - r.s,
+        writer_id: r.writer_id,
+        sn: r.sn,
+        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),
+    }))
     |> group(columns: ["topic_name"])
     |> sort(columns: ["_time"])

@@ -1,30 +1,26 @@
 // DDS submessage latency per DATA_FRAG, ad hoc over the dashboard's time range, from the
-// raw spans; same definition as `ddshark latency --level submessage` and the latency
-// task's dds_submessage_latency (flux-queries/tasks/materialise_latency.flux):
-//   t_send = start (first IP fragment) of the earliest span of (writer_id, sn,
-//            fragment_starting_num) on ${sender};
-//   t_recv = earliest end (last IP fragment of a complete datagram) of a span of the
-//            same DATA_FRAG on ${receiver};
-//   latency = t_recv - t_send (ns). DATA submessages are the sample level (dds_latency.flux).
-// Writers of ${sender} only (as in dds_latency.flux). Tag filters before any pivot/join.
+// raw spans; the latency task's pipeline for two hosts (see dds_latency.flux), same
+// definition as `ddshark latency --level submessage`:
+//   t_send = start of the earliest span of (writer_id, sn, fragment_starting_num) on ${sender};
+//   t_recv = earliest end (last IP fragment of a complete datagram) of the same DATA_FRAG
+//            on ${receiver}; latency = t_recv - t_send (ns).
 // One row per DATA_FRAG: _time = t_send, _value = latency_ns, with writer_id, sn,
 // fragment_starting_num, topic_name; one series per topic.
 // Grafana variables: ${bucket}, ${sender}, ${receiver}, ${topic}, v.timeRangeStart/Stop.
-import "join"
+// Generated from flux-queries/tasks/materialise_latency.flux by flux-queries/build_adhoc.py: edit the task.
+import "array"
+import "dict"
 import "strings"
 
-raw = from(bucket: "${bucket}")
+// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end. (Each branch
+// has its own from() so that every tag and field filter is pushed down to storage.)
+recentDataSpans = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "spans")
-    // Tag filters first: hosts, then the topic (the receiver may not know the topic
-    // of a writer whose discovery it missed; the sender decides).
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA")
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
-
-// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end.
-data = raw
-    |> filter(fn: (r) => r["span.name"] == "DATA")
     |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano")
+data = recentDataSpans
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> map(fn: (r) => ({
         host: r["host.name"],
@@ -40,8 +36,11 @@ data = raw
     }))
 
 // One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
-frags = raw
-    |> filter(fn: (r) => r["span.name"] == "DATA_FRAG")
+frags = from(bucket: "${bucket}")
+    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA_FRAG")
+    |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
     |> filter(
         fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
             or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size",
@@ -74,65 +73,104 @@ firstPerHost = spans
     |> sort(columns: ["start", "slot"])
     |> unique(column: "sn")
 
-// The host that saw each sample first; samples two hosts saw at the same instant do not vote.
-earliest = firstPerHost
+// Per participant (GUID prefix): the host that saw most of its samples first, as a
+// dictionary prefix -> host (a handful of entries: one per participant).
+homeList = firstPerHost
     |> group(columns: ["writer_id"])
     |> sort(columns: ["start", "host"])
     |> unique(column: "sn")
-ties = join.inner(
-    left: firstPerHost |> group(columns: ["writer_id"]),
-    right: earliest,
-    on: (l, r) => l.sn == r.sn and l.start == r.start,
-    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, tie: l.host != r.host}),
-)
-    |> filter(fn: (r) => r.tie)
-homes = join.left(
-    left: earliest,
-    right: ties,
-    on: (l, r) => l.sn == r.sn,
-    as: (l, r) => ({prefix: strings.substring(v: l.writer_id, start: 0, end: 24), host: l.host, sn: l.sn, tie: exists r.tie}),
-)
-    |> filter(fn: (r) => not r.tie)
+    |> map(fn: (r) => ({prefix: strings.substring(v: r.writer_id, start: 0, end: 24), host: r.host, sn: r.sn}))
     |> group(columns: ["prefix", "host"])
     |> count(column: "sn")
     |> group(columns: ["prefix"])
     |> sort(columns: ["sn", "host"], desc: true)
     |> limit(n: 1)
-    |> keep(columns: ["prefix", "host"])
+    |> map(fn: (r) => ({_value: r.prefix + "|" + r.host}))
     |> group()
-
-fragSent = join.inner(
-    left: frags
-        |> filter(fn: (r) => r.host == "${sender}")
-        |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn), prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
-        |> group(columns: ["writer_id"])
-        |> sort(columns: ["start", "slot"])
-        |> unique(column: "key")
-        |> group(),
-    right: homes |> filter(fn: (r) => r.host == "${sender}"),
-    on: (l, r) => l.prefix == r.prefix,
-    as: (l, r) => l,
-)
-    |> group(columns: ["writer_id"])
-fragRecv = frags
-    |> filter(fn: (r) => r.host == "${receiver}")
-    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
-    |> group(columns: ["writer_id"])
-    |> sort(columns: ["end"])
-    |> unique(column: "key")
-
-join.inner(
-    left: fragSent,
-    right: fragRecv,
-    on: (l, r) => l.key == r.key,
-    as: (l, r) => ({
-        _time: time(v: l.start),
-        _value: r.end - l.start,
-        writer_id: l.writer_id,
-        sn: l.sn,
-        fragment_starting_num: l.fsn,
-        topic_name: l.topic_name,
+    |> findColumn(fn: (key) => true, column: "_value")
+// (a placeholder entry first: an empty list would not type as a dictionary)
+homes = dict.fromList(
+    pairs: array.map(arr: array.concat(arr: ["-|-"], v: homeList), fn: (x) => {
+        kv = strings.split(v: x, t: "|")
+        return {key: kv[0], value: kv[1]}
     }),
 )
+homeOf = (w) => dict.get(dict: homes, key: strings.substring(v: w, start: 0, end: 24), default: "")
+
+// Topic of each writer as its own host names it (receivers may not know it).
+topicList = firstPerHost
+    |> filter(fn: (r) => r.topic_name != "" and r.host == homeOf(w: r.writer_id))
+    |> first(column: "sn")
+    |> map(fn: (r) => ({_value: r.writer_id + "|" + r.topic_name}))
+    |> group()
+    |> findColumn(fn: (key) => true, column: "_value")
+topics = dict.fromList(
+    pairs: array.map(arr: array.concat(arr: ["--------------------------------|-"], v: topicList), fn: (x) => ({key: strings.substring(v: x, start: 0, end: 32), value: strings.substring(v: x, start: 33, end: strings.strlen(v: x))})),
+)
+
+// The first span of each sample on its writer's host, in the emit window.
+sent = firstPerHost
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
+
+// Per receiving host and sample: the earliest complete copy of each DATA_FRAG (DATA:
+// of the sample), then the latest of those, if they cover the whole sample.
+recvData = data
+    |> filter(fn: (r) => r.host == "${receiver}")
+    |> group(columns: ["writer_id", "host"])
+    |> sort(columns: ["end"])
+    |> unique(column: "sn")
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "r|" + r.host, v: r.end}))
+fragFirst = frags
+    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
+    |> group(columns: ["writer_id", "host"])
+    |> sort(columns: ["end"])
+    |> unique(column: "key")
+recvFrag = fragFirst
+    |> filter(fn: (r) => r.host == "${receiver}")
+    |> group(columns: ["writer_id", "host", "sn"])
+    |> reduce(
+        identity: {t_recv: 0, covered: 0, total: 1},
+        fn: (r, accumulator) => ({
+            t_recv: if r.end > accumulator.t_recv then r.end else accumulator.t_recv,
+            covered: accumulator.covered + r.nf,
+            total: r.total,
+        }),
+    )
+    |> filter(fn: (r) => r.covered >= r.total)
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "r|" + r.host, v: r.t_recv}))
+
+// Submessage level: per DATA_FRAG, earliest start on the writer's host, earliest end
+// elsewhere (side by side as above, per (sn, fragment_starting_num)).
+fragSent = frags
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
+    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["start", "slot"])
+    |> unique(column: "key")
+
+// (rowKey is the one string column `key`: pivot on (sn, fragment_starting_num) joins the
+// two numbers without a separator, so (2, 11) and (21, 1) would meet.)
+union(
+    tables: [
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "s", v: r.start})),
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "slot", v: int(v: r.slot)})),
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "sn", v: r.sn})),
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "fsn", v: r.fsn})),
+        fragFirst
+            |> filter(fn: (r) => r.host == "${receiver}")
+            |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "r|" + r.host, v: r.end})),
+    ],
+)
+    |> group(columns: ["writer_id"])
+    |> pivot(rowKey: ["key"], columnKey: ["col"], valueColumn: "v")
+    |> filter(fn: (r) => exists r.s and exists r["r|${receiver}"])
+    |> map(fn: (r) => ({
+        _time: time(v: r.s),
+        _value: r["r|${receiver}"] - r.s,
+        writer_id: r.writer_id,
+        sn: r.sn,
+        fragment_starting_num: r.fsn,
+        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),
+    }))
     |> group(columns: ["topic_name"])
     |> sort(columns: ["_time"])

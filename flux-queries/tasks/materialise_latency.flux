@@ -17,7 +17,9 @@
 // Definitions (those of `ddshark latency`, crates/ddshark/src/latency/join.rs):
 //   t_send  = start (first IP fragment) of the earliest span of the sample on its
 //             writer's host; the writer's host is, per participant (GUID prefix), the
-//             host that saw most of its samples first (ties do not vote);
+//             host that saw most of its samples in the window first (ddshark does not
+//             count samples two hosts saw at the same nanosecond; here the host name
+//             decides such a tie);
 //   t_recv  = on each other host, per DATA_FRAG the earliest end (last IP fragment of a
 //             complete datagram) carrying it, then the latest of those; only samples
 //             whose DATA_FRAGs cover all ceil(sample_size / fragment_size) fragments
@@ -26,18 +28,20 @@
 //   submessage level: per DATA_FRAG, earliest start on the sender, earliest end on
 //             the receiver.
 // Windows: a run writes the samples whose t_send lies in [now - settle - emit,
-// now - settle) and reads spans from `horizon` before to `horizon` after that range,
-// so each sample is written by emit / every = 2 runs, once all its spans are stored
-// (settle covers ddshark's, the collector's and Telegraf's batching). A copy or
+// now - settle) and reads spans from `horizon` before to `horizon` after that range;
+// consecutive runs cover consecutive ranges (emit = every), once all spans are stored
+// (settle covers ddshark's, the collector's and Telegraf's batching). A run over a
+// window already done rewrites the same points. A copy or
 // repair that reaches a host more than `horizon` after the first transmission is
 // not seen by the task (the ad-hoc queries in flux-queries/ see the whole window).
+import "array"
+import "dict"
 import "experimental"
-import "join"
 import "strings"
 
-option task = {name: "ddshark-latency", every: 5s}
+option task = {name: "ddshark-latency", every: 10s}
 
-settle = 8s
+settle = 10s
 emit = 10s
 horizon = 2s
 
@@ -48,14 +52,22 @@ readStop = experimental.addDuration(d: horizon, to: emitStop)
 emitStartNs = int(v: emitStart)
 emitStopNs = int(v: emitStop)
 
-raw = from(bucket: "${bucket}")
+// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end. (Each branch
+// has its own from() so that every tag and field filter is pushed down to storage.)
+recentDataSpans = from(bucket: "${bucket}")
     |> range(start: readStart, stop: readStop)
-    |> filter(fn: (r) => r._measurement == "spans")
-
-// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end.
-data = raw
-    |> filter(fn: (r) => r["span.name"] == "DATA")
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA")
     |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano")
+// task only: begin
+// Discovery writers re-send SPDP with the same SN every few seconds, and `ddshark latency`
+// keeps a sample open until 10 s without news of it: their earlier copies count too.
+earlierDiscovery = from(bucket: "${bucket}")
+    |> range(start: experimental.subDuration(d: 10s, from: readStart), stop: readStart)
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA" and r.traffic_type == "discovery")
+    |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano")
+dataSpans = union(tables: [recentDataSpans, earlierDiscovery])
+// task only: end
+data = dataSpans
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> map(fn: (r) => ({
         host: r["host.name"],
@@ -71,8 +83,9 @@ data = raw
     }))
 
 // One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
-frags = raw
-    |> filter(fn: (r) => r["span.name"] == "DATA_FRAG")
+frags = from(bucket: "${bucket}")
+    |> range(start: readStart, stop: readStop)
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA_FRAG")
     |> filter(
         fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
             or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size",
@@ -105,57 +118,60 @@ firstPerHost = spans
     |> sort(columns: ["start", "slot"])
     |> unique(column: "sn")
 
-// The host that saw each sample first; samples two hosts saw at the same instant do not vote.
-earliest = firstPerHost
+// Per participant (GUID prefix): the host that saw most of its samples first, as a
+// dictionary prefix -> host (a handful of entries: one per participant).
+homeList = firstPerHost
     |> group(columns: ["writer_id"])
     |> sort(columns: ["start", "host"])
     |> unique(column: "sn")
-ties = join.inner(
-    left: firstPerHost |> group(columns: ["writer_id"]),
-    right: earliest,
-    on: (l, r) => l.sn == r.sn and l.start == r.start,
-    as: (l, r) => ({writer_id: l.writer_id, sn: l.sn, tie: l.host != r.host}),
-)
-    |> filter(fn: (r) => r.tie)
-homes = join.left(
-    left: earliest,
-    right: ties,
-    on: (l, r) => l.sn == r.sn,
-    as: (l, r) => ({prefix: strings.substring(v: l.writer_id, start: 0, end: 24), host: l.host, sn: l.sn, tie: exists r.tie}),
-)
-    |> filter(fn: (r) => not r.tie)
+    |> map(fn: (r) => ({prefix: strings.substring(v: r.writer_id, start: 0, end: 24), host: r.host, sn: r.sn}))
     |> group(columns: ["prefix", "host"])
     |> count(column: "sn")
     |> group(columns: ["prefix"])
     |> sort(columns: ["sn", "host"], desc: true)
     |> limit(n: 1)
-    |> keep(columns: ["prefix", "host"])
+    |> map(fn: (r) => ({_value: r.prefix + "|" + r.host}))
     |> group()
-
-sent = join.inner(
-    left: firstPerHost
-        |> map(fn: (r) => ({r with prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
-        |> group(),
-    right: homes,
-    on: (l, r) => l.prefix == r.prefix and l.host == r.host,
-    as: (l, r) => l,
+    |> findColumn(fn: (key) => true, column: "_value")
+// (a placeholder entry first: an empty list would not type as a dictionary)
+homes = dict.fromList(
+    pairs: array.map(arr: array.concat(arr: ["-|-"], v: homeList), fn: (x) => {
+        kv = strings.split(v: x, t: "|")
+        return {key: kv[0], value: kv[1]}
+    }),
 )
-    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs)
-    |> group(columns: ["writer_id"])
+homeOf = (w) => dict.get(dict: homes, key: strings.substring(v: w, start: 0, end: 24), default: "")
+
+// Topic of each writer as its own host names it (receivers may not know it).
+topicList = firstPerHost
+    |> filter(fn: (r) => r.topic_name != "" and r.host == homeOf(w: r.writer_id))
+    |> first(column: "sn")
+    |> map(fn: (r) => ({_value: r.writer_id + "|" + r.topic_name}))
+    |> group()
+    |> findColumn(fn: (key) => true, column: "_value")
+topics = dict.fromList(
+    pairs: array.map(arr: array.concat(arr: ["--------------------------------|-"], v: topicList), fn: (x) => ({key: strings.substring(v: x, start: 0, end: 32), value: strings.substring(v: x, start: 33, end: strings.strlen(v: x))})),
+)
+
+// The first span of each sample on its writer's host, in the emit window.
+sent = firstPerHost
+    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs and r.host == homeOf(w: r.writer_id))
 
 // Per receiving host and sample: the earliest complete copy of each DATA_FRAG (DATA:
 // of the sample), then the latest of those, if they cover the whole sample.
 recvData = data
+    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))
     |> group(columns: ["writer_id", "host"])
     |> sort(columns: ["end"])
     |> unique(column: "sn")
-    |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, sn: r.sn, t_recv: r.end}))
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "r|" + r.host, v: r.end}))
 fragFirst = frags
     |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
     |> group(columns: ["writer_id", "host"])
     |> sort(columns: ["end"])
     |> unique(column: "key")
 recvFrag = fragFirst
+    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))
     |> group(columns: ["writer_id", "host", "sn"])
     |> reduce(
         identity: {t_recv: 0, covered: 0, total: 1},
@@ -166,28 +182,35 @@ recvFrag = fragFirst
         }),
     )
     |> filter(fn: (r) => r.covered >= r.total)
-    |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, sn: r.sn, t_recv: r.t_recv}))
-recv = union(tables: [recvData, recvFrag])
-    |> group(columns: ["writer_id"])
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "r|" + r.host, v: r.t_recv}))
 
-join.inner(
-    left: sent,
-    right: recv,
-    on: (l, r) => l.sn == r.sn,
-    as: (l, r) => ({
-        _time: time(v: l.start),
-        _measurement: "dds_latency",
-        sender: l.host,
-        receiver: r.host,
-        topic_name: l.topic_name,
-        writer_id: l.writer_id,
-        slot: l.slot,
-        latency_ns: r.t_recv - l.start,
-        t_recv_ns: r.t_recv,
-        sn: l.sn,
-    }),
+// Sender and receivers of a sample side by side without a join (joins are slow at this
+// scale): one row per (writer, sn) with columns s (t_send), slot and r|<host> (t_recv
+// per receiver), then one row per receiver again.
+union(
+    tables: [
+        sent |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "s", v: r.start})),
+        sent |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, col: "slot", v: int(v: r.slot)})),
+        recvData,
+        recvFrag,
+    ],
 )
-    |> filter(fn: (r) => r.sender != r.receiver)
+    |> group(columns: ["writer_id"])
+    |> pivot(rowKey: ["sn"], columnKey: ["col"], valueColumn: "v")
+    |> filter(fn: (r) => exists r.s)
+    |> experimental.unpivot(otherColumns: ["sn", "s", "slot"])
+    |> map(fn: (r) => ({
+        _time: time(v: r.s),
+        _measurement: "dds_latency",
+        sender: homeOf(w: r.writer_id),
+        receiver: strings.trimPrefix(v: r._field, prefix: "r|"),
+        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),
+        writer_id: r.writer_id,
+        slot: string(v: r.slot),
+        latency_ns: r._value - r.s,
+        t_recv_ns: r._value,
+        sn: r.sn,
+    }))
     |> group(columns: ["_measurement", "sender", "receiver", "topic_name", "writer_id", "slot"])
     |> to(
         bucket: "${long_bucket}",
@@ -195,40 +218,46 @@ join.inner(
         fieldFn: (r) => ({latency_ns: r.latency_ns, t_recv_ns: r.t_recv_ns, sn: r.sn}),
     )
 
-// Submessage level: per DATA_FRAG, earliest start on the writer's host, earliest end elsewhere.
-fragSent = join.inner(
-    left: frags
-        |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn), prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
-        |> group(columns: ["writer_id", "host"])
-        |> sort(columns: ["start", "slot"])
-        |> unique(column: "key")
-        |> group(),
-    right: homes,
-    on: (l, r) => l.prefix == r.prefix and l.host == r.host,
-    as: (l, r) => l,
-)
-    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs)
+// Submessage level: per DATA_FRAG, earliest start on the writer's host, earliest end
+// elsewhere (side by side as above, per (sn, fragment_starting_num)).
+fragSent = frags
+    |> filter(fn: (r) => r.host == homeOf(w: r.writer_id))
+    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
     |> group(columns: ["writer_id"])
+    |> sort(columns: ["start", "slot"])
+    |> unique(column: "key")
+    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs)
 
-join.inner(
-    left: fragSent,
-    right: fragFirst |> group(columns: ["writer_id"]),
-    on: (l, r) => l.key == r.key,
-    as: (l, r) => ({
-        _time: time(v: l.start),
-        _measurement: "dds_submessage_latency",
-        sender: l.host,
-        receiver: r.host,
-        topic_name: l.topic_name,
-        writer_id: l.writer_id,
-        slot: l.slot,
-        latency_ns: r.end - l.start,
-        t_recv_ns: r.end,
-        sn: l.sn,
-        fragment_starting_num: l.fsn,
-    }),
+// (rowKey is the one string column `key`: pivot on (sn, fragment_starting_num) joins the
+// two numbers without a separator, so (2, 11) and (21, 1) would meet.)
+union(
+    tables: [
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "s", v: r.start})),
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "slot", v: int(v: r.slot)})),
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "sn", v: r.sn})),
+        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "fsn", v: r.fsn})),
+        fragFirst
+            |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))
+            |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "r|" + r.host, v: r.end})),
+    ],
 )
-    |> filter(fn: (r) => r.sender != r.receiver)
+    |> group(columns: ["writer_id"])
+    |> pivot(rowKey: ["key"], columnKey: ["col"], valueColumn: "v")
+    |> filter(fn: (r) => exists r.s)
+    |> experimental.unpivot(otherColumns: ["key", "sn", "fsn", "s", "slot"])
+    |> map(fn: (r) => ({
+        _time: time(v: r.s),
+        _measurement: "dds_submessage_latency",
+        sender: homeOf(w: r.writer_id),
+        receiver: strings.trimPrefix(v: r._field, prefix: "r|"),
+        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),
+        writer_id: r.writer_id,
+        slot: string(v: r.slot),
+        latency_ns: r._value - r.s,
+        t_recv_ns: r._value,
+        sn: r.sn,
+        fragment_starting_num: r.fsn,
+    }))
     |> group(columns: ["_measurement", "sender", "receiver", "topic_name", "writer_id", "slot"])
     |> to(
         bucket: "${long_bucket}",

@@ -57,7 +57,7 @@ class Api:
         return orgs[0]["id"]
 
     def task(self, name):
-        tasks = self.call("GET", f"/api/v2/tasks?org={self.org}&name={name}")["tasks"]
+        tasks = [t for t in self.call("GET", f"/api/v2/tasks?org={self.org}")["tasks"] if t["name"] == name]
         return tasks[0] if tasks else None
 
 
@@ -65,7 +65,8 @@ def provision(a):
     api = Api(a.url, a.token, a.org)
     org_id = api.org_id()
     long_s = seconds(a.long_retention)
-    buckets = api.call("GET", f"/api/v2/buckets?orgID={org_id}&name={a.long_bucket}")["buckets"]
+    buckets = [b for b in api.call("GET", f"/api/v2/buckets?orgID={org_id}")["buckets"]
+               if b["name"] == a.long_bucket]
     rules = [{"type": "expire", "everySeconds": long_s}] if long_s else []
     if buckets:
         api.call("PATCH", f"/api/v2/buckets/{buckets[0]['id']}", {"retentionRules": rules})
@@ -102,7 +103,14 @@ def run_task(a):
         run = api.call("POST", f"/api/v2/tasks/{t['id']}/runs", {"scheduledFor": rfc3339(at)})
         deadline = time.monotonic() + a.timeout
         while True:
-            r = api.call("GET", f"/api/v2/tasks/{t['id']}/runs/{run['id']}")
+            try:
+                r = api.call("GET", f"/api/v2/tasks/{t['id']}/runs/{run['id']}")
+            except RuntimeError as e:
+                # Between leaving the queue and being recorded as finished, a run is
+                # briefly unknown (HTTP 404): ask again.
+                if "HTTP 404" not in str(e) or time.monotonic() > deadline:
+                    raise
+                r = {}
             if r.get("status") in ("success", "failed", "canceled"):
                 break
             if time.monotonic() > deadline:
@@ -113,7 +121,8 @@ def run_task(a):
         if r["status"] != "success":
             logs = api.call("GET", f"/api/v2/tasks/{t['id']}/runs/{run['id']}/logs").get("events", [])
             for e in logs:
-                print(f"[influx]   {e.get('message')}", file=sys.stderr)
+                if not e.get("message", "").startswith("Started task from script"):
+                    print(f"[influx]   {e.get('message')}", file=sys.stderr)
             return 1
     return 0
 

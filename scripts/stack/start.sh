@@ -273,7 +273,7 @@ export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
 export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_LONG_BUCKET="$INFLUX_LONG_BUCKET"
 export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
 export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
-launch telegraf "$RUN_DIR" "$TELEGRAF_BIN" --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
+launch telegraf "$RUN_DIR" "$TELEGRAF_BIN" --strict-env-handling --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
 wait_tcp telegraf "$HOST" "$TELEGRAF_OTLP_PORT"
 
 # ---- collector ----------------------------------------------------------------
