@@ -75,8 +75,8 @@ def ad_hoc_body(task):
         b = body.index("// task only: end\n") + len("// task only: end\n")
         body = body[:a] + body[b:]
     body = replace_once(body, "data = dataSpans\n", "data = recentDataSpans\n")
-    for kind in ("DATA", "DATA_FRAG"):
-        body = replace_once(body, f'''    |> range(start: readStart, stop: readStop)
+    for kind, stop in (("DATA", "readStop"), ("DATA_FRAG", "fragReadStop")):
+        body = replace_once(body, f'''    |> range(start: readStart, stop: {stop})
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "{kind}")''', f'''    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "{kind}")''' + TAG_FILTERS)
     body = replace_once(body, '''    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs and r.host == homeOf(w: r.writer_id))''',

@@ -27,6 +27,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ARGS=("$@")
 usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 
 RATES="1 2 4 8"
@@ -58,7 +59,7 @@ done
 
 if [ -z "${DDSHARK_NETNS_LOCKED:-}" ]; then
   export DDSHARK_NETNS_LOCKED=1
-  exec flock /tmp/ddshark-netns.lock "$0" "$@"
+  exec flock /tmp/ddshark-netns.lock "$0" "${ARGS[@]}"
 fi
 
 log() { printf '[bench-e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -95,7 +96,8 @@ PIDS=()
 STACK_RUN="$OUT/stack"
 cleanup() {
   local rc=$?
-  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+  # (TERM: background shells ignore INT; ddshark and tcpdump stop cleanly on either)
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ -f "$STACK_RUN/stack.env" ] && [ -z "${KEEP_STACK:-}" ]; then
     "$REPO/scripts/stack/stop.sh" --run-dir "$STACK_RUN" >&2 || true

@@ -28,12 +28,14 @@
 //   submessage level: per DATA_FRAG, earliest start on the sender, earliest end on
 //             the receiver.
 // Windows: a run writes the samples whose t_send lies in [now - settle - emit,
-// now - settle) and reads spans from `horizon` before to `horizon` after that range;
+// now - settle) and reads spans from `horizon` before to `horizon` (DATA_FRAG:
+// `fragHorizon`) after that range;
 // consecutive runs cover consecutive ranges (emit = every), once all spans are stored
 // (settle covers ddshark's, the collector's and Telegraf's batching). A run over a
 // window already done rewrites the same points. A copy or
 // repair that reaches a host more than `horizon` after the first transmission is
-// not seen by the task (the ad-hoc queries in flux-queries/ see the whole window).
+// (DATA_FRAG: `fragHorizon`) is not seen by the task (the ad-hoc queries in
+// flux-queries/ see the whole window).
 import "array"
 import "dict"
 import "experimental"
@@ -41,14 +43,20 @@ import "strings"
 
 option task = {name: "ddshark-latency", every: 10s}
 
-settle = 10s
+settle = 20s
 emit = 10s
+// Spans read before the emitted range (earlier copies of a sample) and after it (the
+// receivers' copies): DATA arrive within `horizon`; a DATA_FRAG sample of megabytes may
+// take seconds to complete (measured: up to 10.3 s for a 3.2 MB point cloud replayed on
+// this 2-core machine), so DATA_FRAG spans are read `fragHorizon` after it.
 horizon = 2s
+fragHorizon = 15s
 
 emitStop = experimental.subDuration(d: settle, from: now())
 emitStart = experimental.subDuration(d: emit, from: emitStop)
 readStart = experimental.subDuration(d: horizon, from: emitStart)
 readStop = experimental.addDuration(d: horizon, to: emitStop)
+fragReadStop = experimental.addDuration(d: fragHorizon, to: emitStop)
 emitStartNs = int(v: emitStart)
 emitStopNs = int(v: emitStop)
 
@@ -84,7 +92,7 @@ data = dataSpans
 
 // One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
 frags = from(bucket: "${bucket}")
-    |> range(start: readStart, stop: readStop)
+    |> range(start: readStart, stop: fragReadStop)
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA_FRAG")
     |> filter(
         fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"

@@ -253,8 +253,8 @@ def parse_time_ns(s):
 
 # ------------------------------------------------------------------ checks
 # Settle/emit/horizon of flux-queries/tasks/materialise_latency.flux, and its period.
-TASK_EVERY_NS = 5_000_000_000
-TASK_SETTLE_NS = 8_000_000_000
+TASK_EVERY_NS = 10_000_000_000
+TASK_SETTLE_NS = 20_000_000_000
 
 
 def task_times(t_first, t_last):
