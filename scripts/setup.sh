@@ -8,8 +8,8 @@
 #                               this): tshark, tcpdump, namespaces tools, the real DDS traffic
 #                               generator (Cyclone DDS venv, ddsperf, clang), tmux, Chromium,
 #                               Prometheus, tcpreplay, cargo-fuzz, and the real OpenTelemetry
-#                               Collector + InfluxDB 2 (scripts/stack/build.sh, ~10 min the
-#                               first time, cached afterwards).
+#                               Collector + InfluxDB 2 + Telegraf + Grafana's dashboard linter
+#                               (scripts/stack/build.sh, ~15 min the first time, cached afterwards).
 #   --no-build                  skip the release build.
 #
 # Rust: the workspace needs rustc >= RUST_MIN (its dependencies declare it: tonic, darling,
@@ -107,7 +107,8 @@ if [ "$want_test" -eq 1 ]; then
     cargo install -q --locked cargo-fuzz
   fi
 
-  # The real OpenTelemetry Collector and InfluxDB 2 (pinned, cached in ~/.cache/ddshark-stack).
+  # The real OpenTelemetry Collector, InfluxDB 2, Telegraf and Grafana's dashboard linter
+  # (pinned, cached in ~/.cache/ddshark-stack).
   scripts/stack/build.sh
 fi
 
