@@ -1173,7 +1173,7 @@ service:
 /// `shared_memory_only` attribute, equal to the final snapshot's.
 #[test]
 fn stack_topic_timing_and_shared_memory_metrics() {
-    let stack = Stack::start(0);
+    let stack = Stack::start(2);
     let mut finals = Vec::new();
     for (rel, host) in [
         ("k3_fastdds_deadline/a.pcap", "fastdds-deadline"),
@@ -1198,19 +1198,22 @@ fn stack_topic_timing_and_shared_memory_metrics() {
         );
         finals.push((host, final_json));
     }
-    // The collector batches: wait until the measurement is there.
+    // The collector and Telegraf batch, and ddshark's last export comes at exit: wait
+    // until the measurement is there and has not changed for 3 s.
     let last = |measurement: &str, field: &str, host: &str| -> Vec<HashMap<String, String>> {
         let deadline = Instant::now() + Duration::from_secs(30);
+        let mut previous: Option<Vec<HashMap<String, String>>> = None;
         loop {
             let rows = stack.flux(&format!(
-            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+            r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "{measurement}" and r._field == "{field}" and r["host.name"] == "{host}")
   |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
             ));
-            if !rows.is_empty() || Instant::now() > deadline {
+            if (!rows.is_empty() && previous.as_ref() == Some(&rows)) || Instant::now() > deadline {
                 return rows;
             }
-            std::thread::sleep(Duration::from_millis(500));
+            previous = Some(rows);
+            std::thread::sleep(Duration::from_secs(3));
         }
     };
     let (host, path) = &finals[0];
