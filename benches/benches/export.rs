@@ -60,6 +60,7 @@ fn record(i: u64) -> SpanRecord {
         frame_first: i,
         ip_fragments: 1,
         submessage_index: 1,
+        slot: 0,
     }
 }
 
