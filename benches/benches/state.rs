@@ -6,16 +6,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ddshark::capture::memory::OwnedFrame;
 use ddshark::pipeline::Engine;
 use ddshark::stats_cmd::{stats_engine_config, StatsOptions};
-use ddshark_benches::{frames, CAPTURES};
-use rtps_dissect::Dissector;
-
-fn dissect_only(frames: &[OwnedFrame]) -> u64 {
-    let mut d = Dissector::default();
-    for (number, f) in (1..).zip(frames) {
-        let _ = d.process(&f.as_frame(number));
-    }
-    d.stats().frames
-}
+use ddshark_benches::{dissect_all, frames, CAPTURES};
 
 fn dissect_and_state(frames: &[OwnedFrame]) -> u64 {
     let mut engine = Engine::new(stats_engine_config(&StatsOptions::default()));
@@ -32,7 +23,7 @@ fn bench(c: &mut Criterion) {
         let frames = frames(name);
         group.throughput(Throughput::Elements(frames.len() as u64));
         group.bench_function(format!("{name} dissect only"), |b| {
-            b.iter(|| dissect_only(&frames))
+            b.iter(|| dissect_all(&frames))
         });
         group.bench_function(format!("{name} dissect + state"), |b| {
             b.iter(|| dissect_and_state(&frames))

@@ -52,3 +52,15 @@ pub fn spans(frames: &[OwnedFrame]) -> Vec<SpanRecord> {
     }
     out
 }
+
+/// Every frame through a fresh dissector; returns the submessages found.
+pub fn dissect_all(frames: &[OwnedFrame]) -> u64 {
+    let mut d = Dissector::default();
+    let mut submessages = 0u64;
+    for (number, f) in (1..).zip(frames) {
+        if let FrameOutcome::Rtps(dg) = d.process(&f.as_frame(number)) {
+            submessages += dg.submessages.len() as u64;
+        }
+    }
+    submessages
+}

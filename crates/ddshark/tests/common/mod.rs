@@ -8,6 +8,97 @@ use std::path::{Path, PathBuf};
 
 use public::PUBLIC_PREFIX;
 
+/// Every capture with a tshark oracle, as (pcap, oracle submessage TSV) relative to
+/// tests/pcaps (the discovery oracle sits beside the submessage one); `public/…` are the public
+/// captures of other projects, read from outside the repository (see public.rs).
+/// The dissector and the statistics are both checked on all of them; a missing file fails.
+pub const ORACLE_CASES: &[(&str, &str)] = &[
+    (
+        "a_small_reliable/a.pcap",
+        "a_small_reliable/oracle_a_submsgs.tsv",
+    ),
+    (
+        "a_small_reliable/b.pcap",
+        "a_small_reliable/oracle_b_submsgs.tsv",
+    ),
+    ("b_large_frag/a.pcap", "b_large_frag/oracle_a_submsgs.tsv"),
+    ("b_large_frag/b.pcap", "b_large_frag/oracle_b_submsgs.tsv"),
+    (
+        "d_rustdds_interop/a.pcap",
+        "d_rustdds_interop/oracle_a_submsgs.tsv",
+    ),
+    (
+        "d_rustdds_interop/b.pcap",
+        "d_rustdds_interop/oracle_b_submsgs.tsv",
+    ),
+    (
+        "e_mixed_robustness/a.pcap",
+        "e_mixed_robustness/oracle_a_submsgs.tsv",
+    ),
+    (
+        "e_mixed_robustness/b.pcap",
+        "e_mixed_robustness/oracle_b_submsgs.tsv",
+    ),
+    (
+        "f_ddsperf_cyclone0102/a.pcap",
+        "f_ddsperf_cyclone0102/oracle_a_submsgs.tsv",
+    ),
+    (
+        "f_ddsperf_cyclone0102/b.pcap",
+        "f_ddsperf_cyclone0102/oracle_b_submsgs.tsv",
+    ),
+    (
+        "g_dustdds_interop/a.pcap",
+        "g_dustdds_interop/oracle_a_submsgs.tsv",
+    ),
+    (
+        "g_dustdds_interop/b.pcap",
+        "g_dustdds_interop/oracle_b_submsgs.tsv",
+    ),
+    ("h_vlan_pcp/a.pcap", "h_vlan_pcp/oracle_a_submsgs.tsv"),
+    ("h_vlan_pcp/b.pcap", "h_vlan_pcp/oracle_b_submsgs.tsv"),
+    ("i_late_start/a.pcap", "i_late_start/oracle_a_submsgs.tsv"),
+    ("i_late_start/b.pcap", "i_late_start/oracle_b_submsgs.tsv"),
+    (
+        "i_late_start/discovery.pcap",
+        "i_late_start/oracle_discovery/oracle_discovery_submsgs.tsv",
+    ),
+    ("k_fastdds/a.pcap", "k_fastdds/oracle_a_submsgs.tsv"),
+    ("k_fastdds/b.pcap", "k_fastdds/oracle_b_submsgs.tsv"),
+    (
+        "k2_fastdds_shm/a.pcap",
+        "k2_fastdds_shm/oracle_a_submsgs.tsv",
+    ),
+    (
+        "k2_fastdds_shm/b.pcap",
+        "k2_fastdds_shm/oracle_b_submsgs.tsv",
+    ),
+    (
+        "k3_fastdds_deadline/a.pcap",
+        "k3_fastdds_deadline/oracle_a_submsgs.tsv",
+    ),
+    (
+        "k3_fastdds_deadline/b.pcap",
+        "k3_fastdds_deadline/oracle_b_submsgs.tsv",
+    ),
+    (
+        "public/foxglove_ros2_talker_listener/talker-listener-rtps.pcapng",
+        "public/foxglove_ros2_talker_listener/oracle_talker-listener_submsgs.tsv",
+    ),
+    (
+        "public/ndpi_rti_connext/rtps.pcap",
+        "public/ndpi_rti_connext/oracle_rtps_submsgs.tsv",
+    ),
+    (
+        "public/nxp_dds_tsn_fastdds_vlan/capture.pcapng",
+        "public/nxp_dds_tsn_fastdds_vlan/oracle_capture_submsgs.tsv",
+    ),
+    (
+        "public/eprosima_nidr_rti_helloworld/capture.pcap",
+        "public/eprosima_nidr_rti_helloworld/oracle_capture_submsgs.tsv",
+    ),
+];
+
 /// `tests/pcaps` at the workspace root.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pcaps")
