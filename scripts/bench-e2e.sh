@@ -146,9 +146,11 @@ INFLUXD_PID="$(cat "$STACK_RUN/pids/influxd.pid")"
  done) >"$OUT/influxd_rss.csv" &
 PIDS+=($!)
 
-# run_rate NAME RATE LOOPS: one replay of both sides, captured by ddshark and tcpdump.
+# run_rate NAME RATE LOOPS [SECONDS]: one replay of both sides (looped LOOPS times, for at
+# most SECONDS), captured by ddshark and tcpdump.
 run_rate() {
-  local name="$1" rate="$2" loops="$3" d="$OUT/$1" s
+  local name="$1" rate="$2" loops="$3" d="$OUT/$1" s limit=()
+  [ -n "${4:-}" ] && limit=(--duration "$4")
   rm -rf "$d" && mkdir -p "$d"
   local host_a="e2e-$name-a" host_b="e2e-$name-b" pids=() rp=()
   for s in a b; do
@@ -165,10 +167,10 @@ run_rate() {
   sleep 3
   local t0; t0=$(date +%s%N)
   log "$name: replaying both sides at ${rate}× (loops: $loops)"
-  ip netns exec "$NS_A" tcpreplay -i ddse_wa --multiplier "$rate" --loop "$loops" "$OUT/a_tx.pcap" \
+  ip netns exec "$NS_A" tcpreplay -i ddse_wa --multiplier "$rate" --loop "$loops" "${limit[@]}" "$OUT/a_tx.pcap" \
     >"$d/tcpreplay_a.log" 2>&1 &
   rp+=($!)
-  ip netns exec "$NS_B" tcpreplay -i ddse_wb --multiplier "$rate" --loop "$loops" "$OUT/b_tx.pcap" \
+  ip netns exec "$NS_B" tcpreplay -i ddse_wb --multiplier "$rate" --loop "$loops" "${limit[@]}" "$OUT/b_tx.pcap" \
     >"$d/tcpreplay_b.log" 2>&1 &
   rp+=($!)
   if [ "$name" = soak ]; then
@@ -199,7 +201,8 @@ if [ "$SOAK" = 1 ]; then
   rate="${SOAK_RATE:-$best}"
   [ -n "$rate" ] || die "no rate held; no soak"
   loops="$(python3 "$REPO/scripts/bench_e2e.py" loops --pcap "$OUT/a_tx.pcap" --rate "$rate" --seconds "$SOAK_SECONDS")"
-  run_rate soak "$rate" "$loops"
+  # (tcpreplay --duration: the loop count alone over-estimates when the capture has gaps)
+  run_rate soak "$rate" "$loops" "$SOAK_SECONDS"
 fi
 python3 "$REPO/scripts/bench_e2e.py" report --out "$OUT" --report "$REPORT" \
   --others "$(uptime | sed 's/.*load average/load average/')"
