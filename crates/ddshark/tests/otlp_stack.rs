@@ -1052,7 +1052,8 @@ fn stack_tls_with_private_ca() {
            -extfile san.ext -out server.pem 2>/dev/null",
         &dir,
     );
-    let base = 20_000 + (std::process::id() % 400) as u16 * 20 + 16;
+    // Slot 3 of this process's range: slots 0–2 are the stacks' (7 ports each, at +0, +10, +20).
+    let base = 20_000 + (std::process::id() % 400) as u16 * 20 + 30;
     let (grpc, http, metrics) = (base, base + 1, base + 2);
     let config = format!(
         r#"receivers:
