@@ -24,6 +24,10 @@
 # ">=", and "cpu-s" / the CPU-per-frame line tell the tools apart). To make the capture
 # the bottleneck, share one CPU and tcpdump's default buffer:
 #   BUF_MIB=2 taskset -c 1 scripts/bench-live.sh
+# or give the capturing tool a core of its own and tcpreplay the other one:
+#   BUF_MIB=2 CAPTURE_CPU=1 REPLAY_CPU=0 scripts/bench-live.sh
+# To compare two builds in one run (steps interleaved), name the other binary:
+#   BEFORE_BIN=/path/to/old/ddshark scripts/bench-live.sh   (tool "before")
 # Needs root (namespaces, raw capture), tcpreplay (scripts/setup.sh --test installs it),
 # tcpdump, jq. Bounded: every step is limited in time; the whole run takes ~2-3 min.
 set -euo pipefail
@@ -32,6 +36,9 @@ cd "$(dirname "$0")/.."
 RATES=${RATES:-"20000 50000 100000 150000 200000 250000 300000 top"}
 STEP_S=${STEP_S:-4}
 BUF_MIB=${BUF_MIB:-64}
+CAPTURE_CPU=${CAPTURE_CPU:-}
+REPLAY_CPU=${REPLAY_CPU:-}
+BEFORE_BIN=${BEFORE_BIN:-}
 NS_TX=ddsb_tx NS_RX=ddsb_rx IF_TX=ddsb_tx0 IF_RX=ddsb_rx0
 # ddshark's DEFAULT_FILTER_VLAN (crates/ddshark/src/capture/live.rs), given to tcpdump.
 FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))'
@@ -52,6 +59,16 @@ done
 
 cargo build --release -q -p ddshark
 bin=$PWD/target/release/ddshark
+tools="ddshark tcpdump"
+if [ -n "$BEFORE_BIN" ]; then
+  [ -x "$BEFORE_BIN" ] || die "BEFORE_BIN=$BEFORE_BIN is not an executable"
+  tools="ddshark before tcpdump"
+fi
+# on_cpu CPU CMD…: CMD pinned to CPU when CPU is set
+on_cpu() { local c=$1; shift; if [ -n "$c" ]; then taskset -c "$c" "$@"; else "$@"; fi; }
+for c in "$CAPTURE_CPU" "$REPLAY_CPU"; do
+  case "$c" in '') ;; *[!0-9]*) die "CAPTURE_CPU/REPLAY_CPU must be a CPU number" ;; *) [ "$c" -lt "$(nproc)" ] || die "no CPU $c" ;; esac
+done
 
 work=$(mktemp -d /tmp/ddsb-bench.XXXXXX)
 pids=()
@@ -119,7 +136,7 @@ replay() {
   local rate=$1 out=$2 before after pace
   if [ "$rate" = top ]; then pace=(--topspeed); else pace=(--pps="$rate" --limit=$((rate * STEP_S))); fi
   before=$(rx_packets)
-  timeout $((STEP_S + 20)) ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --preload-pcap "${pace[@]}" \
+  timeout $((STEP_S + 20)) on_cpu "$REPLAY_CPU" ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --preload-pcap "${pace[@]}" \
     --loop=0 --duration="$STEP_S" "$work/replay.pcap" >"$out" 2>&1 || true
   after=$(rx_packets)
   awk -v d=$((after - before)) '
@@ -144,12 +161,13 @@ stop() {
   wait "$1" 2>/dev/null || true
 }
 
-# run_ddshark RATE: writes to $work/line "offered pps delivered captured received kdropped ifdropped qdropped cpu_s"
+# run_ddshark RATE [BINARY NAME]: writes to $work/line "offered pps delivered captured received kdropped ifdropped qdropped cpu_s"
 run_ddshark() {
-  local rate=$1 d=$work/ddshark.$1 p r c
+  local rate=$1 exe=${2:-$bin} name=${3:-ddshark} p r c
+  local d=$work/$name.$rate
   rm -f "$d.json"
   # --duration only bounds a run whose SIGINT got lost.
-  ip netns exec "$NS_RX" "$bin" -i "$IF_RX" --no-tui --duration $((STEP_S + 40)) -B "$BUF_MIB" \
+  on_cpu "$CAPTURE_CPU" ip netns exec "$NS_RX" "$exe" -i "$IF_RX" --no-tui --duration $((STEP_S + 40)) -B "$BUF_MIB" \
     --final-json "$d.json" >"$d.out" 2>"$d.err" &
   p=$!; pids+=("$p")
   wait_socket "$p" || { stop "$p"; echo "ddshark did not start; see below" >&2; cat "$d.err" >&2; return 1; }
@@ -162,10 +180,12 @@ run_ddshark() {
     (.kernel.dropped // "na"), (.kernel.if_dropped // "na"), .queue_dropped] | join(" ")' "$d.json") $c" >"$work/line"
 }
 
+run_before() { run_ddshark "$1" "$BEFORE_BIN" before; }
+
 # run_tcpdump RATE: writes to $work/line "offered pps delivered captured received kdropped ifdropped qdropped(-) cpu_s"
 run_tcpdump() {
   local rate=$1 d=$work/tcpdump.$1 p r i c
-  timeout $((STEP_S + 40)) ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B $((BUF_MIB * 1024)) \
+  timeout $((STEP_S + 40)) on_cpu "$CAPTURE_CPU" ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B $((BUF_MIB * 1024)) \
     -w /dev/null "$FILTER" >/dev/null 2>"$d.err" &
   p=$!; pids+=("$p")
   # the timeout wrapper's child is tcpdump; "listening on" = the capture is open
@@ -182,16 +202,17 @@ run_tcpdump() {
 }
 
 echo "bench-live: $(nproc) CPUs, $(uname -r); input ${inputs[*]} ($loop_frames frames per loop, $loop_match match the filter)"
+echo "bench-live: capture pinned to CPU ${CAPTURE_CPU:-(any)}, tcpreplay to CPU ${REPLAY_CPU:-(any)}${BEFORE_BIN:+; before = $BEFORE_BIN}"
 echo "bench-live: $STEP_S s of traffic per step, kernel buffer $BUF_MIB MiB for both tools, ddshark $("$bin" --version 2>/dev/null | head -1), $(tcpdump --version 2>&1 | head -1), $(tcpreplay --version 2>&1 | head -1)"
 echo
 printf '%-6s %-8s | %9s %9s %9s | %9s %9s %8s %8s %7s | %9s %9s %6s %8s\n' \
   step tool offered "sent/s" delivered captured received k-drop if-drop q-drop expected left cpu-s "result"
 res=$work/results
 : >"$res"
-bad_d=0 bad_t=0
+declare -A bad=([ddshark]=0 [before]=0 [tcpdump]=0)
 for rate in $RATES; do
-  for tool in ddshark tcpdump; do
-    if { [ "$tool" = ddshark ] && [ "$bad_d" -ge 2 ]; } || { [ "$tool" = tcpdump ] && [ "$bad_t" -ge 2 ]; }; then
+  for tool in $tools; do
+    if [ "${bad[$tool]}" -ge 2 ]; then
       printf '%-6s %-8s | skipped: kernel drops in the two previous steps\n' "$rate" "$tool"
       continue
     fi
@@ -213,10 +234,7 @@ for rate in $RATES; do
     printf '%-6s %-8s | %9s %9s %9s | %9s %9s %8s %8s %7s | %9s %9s %6s %8s\n' \
       "$rate" "$tool" "$offered" "$pps" "$delivered" "$captured" "$received" "$kdrop" "$ifdrop" "$qdrop" "$expected" "$left" "$cpu" "$result"
     echo "$tool $rate $pps $result $qdrop $captured $cpu" >>"$res"
-    case "$tool:$result" in
-      ddshark:ok*) bad_d=0 ;; ddshark:*) bad_d=$((bad_d + 1)) ;;
-      tcpdump:ok*) bad_t=0 ;; tcpdump:*) bad_t=$((bad_t + 1)) ;;
-    esac
+    case "$result" in ok*) bad[$tool]=0 ;; *) bad[$tool]=$((bad[$tool] + 1)) ;; esac
   done
 done
 
@@ -243,6 +261,10 @@ echo "ddshark queue drops (capture thread -> state, not kernel drops): $(awk '$1
 # not depend on the generator (frames/s one fully busy CPU would capture).
 cost() { awk -v t="$1" '$1 == t && $7 != "na" && $7 > 0 && $3 >= p { p = $3; c = $7 * 1e6 / $6 }
   END { if (p) printf "%.2f us/frame (~%.0f frames per CPU-second)", c, 1e6 / c; else print "n/a" }' "$res"; }
-echo "CPU per captured frame at the fastest step: ddshark $(cost ddshark), tcpdump $(cost tcpdump)"
+echo "CPU per captured frame at the fastest step: ddshark $(cost ddshark), tcpdump $(cost tcpdump)${BEFORE_BIN:+, before $(cost before)}"
+if [ -n "$BEFORE_BIN" ]; then
+  read -r bb bb_cap <<<"$(best before)"
+  echo "highest rate without kernel drops: ddshark ${bd_cap}${bd} frames/s, before ${bb_cap}${bb} frames/s"
+fi
 ratio=$(awk -v a="$bd" -v b="$bt" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
 echo "highest rate without kernel drops: ddshark ${bd_cap}${bd} frames/s, tcpdump ${bt_cap}${bt} frames/s, ratio ${ratio}"

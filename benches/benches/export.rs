@@ -3,7 +3,7 @@
 //! * `hand_encoded`: the hand-written protobuf encoder ddshark used before it moved
 //!   onto opentelemetry-otlp (kept here only, for this comparison);
 //! * `sdk_spandata`: what the exporter does now — `SpanRecord` → SDK `SpanData`
-//!   (`schema::span_data`) → opentelemetry-proto's conversion (what the crate's
+//!   (`schema::SpanDataBuilder`) → opentelemetry-proto's conversion (what the crate's
 //!   exporters run) → prost encoding of the `ExportTraceServiceRequest`.
 //!
 //! Both produce the request bytes that go on the wire (before compression); the
@@ -19,7 +19,9 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
 use opentelemetry_sdk::Resource;
-use otel_export::schema::{span_data, span_id, trace_id, SampleKind, SpanRecord, TrafficType};
+use otel_export::schema::{
+    span_id, trace_id, SampleKind, SpanDataBuilder, SpanRecord, TrafficType,
+};
 use prost::Message;
 use rtps_dissect::{Guid, VendorId};
 
@@ -96,7 +98,8 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("sdk_spandata", |b| {
         b.iter(|| {
-            let spans = records.iter().map(|r| span_data(r, &scope)).collect();
+            let mut builder = SpanDataBuilder::new(scope.clone());
+            let spans = records.iter().map(|r| builder.span_data(r)).collect();
             let req = ExportTraceServiceRequest {
                 resource_spans: group_spans_by_resource_and_scope(spans, &resource),
             };

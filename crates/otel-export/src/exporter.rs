@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::config::{Compression, ExporterConfig, Protocol, SignalConfig, TlsFiles, TopicFilter};
 use crate::error::ExportError;
 use crate::metrics::{MetricsPipeline, MetricsSnapshot, SelfCounters};
-use crate::schema::{span_data, SpanRecord};
+use crate::schema::{SpanDataBuilder, SpanRecord};
 
 const SCOPE_NAME: &str = "ddshark";
 const SCOPE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -650,7 +650,8 @@ async fn dispatch(w: &Arc<Worker>, batch: &mut Vec<SpanRecord>) {
 
 async fn export_spans(w: &Worker, records: Vec<SpanRecord>) {
     let n = records.len() as u64;
-    let batch = records.iter().map(|r| span_data(r, &w.scope)).collect();
+    let mut builder = SpanDataBuilder::new(w.scope.clone());
+    let batch = records.iter().map(|r| builder.span_data(r)).collect();
     drop(records);
     let c = &w.counters;
     match w.spans.export(batch).await {

@@ -2,7 +2,7 @@
 //!
 //! * [`schema`]: one span per DATA/DATA_FRAG submessage per host ([`SpanMapper`]),
 //!   trace id from (writer GUID, SN), span id from (host, frame, submessage), and the
-//!   span → attribute mapping ([`schema::span_attributes`], [`schema::span_data`]);
+//!   span → attribute mapping ([`schema::SpanDataBuilder`]);
 //! * [`metrics`]: per-topic counters as cumulative OTLP sums through the SDK;
 //! * [`exporter`]: ddshark's bounded, never-blocking queue and its counters
 //!   ([`ExportStats`]) in front of opentelemetry-otlp's span and metric exporters;

@@ -408,86 +408,132 @@ impl SpanMapper {
     }
 }
 
-/// The span → attribute mapping: every attribute a span carries, in order, as
-/// OpenTelemetry key-values (absent values are left out). Change the schema here.
-pub fn span_attributes(r: &SpanRecord) -> Vec<KeyValue> {
-    fn s(key: &'static str, v: impl Into<Value>) -> KeyValue {
-        KeyValue::new(Key::from_static_str(key), v.into())
-    }
-    fn i(key: &'static str, v: impl Into<i64>) -> KeyValue {
-        KeyValue::new(Key::from_static_str(key), v.into())
-    }
-    fn sat(v: u64) -> i64 {
-        i64::try_from(v).unwrap_or(i64::MAX)
-    }
-    let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
-    a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
-    if let Some(t) = &r.topic {
-        a.push(s(attr::TOPIC_NAME, t.clone()));
-    }
-    if let Some(t) = &r.type_name {
-        a.push(s(attr::TYPE_NAME, t.clone()));
-    }
-    a.push(s(attr::WRITER_ID, guid_hex(&r.writer)));
-    a.push(i(attr::SN, r.sn));
-    a.push(i(attr::FRAGMENT_STARTING_NUM, r.fragment_starting_num));
-    a.push(i(attr::FRAGS_IN_SUBMESSAGE, r.frags_in_submessage));
-    if let Some(v) = r.fragment_size {
-        a.push(i(attr::FRAGMENT_SIZE, v));
-    }
-    a.push(i(attr::SAMPLE_SIZE, sat(r.sample_size)));
-    a.push(i(attr::PAYLOAD_SIZE, sat(r.payload_size)));
-    if let Some(v) = r.pcp {
-        a.push(i(attr::PCP, v));
-    }
-    if let Some(v) = r.vlan_id {
-        a.push(i(attr::VLAN_ID, v));
-    }
-    a.push(s(attr::VENDOR_ID, r.vendor.to_string()));
-    a.push(s(attr::VENDOR_NAME, r.vendor.name()));
-    a.push(s(attr::SRC, r.src.to_string()));
-    a.push(s(attr::DST, r.dst.to_string()));
-    if let Some(v) = r.domain_id {
-        a.push(i(attr::DOMAIN_ID, v));
-    }
-    if let Some(v) = r.source_timestamp_ns {
-        a.push(i(attr::SOURCE_TIMESTAMP_NS, v));
-    }
-    if let Some(v) = &r.interface {
-        a.push(s(attr::CAPTURE_INTERFACE, v.clone()));
-    }
-    a.push(i(attr::FRAME, sat(r.frame)));
-    a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
-    a.push(i(attr::IP_FRAGMENTS, r.ip_fragments));
-    a.push(i(attr::SUBMESSAGE_INDEX, r.submessage_index));
-    a.push(i(attr::SLOT, r.slot));
-    a
+/// Turns span records into SDK spans for one export batch. The string attributes
+/// that repeat from span to span (writer id, addresses, vendor id) are formatted once
+/// per batch and shared (`Arc<str>`): the SDK clones every span's attributes for its
+/// retries, and shared strings make those clones reference counts, not copies.
+#[derive(Debug)]
+pub struct SpanDataBuilder {
+    scope: InstrumentationScope,
+    writers: HashMap<Guid, Value>,
+    addresses: HashMap<SocketAddr, Value>,
+    vendors: HashMap<VendorId, Value>,
 }
 
-/// The SDK span a record becomes: explicit ids, capture-time start and end (ns),
-/// kind INTERNAL (a passive observation), no parent.
-pub fn span_data(r: &SpanRecord, scope: &InstrumentationScope) -> SpanData {
-    let at = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
-    SpanData {
-        span_context: SpanContext::new(
-            TraceId::from_bytes(r.trace_id),
-            SpanId::from_bytes(r.span_id),
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::NONE,
-        ),
-        parent_span_id: SpanId::INVALID,
-        parent_span_is_remote: false,
-        span_kind: SpanKind::Internal,
-        name: Cow::Borrowed(r.kind.name()),
-        start_time: at(r.start_ns),
-        end_time: at(r.end_ns),
-        attributes: span_attributes(r),
-        dropped_attributes_count: 0,
-        events: SpanEvents::default(),
-        links: SpanLinks::default(),
-        status: Status::Unset,
-        instrumentation_scope: scope.clone(),
+/// Most distinct strings one builder keeps per kind; a batch has far fewer.
+const MAX_CACHED_STRINGS: usize = 4096;
+
+fn shared_string<K: std::hash::Hash + Eq + Copy>(
+    cache: &mut HashMap<K, Value>,
+    key: K,
+    format: impl FnOnce(K) -> String,
+) -> Value {
+    if let Some(v) = cache.get(&key) {
+        return v.clone();
+    }
+    let v = Value::String(Arc::<str>::from(format(key)).into());
+    if cache.len() >= MAX_CACHED_STRINGS {
+        cache.clear();
+    }
+    cache.insert(key, v.clone());
+    v
+}
+
+impl SpanDataBuilder {
+    pub fn new(scope: InstrumentationScope) -> Self {
+        Self {
+            scope,
+            writers: HashMap::new(),
+            addresses: HashMap::new(),
+            vendors: HashMap::new(),
+        }
+    }
+
+    /// The span → attribute mapping: every attribute a span carries, in order, as
+    /// OpenTelemetry key-values (absent values are left out). Change the schema here.
+    pub fn attributes(&mut self, r: &SpanRecord) -> Vec<KeyValue> {
+        fn s(key: &'static str, v: impl Into<Value>) -> KeyValue {
+            KeyValue::new(Key::from_static_str(key), v.into())
+        }
+        fn i(key: &'static str, v: impl Into<i64>) -> KeyValue {
+            KeyValue::new(Key::from_static_str(key), v.into())
+        }
+        fn sat(v: u64) -> i64 {
+            i64::try_from(v).unwrap_or(i64::MAX)
+        }
+        let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
+        a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
+        if let Some(t) = &r.topic {
+            a.push(s(attr::TOPIC_NAME, t.clone()));
+        }
+        if let Some(t) = &r.type_name {
+            a.push(s(attr::TYPE_NAME, t.clone()));
+        }
+        let writer = shared_string(&mut self.writers, r.writer, |g| guid_hex(&g));
+        a.push(s(attr::WRITER_ID, writer));
+        a.push(i(attr::SN, r.sn));
+        a.push(i(attr::FRAGMENT_STARTING_NUM, r.fragment_starting_num));
+        a.push(i(attr::FRAGS_IN_SUBMESSAGE, r.frags_in_submessage));
+        if let Some(v) = r.fragment_size {
+            a.push(i(attr::FRAGMENT_SIZE, v));
+        }
+        a.push(i(attr::SAMPLE_SIZE, sat(r.sample_size)));
+        a.push(i(attr::PAYLOAD_SIZE, sat(r.payload_size)));
+        if let Some(v) = r.pcp {
+            a.push(i(attr::PCP, v));
+        }
+        if let Some(v) = r.vlan_id {
+            a.push(i(attr::VLAN_ID, v));
+        }
+        let vendor = shared_string(&mut self.vendors, r.vendor, |v| v.to_string());
+        a.push(s(attr::VENDOR_ID, vendor));
+        a.push(s(attr::VENDOR_NAME, r.vendor.name()));
+        let src = shared_string(&mut self.addresses, r.src, |a| a.to_string());
+        a.push(s(attr::SRC, src));
+        let dst = shared_string(&mut self.addresses, r.dst, |a| a.to_string());
+        a.push(s(attr::DST, dst));
+        if let Some(v) = r.domain_id {
+            a.push(i(attr::DOMAIN_ID, v));
+        }
+        if let Some(v) = r.source_timestamp_ns {
+            a.push(i(attr::SOURCE_TIMESTAMP_NS, v));
+        }
+        if let Some(v) = &r.interface {
+            a.push(s(attr::CAPTURE_INTERFACE, v.clone()));
+        }
+        a.push(i(attr::FRAME, sat(r.frame)));
+        a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
+        a.push(i(attr::IP_FRAGMENTS, r.ip_fragments));
+        a.push(i(attr::SUBMESSAGE_INDEX, r.submessage_index));
+        a.push(i(attr::SLOT, r.slot));
+        a
+    }
+
+    /// The SDK span a record becomes: explicit ids, capture-time start and end (ns),
+    /// kind INTERNAL (a passive observation), no parent.
+    pub fn span_data(&mut self, r: &SpanRecord) -> SpanData {
+        let at = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from_bytes(r.trace_id),
+                SpanId::from_bytes(r.span_id),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::NONE,
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: Cow::Borrowed(r.kind.name()),
+            start_time: at(r.start_ns),
+            end_time: at(r.end_ns),
+            attributes: self.attributes(r),
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: self.scope.clone(),
+        }
     }
 }
 
