@@ -16,6 +16,13 @@
 #                     collector's OTLP receiver; the default)
 #   --sink influxdb   collector → InfluxDB (the whole path; InfluxDB is the bottleneck)
 # Extra ddshark options: DDSHARK_BENCH_ARGS="--otlp-queue 16384 --otlp-batch 2048".
+# RUNS=N (default 1) repeats the export run; BEFORE_BIN=path/to/other/ddshark adds that
+# build as a second contender, runs interleaved (before, this, before, this, …), e.g. the
+# hand-encoded exporter of commit 9065944:
+#   git worktree add /tmp/ddshark-9065944 9065944 && (cd /tmp/ddshark-9065944 && cargo build --release -p ddshark)
+#   BEFORE_BIN=/tmp/ddshark-9065944/target/release/ddshark RUNS=3 scripts/bench-otlp.sh
+# Each run also reports the collector's CPU per span (from /proc): on a 2-core machine
+# ddshark and the collector share the cores, so their costs per span add up.
 # Needs scripts/stack/build.sh to have run once. Takes ~1-2 minutes (+ a release build).
 set -euo pipefail
 
@@ -134,45 +141,61 @@ say "starting the stack (traces → $SINK)"
 "$ROOT/scripts/stack/start.sh" --run-dir "$RUN_DIR" >/dev/null 2>"$WORK/start.log" || { cat "$WORK/start.log" >&2; exit 1; }
 if [ "$PROTO" = grpc ]; then EP="http://127.0.0.1:$DDSHARK_OTLP_GRPC_PORT"; else EP="http://127.0.0.1:$DDSHARK_OTLP_HTTP_PORT"; fi
 
-say "replaying with --otlp $EP ($PROTO, $COMP)"
-t0=$(date +%s.%N)
-/usr/bin/time -o "$WORK/time" -f '%U %S %M' \
-  "$DDSHARK" -r "$PCAP" --no-tui --interval 3600 --otlp "$EP" --otlp-protocol "$PROTO" \
-  --otlp-compression "$COMP" --host-name bench --otlp-flush-timeout 120 ${DDSHARK_BENCH_ARGS:-} >/dev/null 2>"$WORK/run.err" \
-  || { cat "$WORK/run.err" >&2; exit 1; }
-read -r USR SYS PEAK <"$WORK/time"
-t1=$(date +%s.%N)
-SUMMARY=$(grep ' spans: ' "$WORK/run.err" | tail -1)
-SENT=$(sed -E 's/.*spans: ([0-9]+) sent,.*/\1/' <<<"$SUMMARY")
-DROPPED=$(sed -E 's/.* ([0-9]+) dropped \(queue full\).*/\1/' <<<"$SUMMARY")
-# With InfluxDB behind the collector: wait until the collector has written everything.
-if [ "$SINK" = influxdb ]; then
-  for _ in $(seq 1 600); do
-    M=$(curl -s "http://127.0.0.1:$DDSHARK_OTELCOL_METRICS_PORT/metrics")
-    ACC=$(awk '/^otelcol_receiver_accepted_spans_total/{s+=$2} END{print s+0}' <<<"$M")
-    OUT=$(awk '/^otelcol_exporter_(sent|send_failed)_spans_total\{.*exporter="influxdb"/{s+=$2} END{print s+0}' <<<"$M")
-    [ "$OUT" -ge "$ACC" ] && break
-    sleep 0.2
-  done
-  t2=$(date +%s.%N)
-  E2E_S=$(python3 -c "print(f'{$t2-$t0:.2f}')")
-  WRITTEN=$(awk '/^otelcol_exporter_sent_spans_total\{.*exporter="influxdb"/{s+=$2} END{print s+0}' <<<"$M")
-  FAILED_W=$(awk '/^otelcol_exporter_send_failed_spans_total\{.*exporter="influxdb"/{s+=$2} END{print s+0}' <<<"$M")
-  echo "  collector -> InfluxDB : $WRITTEN spans written, $FAILED_W failed, all written $E2E_S s after the start ($(python3 -c "print(f'{$WRITTEN/$E2E_S:,.0f}')") spans/s end to end)" >"$WORK/e2e.txt"
+RUNS=${RUNS:-1}
+case "$RUNS" in ''|*[!0-9]*|0) echo "bench-otlp.sh: RUNS must be a positive number" >&2; exit 2 ;; esac
+BEFORE_BIN=${BEFORE_BIN:-}
+if [ -n "$BEFORE_BIN" ] && [ ! -x "$BEFORE_BIN" ]; then
+  echo "bench-otlp.sh: BEFORE_BIN=$BEFORE_BIN is not an executable" >&2; exit 2
 fi
-ACCEPTED=$(curl -s "http://127.0.0.1:$DDSHARK_OTELCOL_METRICS_PORT/metrics" | awk '/^otelcol_receiver_accepted_spans_total/{s+=$2} END{print s+0}')
-python3 - "$t0" "$t1" "$SENT" "$DROPPED" "$ACCEPTED" "$PEAK" "$BASE_S" "$SPANS" "$PROTO" "$COMP" "$SINK" "$BASE_PEAK" "$USR" "$SYS" <<'EOF'
+COLLECTOR_PID=$(cat "$RUN_DIR/pids/otelcol.pid")
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+collector_metric() { # collector_metric REGEX: sum of the collector's own counters matching REGEX
+  curl -s "http://127.0.0.1:$DDSHARK_OTELCOL_METRICS_PORT/metrics" | awk -v re="$1" '$0 ~ re {s+=$2} END{print s+0}'
+}
+printf 'ddshark OTLP export benchmark: %s synthetic DATA spans (+ the fixture'"'"'s), %s/%s, collector traces -> %s\n' "$SPANS" "$PROTO" "$COMP" "$SINK"
+printf '  replay without export: %s s, peak RSS %s MiB\n' "$BASE_S" "$(awk -v k="$BASE_PEAK" 'BEGIN{printf "%.1f", k/1024}')"
+
+# export_run LABEL BINARY RUN: one replay with export, one result line
+export_run() {
+  local label=$1 exe=$2 run=$3 t0 t1 c0 c1 usr sys peak summary sent dropped acc0 acc1
+  acc0=$(collector_metric '^otelcol_receiver_accepted_spans_total')
+  c0=$(cpu_ticks "$COLLECTOR_PID")
+  t0=$(date +%s.%N)
+  /usr/bin/time -o "$WORK/time" -f '%U %S %M' \
+    "$exe" -r "$PCAP" --no-tui --interval 3600 --otlp "$EP" --otlp-protocol "$PROTO" \
+    --otlp-compression "$COMP" --host-name bench --otlp-flush-timeout 120 ${DDSHARK_BENCH_ARGS:-} >/dev/null 2>"$WORK/run.err" \
+    || { cat "$WORK/run.err" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  read -r usr sys peak <"$WORK/time"
+  # With InfluxDB behind the collector: wait until the collector has written everything.
+  if [ "$SINK" = influxdb ]; then
+    local i out
+    for i in $(seq 1 600); do
+      out=$(collector_metric '^otelcol_exporter_(sent|send_failed)_spans_total.*exporter="otlp/telegraf"')
+      [ "$out" -ge "$(collector_metric '^otelcol_receiver_accepted_spans_total')" ] && break
+      sleep 0.2; : "$i"
+    done
+    t1=$(date +%s.%N)
+  fi
+  c1=$(cpu_ticks "$COLLECTOR_PID")
+  acc1=$(collector_metric '^otelcol_receiver_accepted_spans_total')
+  summary=$(grep ' spans: ' "$WORK/run.err" | tail -1)
+  sent=$(sed -E 's/.*spans: ([0-9]+) sent,.*/\1/' <<<"$summary")
+  dropped=$(sed -E 's/.* ([0-9]+) dropped \(queue full\).*/\1/' <<<"$summary")
+  python3 - "$label" "$run" "$t0" "$t1" "$sent" "$dropped" "$((acc1 - acc0))" "$usr" "$sys" "$peak" "$((c1 - c0))" "$(getconf CLK_TCK)" <<'PY'
 import sys
-t0, t1, sent, dropped, acc, peak, base, spans = map(float, sys.argv[1:9])
-proto, comp, sink = sys.argv[9:12]
-base_peak = float(sys.argv[12])
-cpu = float(sys.argv[13]) + float(sys.argv[14])
+label, run = sys.argv[1:3]
+t0, t1, sent, dropped, acc, usr, sys_, peak, cticks, hz = map(float, sys.argv[3:13])
 d = t1 - t0
-print(f"ddshark OTLP export benchmark: {int(spans)} synthetic DATA spans (+ the fixture's), {proto}/{comp}, collector traces -> {sink}")
-print(f"  replay without export : {base:.2f} s ({spans/base:,.0f} submessages/s), peak RSS {base_peak/1024:.1f} MiB")
-print(f"  replay with export    : {d:.2f} s, {int(sent)} spans sent, {int(dropped)} dropped, collector accepted {int(acc)}")
-print(f"  sustained export rate : {sent/d:,.0f} spans/s")
-print(f"  ddshark peak RSS      : {peak/1024:.1f} MiB (max resident set, /usr/bin/time)")
-print(f"  ddshark CPU           : {cpu:.2f} s ({cpu/d*100:.0f}% of one core; the collector has the rest of the 2-core machine)")
-EOF
-[ -f "$WORK/e2e.txt" ] && cat "$WORK/e2e.txt"
+n = max(sent, 1)
+print(f"  {label:<7} run {run}: {sent/d:>9,.0f} spans/s ({int(sent)} sent in {d:.2f} s, {int(dropped)} dropped, "
+      f"collector accepted {int(acc)}); ddshark {(usr+sys_)/n*1e6:.2f} us CPU/span, peak RSS {peak/1024:.1f} MiB; "
+      f"collector {cticks/hz/n*1e6:.2f} us CPU/span")
+PY
+}
+
+say "replaying with --otlp $EP ($PROTO, $COMP), $RUNS run(s)${BEFORE_BIN:+, interleaved with $BEFORE_BIN}"
+for run in $(seq 1 "$RUNS"); do
+  [ -n "$BEFORE_BIN" ] && export_run before "$BEFORE_BIN" "$run"
+  export_run this "$DDSHARK" "$run"
+done

@@ -90,7 +90,7 @@ pub struct OtlpArgs {
     #[arg(long, value_name = "SPANS", default_value = "65536")]
     pub otlp_queue: usize,
     /// Spans per export request
-    #[arg(long, value_name = "SPANS", default_value = "2048")]
+    #[arg(long, value_name = "SPANS", default_value = "1024")]
     pub otlp_batch: usize,
     /// Do not export per-topic metrics (spans only)
     #[arg(long)]

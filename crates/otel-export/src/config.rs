@@ -349,7 +349,7 @@ impl ExporterConfig {
             resource: o.resource.clone(),
             topic_filter: TopicFilter::new(&o.topics)?,
             queue_capacity: 65_536,
-            max_batch: 2048,
+            max_batch: 1024,
             batch_timeout: Duration::from_millis(500),
             max_concurrent: 2,
             worker_threads: 2,
