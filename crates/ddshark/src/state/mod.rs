@@ -23,9 +23,8 @@ pub mod snapshot;
 pub mod timing;
 pub mod window;
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -343,10 +342,9 @@ pub fn deadline_ns(info: &EndpointInfo) -> Option<u64> {
 }
 
 fn addr_hash(a: &SocketAddr) -> u32 {
-    let mut h = DefaultHasher::new();
-    a.hash(&mut h);
+    // A fixed seed: the same capture gives the same hashes on every run.
+    let v = foldhash::fast::FixedState::with_seed(0).hash_one(a);
     // Fold the 64-bit hash; collisions only blur fan-out vs retransmission.
-    let v = h.finish();
     (v ^ (v >> 32)) as u32
 }
 
