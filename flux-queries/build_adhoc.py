@@ -5,7 +5,8 @@ flux-queries/tasks/materialise_latency.flux is the one definition of DDS latency
 The ad-hoc queries (a window and two hosts picked in Grafana) are that pipeline with the
 task's bounded window replaced by v.timeRangeStart/Stop, the hosts and the topic filtered
 on tags before any pivot, and a result table instead of to():
-  dds_latency.flux, dds_submessage_latency.flux, lost_samples.flux
+  dds_latency.flux, dds_submessage_latency.flux, lost_samples.flux, payload_size.flux,
+  retransmissions.flux
 
 usage: flux-queries/build_adhoc.py [--check]
   --check   exit 1 if a generated file differs from what is in the repository
@@ -16,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASK = os.path.join(HERE, "tasks", "materialise_latency.flux")
 GENERATED = "// Generated from flux-queries/tasks/materialise_latency.flux by flux-queries/build_adhoc.py: edit the task.\n"
-IMPORTS = 'import "array"\nimport "dict"\nimport "strings"\n\n'
+IMPORTS = 'import "array"\nimport "dict"\nimport "experimental"\nimport "internal/debug"\nimport "strings"\n\n'
 TAG_FILTERS = '''
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))'''
@@ -51,10 +52,31 @@ HEADERS = {
 // fragment_starting_num, topic_name; one series per topic.
 // Grafana variables: ${bucket}, ${sender}, ${receiver}, ${topic}, v.timeRangeStart/Stop.
 ''',
-    "lost_samples.flux": '''// Lost samples from ${sender} to ${receiver}: samples of the sender host's writers
-// (see dds_latency.flux) that never became complete on the receiver host (no span
-// there, or not all DDS fragments), counted per v.windowPeriod at t_send, per topic.
-// Samples sent in the last moments of the time range may still be in flight.
+    "lost_samples.flux": '''// Lost samples from ${sender} to ${receiver}, ad hoc from the raw spans: samples of the
+// sender host's writers (see dds_latency.flux) that ${receiver} never completed while its
+// capture ran (its first span no later than the send time, its last one at least 1 s
+// after), or saw only part of: `ddshark latency`'s "lost" and "incomplete". ${receiver}
+// must have captured some span of the writer in the window to count as its receiver.
+// Counted per v.windowPeriod at t_send, per topic; the task writes the same samples into
+// ${long_bucket} (lost_samples_materialised.flux). Samples sent in the last moments of
+// the time range may still be in flight.
+// Grafana variables: ${bucket}, ${sender}, ${receiver}, ${topic}, v.timeRangeStart/Stop,
+// v.windowPeriod.
+''',
+    "payload_size.flux": '''// DDS payload (sample) size over time of the samples ${sender}'s writers sent, ad hoc
+// from the raw spans: one point per sample (writer_id, sn) at its first span on its
+// writer's host (see dds_latency.flux; ${receiver} helps to tell whose writers are
+// whose); _value = serialized sample size in bytes (DATA_FRAG: sampleSize). One series
+// per topic; the task writes the same points into ${long_bucket}
+// (payload_size_materialised.flux).
+// Grafana variables: ${bucket}, ${sender}, ${receiver}, ${topic}, v.timeRangeStart/Stop.
+''',
+    "retransmissions.flux": '''// Retransmissions (repairs) by ${sender}'s writers, ad hoc from the raw spans, with the
+// definition of `ddshark latency` (repairs_sender): a DATA/DATA_FRAG span on the writer's
+// host is a repair when the same DATA_FRAG (DATA: the sample) already went to the same
+// destination, or to a multicast group, before it. Counted per v.windowPeriod at the
+// time of the repair, per topic; the task writes the same counts per second into
+// ${long_bucket} (retransmissions_materialised.flux).
 // Grafana variables: ${bucket}, ${sender}, ${receiver}, ${topic}, v.timeRangeStart/Stop,
 // v.windowPeriod.
 ''',
@@ -69,23 +91,27 @@ def replace_once(text, old, new):
 
 def ad_hoc_body(task):
     body = task[task.index("// One row per DATA span"):]
-    # Parts that only make sense for the task's bounded window.
-    while "// task only: begin" in body:
-        a = body.index("// task only: begin")
-        b = body.index("// task only: end\n") + len("// task only: end\n")
-        body = body[:a] + body[b:]
+    # Parts that only make sense for the task's bounded window, and its outputs.
+    for begin, end in (("// task only: begin", "// task only: end\n"), ("// output: begin", "// output: end\n")):
+        while begin in body:
+            a = body.index(begin)
+            b = body.index(end, a) + len(end)
+            body = body[:a] + body[b:]
     body = replace_once(body, "data = dataSpans\n", "data = recentDataSpans\n")
     for kind, stop in (("DATA", "readStop"), ("DATA_FRAG", "fragReadStop")):
         body = replace_once(body, f'''    |> range(start: readStart, stop: {stop})
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "{kind}")''', f'''    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "{kind}")''' + TAG_FILTERS)
+    for start, stop in (("liveStart", "emitStop"), ("emitStart", "fragReadStop")):
+        body = replace_once(body, f"    |> range(start: {start}, stop: {stop})\n",
+                            "    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)\n")
     body = replace_once(body, '''    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs and r.host == homeOf(w: r.writer_id))''',
                         '''    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))''')
     body = replace_once(body, '''recvData = data
     |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''recvData = data
     |> filter(fn: (r) => r.host == "${receiver}")''')
-    body = replace_once(body, '''recvFrag = fragFirst
-    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''recvFrag = fragFirst
+    body = replace_once(body, '''recvFragCover = fragFirst
+    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''recvFragCover = fragFirst
     |> filter(fn: (r) => r.host == "${receiver}")''')
     body = replace_once(body, '''fragSent = frags
     |> filter(fn: (r) => r.host == homeOf(w: r.writer_id))''', '''fragSent = frags
@@ -95,46 +121,71 @@ def ad_hoc_body(task):
     body = replace_once(body, '''        fragFirst
             |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''        fragFirst
             |> filter(fn: (r) => r.host == "${receiver}")''')
+    body = replace_once(body, "inEmitWindow = (r) => r.start >= emitStartNs and r.start < emitStopNs\n",
+                        "inEmitWindow = (r) => true\n")
+    body = replace_once(body, '''senderSpans = spans
+    |> filter(fn: (r) => r.host == homeOf(w: r.writer_id))''', '''senderSpans = spans
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))''')
     return body
 
 
-def result(part, value, extra=""):
-    a = part.index("    |> filter(fn: (r) => exists r.s)\n    |> experimental.unpivot")
-    recv = 'r["r|${receiver}"]'
-    keep = "exists r.s" if value == "lost" else f"exists r.s and exists {recv}"
-    val = f"if exists {recv} then 0 else 1" if value == "lost" else f"{recv} - r.s"
-    tail = "    |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)\n" if value == "lost" else ""
-    return part[:a] + f"""    |> filter(fn: (r) => {keep})
-    |> map(fn: (r) => ({{
-        _time: time(v: r.s),
-        _value: {val},
+TOPIC = '        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),\n'
+PER_TOPIC = '    |> group(columns: ["topic_name"])\n    |> sort(columns: ["_time"])\n'
+PER_WINDOW = "    |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)\n"
+# What each ad-hoc query returns from the task's named streams (the task writes the same
+# rows into ${long_bucket} in its `// output` blocks).
+TAILS = {
+    "dds_latency.flux": '''samplesPerReceiver
+    |> filter(fn: (r) => exists r.t_recv and r.receiver == "${receiver}")
+    |> map(fn: (r) => ({
+        _time: time(v: r.t_send),
+        _value: r.t_recv - r.t_send,
         writer_id: r.writer_id,
-        sn: r.sn,{extra}
-        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),
-    }}))
-    |> group(columns: ["topic_name"])
-    |> sort(columns: ["_time"])
-""" + tail
+        sn: r.sn,
+''' + TOPIC + "    }))\n" + PER_TOPIC,
+    "lost_samples.flux": '''lostSamples
+    |> filter(fn: (r) => r.receiver == "${receiver}")
+    |> map(fn: (r) => ({
+        _time: time(v: r.t_send),
+        _value: 1,
+        writer_id: r.writer_id,
+        sn: r.sn,
+        incomplete: r.incomplete,
+''' + TOPIC + "    }))\n" + PER_TOPIC + PER_WINDOW,
+    "payload_size.flux": '''sent
+    |> map(fn: (r) => ({
+        _time: time(v: r.start),
+        _value: r.size,
+        writer_id: r.writer_id,
+        sn: r.sn,
+''' + TOPIC + "    }))\n" + PER_TOPIC,
+    "retransmissions.flux": '''repairsPerSecond
+    |> map(fn: (r) => ({
+        _time: time(v: r.second * 1000000000),
+        _value: r.repairs,
+        writer_id: r.writer_id,
+''' + TOPIC + "    }))\n" + PER_TOPIC + PER_WINDOW,
+    "dds_submessage_latency.flux": '''fragsPerReceiver
+    |> filter(fn: (r) => exists r["r|${receiver}"])
+    |> map(fn: (r) => ({
+        _time: time(v: r.s),
+        _value: r["r|${receiver}"] - r.s,
+        writer_id: r.writer_id,
+        sn: r.sn,
+        fragment_starting_num: r.fsn,
+''' + TOPIC + "    }))\n" + PER_TOPIC,
+}
 
 
 def generate():
-    body = ad_hoc_body(open(TASK).read())
-    i_sample = body.index("// Sender and receivers of a sample side by side")
-    i_sub = body.index("// Submessage level:")
-    common, sample, sub = body[:i_sample], body[i_sample:i_sub], body[i_sub:]
-    return {
-        "dds_latency.flux": result(sample, "latency"),
-        "lost_samples.flux": result(sample, "lost"),
-        "dds_submessage_latency.flux": result(sub, "latency", "\n        fragment_starting_num: r.fsn,"),
-    }, common
+    return {name: HEADERS[name] + GENERATED + IMPORTS + ad_hoc_body(open(TASK).read()) + "\n" + tail
+            for name, tail in TAILS.items()}
 
 
 def main():
     check = "--check" in sys.argv[1:]
-    parts, common = generate()
     stale = []
-    for name, tail in parts.items():
-        text = HEADERS[name] + GENERATED + IMPORTS + common + tail
+    for name, text in generate().items():
         path = os.path.join(HERE, name)
         old = open(path).read() if os.path.exists(path) else None
         if old != text:

@@ -220,15 +220,17 @@ def latency_board():
             [influx_target("dds_submessage_latency_materialised")], "ns", h=9, style="points",
             legend_calcs=["min", "mean", "max", "count"])
     b.panel("Lost samples ${sender} -> ${receiver}",
-            "Samples of ${sender}'s writers never complete on ${receiver}, per interval at send "
-            "time (joins the raw spans). flux-queries/lost_samples.flux",
-            [influx_target("lost_samples")], "short", h=7, style="bars", w=12,
+            "Samples of ${sender}'s writers that ${receiver} never completed while capturing "
+            "(lost or incomplete, as `ddshark latency` says), per interval at send time "
+            "(materialised by the latency task). flux-queries/lost_samples_materialised.flux",
+            [influx_target("lost_samples_materialised")], "short", h=7, style="bars", w=12,
             advance=False, legend_calcs=["sum"])
     b.panel("Retransmissions on ${sender}",
-            "DATA/DATA_FRAG sent again to the same destination (repairs), per interval. "
-            "flux-queries/retransmissions.flux",
-            [influx_target("retransmissions")], "short", h=7, style="bars", w=12, x=12,
-            legend_calcs=["sum"])
+            "DATA/DATA_FRAG of ${sender}'s writers re-sent to a destination (or after a "
+            "multicast send) that already had them: repairs, per interval (materialised by the "
+            "latency task). flux-queries/retransmissions_materialised.flux",
+            [influx_target("retransmissions_materialised")], "short", h=7, style="bars", w=12,
+            x=12, legend_calcs=["sum"])
     b.row("Ad-hoc joins over the raw spans (for a window you pick; slower)", collapsed=[
         b.panel("DDS-layer latency per sample (ad-hoc join)",
                 "Joins the raw spans of ${sender} and ${receiver} at query time: the same numbers "
@@ -240,6 +242,12 @@ def latency_board():
                 "flux-queries/dds_submessage_latency.flux",
                 [influx_target("dds_submessage_latency")], "ns", h=9, style="points",
                 legend_calcs=["min", "mean", "max", "count"], attach=False),
+        b.panel("Lost samples ${sender} -> ${receiver} (ad-hoc join)",
+                "flux-queries/lost_samples.flux", [influx_target("lost_samples")], "short", h=7,
+                style="bars", legend_calcs=["sum"], attach=False),
+        b.panel("Retransmissions on ${sender} (ad hoc)",
+                "flux-queries/retransmissions.flux", [influx_target("retransmissions")], "short",
+                h=7, style="bars", legend_calcs=["sum"], attach=False),
     ])
     return b
 
@@ -254,9 +262,10 @@ def traffic_board():
                var_topic()])
     b.row("Traffic on ${sender}")
     b.panel("DDS payload size over time",
-            "Serialized sample size, one point per sample at its first transmission. "
-            "flux-queries/payload_size.flux",
-            [influx_target("payload_size")], "decbytes", h=9, style="points")
+            "Serialized sample size of ${sender}'s writers, one point per sample at its first "
+            "transmission (materialised by the latency task). "
+            "flux-queries/payload_size_materialised.flux",
+            [influx_target("payload_size_materialised")], "decbytes", h=9, style="points")
     b.panel("Bandwidth per topic",
             "DDS payload bit/s per topic, retransmissions included. flux-queries/topic_bandwidth.flux",
             [influx_target("topic_bandwidth")], "bps", h=9, w=12, advance=False)
@@ -265,15 +274,26 @@ def traffic_board():
             [influx_target("message_rate")], "short", h=9, w=12, x=12)
     b.row("Loss and repairs")
     b.panel("Lost samples ${sender} -> ${receiver}",
-            "flux-queries/lost_samples.flux", [influx_target("lost_samples")], "short", h=8,
-            w=8, style="bars", advance=False, legend_calcs=["sum"])
-    b.panel("Retransmissions (repairs)", "flux-queries/retransmissions.flux",
-            [influx_target("retransmissions")], "short", h=8, w=8, x=8, style="bars",
+            "flux-queries/lost_samples_materialised.flux",
+            [influx_target("lost_samples_materialised")], "short", h=8, w=8, style="bars",
             advance=False, legend_calcs=["sum"])
+    b.panel("Retransmissions (repairs)", "flux-queries/retransmissions_materialised.flux",
+            [influx_target("retransmissions_materialised")], "short", h=8, w=8, x=8,
+            style="bars", advance=False, legend_calcs=["sum"])
     b.panel("ddshark per-topic counters (samples, bytes, lost, retransmitted)",
             "Increase per interval of ddshark's OTLP counters ddshark.topic.*. "
             "flux-queries/topic_counters.flux",
             [influx_target("topic_counters")], "short", h=8, w=8, x=16, legend_calcs=["sum"])
+    b.row("Ad hoc over the raw spans (for a window you pick; slower)", collapsed=[
+        b.panel("DDS payload size over time (ad hoc)", "flux-queries/payload_size.flux",
+                [influx_target("payload_size")], "decbytes", h=9, style="points", attach=False),
+        b.panel("Lost samples ${sender} -> ${receiver} (ad-hoc join)",
+                "flux-queries/lost_samples.flux", [influx_target("lost_samples")], "short", h=8,
+                style="bars", legend_calcs=["sum"], attach=False),
+        b.panel("Retransmissions (repairs, ad hoc)", "flux-queries/retransmissions.flux",
+                [influx_target("retransmissions")], "short", h=8, style="bars",
+                legend_calcs=["sum"], attach=False),
+    ])
     return b
 
 

@@ -37,6 +37,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PCAPS = os.path.join(ROOT, "tests", "pcaps")
@@ -307,6 +308,100 @@ def check_latency(influx, binary, scen, hosts, start, stop):
                 log(f"{scen} {qfile:42} {direction}: {len(want)} latencies identical to the ns")
 
 
+def latency_run(binary, a, b):
+    """`ddshark latency` per sample (all statuses) and its count of samples the receiver
+    was not expected to see (not in the rows)."""
+    p = subprocess.run([binary, "latency", a, b, "--level", "sample", "-F", "tsv"],
+                       capture_output=True, text=True, check=True)
+    m = re.search(r"sender-only not expected at the receiver (\d+)", p.stderr)
+    if not m:
+        raise RuntimeError(f"ddshark latency: no statistics line in {p.stderr[-500:]}")
+    return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t")), int(m.group(1))
+
+
+def flux_rows(influx, name, start, stop, window, values):
+    text = open(os.path.join(FLUX_DIR, name)).read()
+    return influx.query(bind_flux(text, start, stop, window, values))
+
+
+def long_points(influx, measurement, sender, start, stop, receiver=None):
+    """Points of a materialised measurement, one row per point (fields pivoted)."""
+    rcv = f' and r.receiver == "{receiver}"' if receiver else ""
+    return influx.query(
+        f'from(bucket: "{influx.long_bucket}") |> range(start: {rfc3339(start)}, stop: {rfc3339(stop)}) '
+        f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.sender == "{sender}"{rcv}) '
+        f'|> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value") |> group()')
+
+
+def compare(scen, what, want, got):
+    missing = sorted(set(want) - set(got))
+    extra = sorted(set(got) - set(want))
+    diff = sorted(k for k in set(want) & set(got) if want[k] != got[k])
+    ok = check(not missing and not extra and not diff,
+               f"{scen} {what}: want {len(want)}, got {len(got)}; missing {missing[:5]} extra {extra[:5]} "
+               f"differ {[(k, want[k], got[k]) for k in diff[:5]]}")
+    if ok:
+        log(f"{scen} {what}: {len(want)} identical")
+    return ok
+
+
+def check_outcomes(influx, binary, scen, hosts, start, stop):
+    """Lost samples, sample sizes and repairs: the task's dds_lost / dds_samples /
+    dds_repairs points against `ddshark latency` on the same captures, and the ad-hoc
+    queries over the raw spans against the materialised ones."""
+    rows, not_expected = latency_run(binary, *(os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap")))
+    values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "topic": ".*"}
+    extra_samples = 0
+    for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
+        mine = [r for r in rows if r["direction"] == direction]
+        v = dict(values, sender=snd, receiver=rcv)
+        # Loss: `ddshark latency`'s lost and incomplete rows, each sample once, same t_send.
+        want = {(r["writer_guid"], r["sn"]): (int(r["t_send_ns"]), int(r["status"] == "incomplete"))
+                for r in mine if r["status"] in ("lost", "incomplete")}
+        got = {(p["writer_id"], p["sn"]): (parse_time_ns(p["_time"]), int(p["incomplete"]))
+               for p in long_points(influx, "dds_lost", snd, start, stop, rcv)}
+        compare(scen, f"dds_lost {direction}", want, got)
+        # Sample sizes: every sample ddshark reports (any status), same t_send and size; the
+        # task also has the samples the receiver was not expected to see.
+        want = {(r["writer_guid"], r["sn"]): (int(r["t_send_ns"]), int(r["sample_size"])) for r in mine}
+        points = long_points(influx, "dds_samples", snd, start, stop)
+        got = {(p["writer_id"], p["sn"]): (parse_time_ns(p["_time"]), int(p["sample_size"])) for p in points}
+        check(len(got) == len(points), f"{scen} dds_samples {direction}: {len(points)} points, "
+                                       f"{len(got)} samples")
+        extra_samples += len(set(got) - set(want))
+        compare(scen, f"dds_samples {direction} (samples ddshark reports)", want,
+                {k: x for k, x in got.items() if k in want})
+        adhoc = {(r["writer_id"], r["sn"]): (parse_time_ns(r["_time"]), int(r["_value"]))
+                 for r in flux_rows(influx, "payload_size.flux", start, stop, "1s", v)}
+        compare(scen, f"payload_size.flux {direction} = dds_samples", got, adhoc)
+        # (the panel's rows carry no sn: compared as a multiset of (writer, t_send, size))
+        mat = Counter((r["writer_id"], parse_time_ns(r["_time"]), int(r["_value"]))
+                      for r in flux_rows(influx, "payload_size_materialised.flux", start, stop, "1s", v))
+        compare(scen, f"payload_size_materialised.flux {direction} = dds_samples",
+                Counter((k[0],) + x for k, x in got.items()), mat)
+        # Repairs: per writer, the sum of ddshark's repairs_sender.
+        want = {}
+        for r in mine:
+            want[r["writer_guid"]] = want.get(r["writer_guid"], 0) + int(r["repairs_sender"])
+        want = {k: x for k, x in want.items() if x}
+        got = {}
+        for p in long_points(influx, "dds_repairs", snd, start, stop):
+            got[p["writer_id"]] = got.get(p["writer_id"], 0) + int(p["repairs"])
+        got = {k: x for k, x in got.items() if x}
+        compare(scen, f"dds_repairs {direction} (per writer)", want, got)
+        # The panels: materialised and ad-hoc give the same rows (per topic and second).
+        for mat, raw in (("lost_samples_materialised.flux", "lost_samples.flux"),
+                         ("retransmissions_materialised.flux", "retransmissions.flux")):
+            a = {(r["topic_name"], r["_time"]): int(float(r["_value"]))
+                 for r in flux_rows(influx, mat, start, stop, "1s", v)}
+            b = {(r["topic_name"], r["_time"]): int(float(r["_value"]))
+                 for r in flux_rows(influx, raw, start, stop, "1s", v)}
+            compare(scen, f"{raw} {direction} = {mat}", a, b)
+    check(extra_samples == not_expected,
+          f"{scen}: dds_samples has {extra_samples} samples ddshark does not report, ddshark counts "
+          f"{not_expected} not expected at the receiver")
+
+
 # Queries about the stack itself, or over ddshark's OTLP metrics (the SDK stamps them with
 # the time of export): their data is at "now", not in the replayed captures' time range.
 LIVE_QUERIES = {"writer_health.flux", "series_cardinality.flux", "exporter_health.flux",
@@ -574,6 +669,7 @@ def main():
                 f"in {time.time() - t0_task:.1f} s")
         for s, (hosts, start, stop, _, _) in ranges.items():
             check_latency(influx, binary, s, hosts, start, stop)
+            check_outcomes(influx, binary, s, hosts, start, stop)
         first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
         # Every query and panel must return data: a fixture with DATA_FRAG, loss and repairs.
         rich = ranges.get("h_vlan_pcp") or first
