@@ -27,6 +27,8 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "flux"))
+import run as fluxcheck  # noqa: E402  (the suite's comparisons of the task's output with `ddshark latency`)
 FLUX_DIR = os.path.join(ROOT, "flux-queries")
 DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
 # flux-queries/tasks/materialise_latency.flux: a sample sent at t is written by the runs
@@ -93,6 +95,25 @@ class Influx:
                        f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
                        f'and r["host.name"] == "{host}") |> group() |> count()')
         return int(r[0]["_value"]) if r else 0
+
+    def task_runs(self, n=5, name="ddshark-latency"):
+        """(duration s, status) of the latency task's latest n finished runs, newest first:
+        does the task keep up with its 10 s period?"""
+        def get(path):
+            req = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"Token {self.token}"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.load(r)
+        tasks = [x for x in get(f"/api/v2/tasks?org={self.org}")["tasks"] if x["name"] == name]
+        if not tasks:
+            return []
+        runs = [x for x in get(f"/api/v2/tasks/{tasks[0]['id']}/runs?limit={n}")["runs"] if x.get("finishedAt")]
+        runs.sort(key=lambda x: x["finishedAt"], reverse=True)
+        return [(round((parse_time_ns(x["finishedAt"]) - parse_time_ns(x["startedAt"])) / 1e9, 2), x["status"])
+                for x in runs]
+
+    def last_task_run(self):
+        runs = self.task_runs()
+        return runs[0] if runs else ("", "no run")
 
     def writer_counters(self):
         """Telegraf's cumulative internal_write counters per output alias."""
@@ -190,17 +211,20 @@ def rss_between(csv_path, t0_s, t1_s):
 
 
 def dashboard_queries():
-    """(dashboard, panel title, refId, flux text) of every InfluxDB target of the panels a
-    dashboard shows when opened (collapsed rows run nothing until expanded; the ad-hoc
-    latency joins there are timed by compare()), each query once."""
+    """(dashboard, panel title, refId, flux text) of every InfluxDB target of every panel,
+    those of collapsed rows (the ad-hoc joins, run only when expanded) marked, each query
+    once."""
     out, seen = [], set()
     for f in sorted(glob.glob(os.path.join(DASH_DIR, "*.json"))):
         d = json.load(open(f))
-        for p in d["panels"]:
+        panels = [(p, False) for p in d["panels"]]
+        panels += [(c, True) for p in d["panels"] for c in p.get("panels", [])]
+        for p, collapsed in panels:
             for t in p.get("targets", []):
                 if "query" in t and t["query"] not in seen:
                     seen.add(t["query"])
-                    out.append((os.path.basename(f), p["title"], t["refId"], t["query"]))
+                    title = p["title"] + (" [collapsed row]" if collapsed else "")
+                    out.append((os.path.basename(f), title, t["refId"], t["query"]))
     return out
 
 
@@ -306,6 +330,10 @@ def cmd_rate(a):
         log(f"{a.name}: waiting {wait:.0f} s for the latency task")
         time.sleep(wait)
     res["writer"] = influx.writer_counters()
+    runs = influx.task_runs(n=20)
+    res["task_runs"] = {"n": len(runs), "max_s": max((x[0] for x in runs), default=None),
+                        "mean_s": round(sum(x[0] for x in runs) / len(runs), 2) if runs else None,
+                        "failed": sum(1 for x in runs if x[1] != "success")}
     now_ns = time.time_ns()
     res["cardinality"] = {"raw": influx.cardinality(influx.bucket, "-1h"),
                           "long": influx.cardinality(influx.long_bucket, "-30d")}
@@ -316,6 +344,12 @@ def cmd_rate(a):
         # are timed on complete data.
         res["latency"] = compare(influx, a.ddshark, a.dir, hosts, a.t_start - 10_000_000_000,
                                  a.t_end + 10_000_000_000)
+        # Lost samples, sample sizes, repairs per writer against `ddshark latency`.
+        n0 = len(fluxcheck.FAILURES)
+        fluxcheck.check_outcomes(fluxcheck.Influx(env), a.ddshark, a.name, hosts,
+                                 a.t_start - 10_000_000_000, a.t_end + 10_000_000_000,
+                                 pcaps=[os.path.join(a.dir, f) for f in ("a.pcap", "b.pcap")], adhoc=False)
+        res["outcomes"] = {"equal": len(fluxcheck.FAILURES) == n0, "failures": fluxcheck.FAILURES[n0:]}
     res["panels"] = panel_times(influx, hosts, time.time_ns())
     json.dump(res, open(os.path.join(a.dir, "result.json"), "w"), indent=1)
     return 0
@@ -343,6 +377,8 @@ def held(res):
     for k, v in res.get("latency", {}).items():
         if not v["equal"]:
             problems.append(f"{k}: not equal to ddshark latency")
+    if not res.get("outcomes", {}).get("equal", True):
+        problems.append("lost samples / sample sizes / repairs: not equal to ddshark latency")
     return problems
 
 
@@ -388,16 +424,17 @@ def cmd_sample(a):
     pids = [int(p) for p in a.pids.split()]
     influxd_pid = int(open(os.path.join(env["DDSHARK_STACK_RUN_DIR"], "pids", "influxd.pid")).read())
     with open(a.out, "w") as fh:
-        fh.write("t_s,raw_series,long_series,influxd_rss_mib,spans_last_min,telegraf_buffer\n")
+        fh.write("t_s,raw_series,long_series,influxd_rss_mib,spans_last_min,telegraf_buffer,task_run_s,task_status\n")
         while any(os.path.exists(f"/proc/{p}") for p in pids):
             try:
                 rss = int(re.search(r"VmRSS:\s+(\d+)", open(f"/proc/{influxd_pid}/status").read()).group(1))
                 r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: -1m) |> filter(fn: (r) => '
                                  f'r._measurement == "spans" and r._field == "end_time_unix_nano") |> group() |> count()')
                 w = influx.writer_counters().get("raw", {})
+                run_s, status = influx.last_task_run()
                 fh.write(f"{int(time.time())},{influx.cardinality(influx.bucket, '-1h')},"
                          f"{influx.cardinality(influx.long_bucket, '-30d')},{rss / 1024:.1f},"
-                         f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')}\n")
+                         f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')},{run_s},{status}\n")
                 fh.flush()
             except (RuntimeError, OSError, AttributeError) as e:
                 log(f"sample: {e}")
@@ -440,6 +477,8 @@ def cmd_report(a):
                    f"DATA_FRAG {eq('dds_submessage_latency_materialised')}; {eq('dds_submessage_latency')}")
         if not lat:
             latency = "not compared (looped replay repeats SNs)"
+        elif "outcomes" in r:
+            latency += f" · lost, sizes, repairs {'=' if r['outcomes']['equal'] else '≠'}"
         lines.append(
             f"| {r['name']} ({r['rate']}×{', ' + str(r['loops']) + ' loops' if r['loops'] > 1 else ''}) "
             f"| {r['replay_s']} s | {pps:,.0f} | {sent:,} | {dropped} (kernel {kd}) "
@@ -463,18 +502,23 @@ def cmd_report(a):
             f"{r.get('latency', {}).get('dds_latency A->B', {}).get('seconds', '—')} s" for r in results) + " |")
         qlines.append("| `dds_latency_materialised.flux` over the run (A→B) | " + " | ".join(
             f"{r.get('latency', {}).get('dds_latency_materialised A->B', {}).get('seconds', '—')} s" for r in results) + " |")
+    if results:
+        qlines += ["", "Latency task (every 10 s), its last 20 runs before the panel queries: " + "; ".join(
+            f"{r['name']} mean {r.get('task_runs', {}).get('mean_s')} s, max {r.get('task_runs', {}).get('max_s')} s, "
+            f"{r.get('task_runs', {}).get('failed')} failed" for r in results) + "."]
     soak_lines = []
     samples = os.path.join(a.out, "soak", "samples.csv")
     if os.path.exists(samples):
         rows = list(csv.DictReader(open(samples)))
         if rows:
             t0 = int(rows[0]["t_s"])
-            soak_lines = ["| soak time | raw series | long series | influxd RSS | spans stored in the last minute | Telegraf buffer |",
-                          "|---|---|---|---|---|---|"]
+            soak_lines = ["| soak time | raw series | long series | influxd RSS | spans stored in the last minute | Telegraf buffer | latency task: last run |",
+                          "|---|---|---|---|---|---|---|"]
             step = max(1, len(rows) // 12)
             for x in rows[::step] + ([rows[-1]] if (len(rows) - 1) % step else []):
                 soak_lines.append(f"| {int(x['t_s']) - t0} s | {x['raw_series']} | {x['long_series']} | "
-                                  f"{x['influxd_rss_mib']} MiB | {x['spans_last_min']} | {x['telegraf_buffer']} |")
+                                  f"{x['influxd_rss_mib']} MiB | {x['spans_last_min']} | {x['telegraf_buffer']} | "
+                                  f"{x.get('task_run_s', '')} s {x.get('task_status', '')} |")
     text = ["# End-to-end bench: live capture → OTLP → collector → Telegraf → InfluxDB → task → panels",
             "",
             f"`scripts/bench-e2e.sh` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): both sides of the "

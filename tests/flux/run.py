@@ -345,11 +345,12 @@ def compare(scen, what, want, got):
     return ok
 
 
-def check_outcomes(influx, binary, scen, hosts, start, stop):
+def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=True):
     """Lost samples, sample sizes and repairs: the task's dds_lost / dds_samples /
-    dds_repairs points against `ddshark latency` on the same captures, and the ad-hoc
-    queries over the raw spans against the materialised ones."""
-    rows, not_expected = latency_run(binary, *(os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap")))
+    dds_repairs points against `ddshark latency` on the same captures (the fixture's, or
+    `pcaps`), and (adhoc) the ad-hoc queries over the raw spans against the materialised
+    ones. Also used by scripts/bench_e2e.py."""
+    rows, not_expected = latency_run(binary, *(pcaps or (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))))
     values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "topic": ".*"}
     extra_samples = 0
     for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
@@ -371,9 +372,10 @@ def check_outcomes(influx, binary, scen, hosts, start, stop):
         extra_samples += len(set(got) - set(want))
         compare(scen, f"dds_samples {direction} (samples ddshark reports)", want,
                 {k: x for k, x in got.items() if k in want})
-        adhoc = {(r["writer_id"], r["sn"]): (parse_time_ns(r["_time"]), int(r["_value"]))
-                 for r in flux_rows(influx, "payload_size.flux", start, stop, "1s", v)}
-        compare(scen, f"payload_size.flux {direction} = dds_samples", got, adhoc)
+        if adhoc:
+            raw = {(r["writer_id"], r["sn"]): (parse_time_ns(r["_time"]), int(r["_value"]))
+                   for r in flux_rows(influx, "payload_size.flux", start, stop, "1s", v)}
+            compare(scen, f"payload_size.flux {direction} = dds_samples", got, raw)
         # (the panel's rows carry no sn: compared as a multiset of (writer, t_send, size))
         mat = Counter((r["writer_id"], parse_time_ns(r["_time"]), int(r["_value"]))
                       for r in flux_rows(influx, "payload_size_materialised.flux", start, stop, "1s", v))
@@ -391,7 +393,7 @@ def check_outcomes(influx, binary, scen, hosts, start, stop):
         compare(scen, f"dds_repairs {direction} (per writer)", want, got)
         # The panels: materialised and ad-hoc give the same rows (per topic and second).
         for mat, raw in (("lost_samples_materialised.flux", "lost_samples.flux"),
-                         ("retransmissions_materialised.flux", "retransmissions.flux")):
+                         ("retransmissions_materialised.flux", "retransmissions.flux")) if adhoc else ():
             a = {(r["topic_name"], r["_time"]): int(float(r["_value"]))
                  for r in flux_rows(influx, mat, start, stop, "1s", v)}
             b = {(r["topic_name"], r["_time"]): int(float(r["_value"]))
