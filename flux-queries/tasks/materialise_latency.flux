@@ -1,18 +1,27 @@
-// InfluxDB task: materialises DDS latencies from the raw spans, incrementally.
+// InfluxDB task: materialises DDS latencies, losses, sample sizes and repairs from the
+// raw spans, incrementally, so that the dashboards never join raw spans.
 // Created by scripts/stack/start.sh (and deploy/influxdb/init.sh in docker compose),
 // with ${bucket} (raw spans) and ${long_bucket} (results, long retention) bound.
 //
-// Every run (every 5 s; now() = the run's scheduled time) reads the spans of a bounded
+// Every run (every 10 s; now() = the run's scheduled time) reads the spans of a bounded
 // window and writes, into ${long_bucket}:
 //   measurement dds_latency             one point per sample (writer_id, sn) and receiver
+//                                       that completed it
 //   measurement dds_submessage_latency  one point per DATA_FRAG (writer_id, sn,
 //                                       fragment_starting_num) and receiver
-// with _time = t_send, tags sender, receiver (host.name), topic_name, writer_id, slot
-// (the slot of the sender's first span: with writer_id and _time it names the sample),
-// fields latency_ns, t_recv_ns, sn (and fragment_starting_num). The series count is
-// bounded by the deployment (host pairs × topics × writers × slots), and a point is
-// fully determined by its sample, so a later run over an overlapping window rewrites
-// the same points (same series and time): no duplicates.
+//   measurement dds_lost                one point per sample and receiver that never
+//                                       completed it (field incomplete: 1 = saw part)
+//   measurement dds_samples             one point per sample on its writer's host
+//                                       (field sample_size)
+//   measurement dds_repairs             per second and writer on its own host: repairs
+//                                       and DATA/DATA_FRAG sent (submessages)
+// with _time = t_send (dds_repairs: the second), tags sender, receiver (host.name),
+// topic_name, writer_id, slot (the slot of the sender's first span: with writer_id and
+// _time it names the sample), fields latency_ns, t_recv_ns, sn (and
+// fragment_starting_num, incomplete, sample_size). The series count is bounded by the
+// deployment (host pairs × topics × writers × slots), and a point is fully determined
+// by its sample (or second), so a later run over an overlapping window rewrites the
+// same points (same series and time): no duplicates.
 //
 // Definitions (those of `ddshark latency`, crates/ddshark/src/latency/join.rs):
 //   t_send  = start (first IP fragment) of the earliest span of the sample on its
@@ -27,6 +36,15 @@
 //             as they arrive: earliest complete copy per fragment.
 //   submessage level: per DATA_FRAG, earliest start on the sender, earliest end on
 //             the receiver.
+//   receivers of a writer: the other hosts that captured any span of it in the window;
+//             such a host lost a sample it never completed if its capture ran at t_send
+//             (its first span at or before t_send, its last at least 1 s after: the
+//             `--lost-grace-ns` of `ddshark latency`), and it saw part of it
+//             ("incomplete") if some DATA_FRAGs but not all arrived. At most six
+//             receivers per writer get points (a seventh host gets neither latency nor
+//             loss points for that writer: the expansion below is a fixed union).
+//   repairs: a DATA/DATA_FRAG span on the writer's host whose DATA_FRAG (DATA: sample)
+//             already went to the same destination or to a multicast group before.
 // Windows: a run writes the samples whose t_send lies in [now - settle - emit,
 // now - settle) and reads spans from `horizon` before to `horizon` (DATA_FRAG:
 // `fragHorizon`) after that range;
