@@ -64,11 +64,13 @@ if [ -n "$BEFORE_BIN" ]; then
   [ -x "$BEFORE_BIN" ] || die "BEFORE_BIN=$BEFORE_BIN is not an executable"
   tools="ddshark before tcpdump"
 fi
-# on_cpu CPU CMD…: CMD pinned to CPU when CPU is set
-on_cpu() { local c=$1; shift; if [ -n "$c" ]; then taskset -c "$c" "$@"; else "$@"; fi; }
 for c in "$CAPTURE_CPU" "$REPLAY_CPU"; do
   case "$c" in '') ;; *[!0-9]*) die "CAPTURE_CPU/REPLAY_CPU must be a CPU number" ;; *) [ "$c" -lt "$(nproc)" ] || die "no CPU $c" ;; esac
 done
+# Command prefixes that pin (taskset execs its command: the pid stays the tool's).
+capture_pin=() replay_pin=()
+[ -n "$CAPTURE_CPU" ] && capture_pin=(taskset -c "$CAPTURE_CPU")
+[ -n "$REPLAY_CPU" ] && replay_pin=(taskset -c "$REPLAY_CPU")
 
 work=$(mktemp -d /tmp/ddsb-bench.XXXXXX)
 pids=()
@@ -136,7 +138,7 @@ replay() {
   local rate=$1 out=$2 before after pace
   if [ "$rate" = top ]; then pace=(--topspeed); else pace=(--pps="$rate" --limit=$((rate * STEP_S))); fi
   before=$(rx_packets)
-  timeout $((STEP_S + 20)) on_cpu "$REPLAY_CPU" ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --preload-pcap "${pace[@]}" \
+  timeout $((STEP_S + 20)) "${replay_pin[@]}" ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --preload-pcap "${pace[@]}" \
     --loop=0 --duration="$STEP_S" "$work/replay.pcap" >"$out" 2>&1 || true
   after=$(rx_packets)
   awk -v d=$((after - before)) '
@@ -167,7 +169,7 @@ run_ddshark() {
   local d=$work/$name.$rate
   rm -f "$d.json"
   # --duration only bounds a run whose SIGINT got lost.
-  on_cpu "$CAPTURE_CPU" ip netns exec "$NS_RX" "$exe" -i "$IF_RX" --no-tui --duration $((STEP_S + 40)) -B "$BUF_MIB" \
+  "${capture_pin[@]}" ip netns exec "$NS_RX" "$exe" -i "$IF_RX" --no-tui --duration $((STEP_S + 40)) -B "$BUF_MIB" \
     --final-json "$d.json" >"$d.out" 2>"$d.err" &
   p=$!; pids+=("$p")
   wait_socket "$p" || { stop "$p"; echo "ddshark did not start; see below" >&2; cat "$d.err" >&2; return 1; }
@@ -185,7 +187,7 @@ run_before() { run_ddshark "$1" "$BEFORE_BIN" before; }
 # run_tcpdump RATE: writes to $work/line "offered pps delivered captured received kdropped ifdropped qdropped(-) cpu_s"
 run_tcpdump() {
   local rate=$1 d=$work/tcpdump.$1 p r i c
-  timeout $((STEP_S + 40)) on_cpu "$CAPTURE_CPU" ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B $((BUF_MIB * 1024)) \
+  timeout $((STEP_S + 40)) "${capture_pin[@]}" ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B $((BUF_MIB * 1024)) \
     -w /dev/null "$FILTER" >/dev/null 2>"$d.err" &
   p=$!; pids+=("$p")
   # the timeout wrapper's child is tcpdump; "listening on" = the capture is open

@@ -12,7 +12,9 @@
 #     `scripts/make-fixtures.sh --bench`, /var/tmp/ddshark-captures/j_autoware_mix/a.pcap,
 #     else tests/pcaps/b_large_frag/a.pcap) repeated COPIES times (default 16).
 #   Copies are shifted in time after each other (editcap -t, mergecap -a).
-# environment: RUNS (interleaved runs per contender, default 7).
+# environment: RUNS (interleaved runs per contender, default 7); BEFORE_BIN=path/to/other/ddshark
+#   adds that build's `stats` as a third contender in the same interleaving (e.g. a build of
+#   an older commit: git worktree add /tmp/old COMMIT && (cd /tmp/old && cargo build --release)).
 # Targets (issue 11): stats <= 2x the bare read on BOTH replays; >= 50x tshark; flat memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +69,7 @@ for i in $(seq 1 "$runs"); do
     f=$work/$input.pcap
     echo "read $input $(timeit "$read_bin" "$f")" >>"$work/t"
     echo "stats $input $(timeit "$bin" stats -q "$f")" >>"$work/t"
+    if [ -n "${BEFORE_BIN:-}" ]; then echo "before $input $(timeit "$BEFORE_BIN" stats -q "$f")" >>"$work/t"; fi
   done
 done
 med() { awk -v w="$1 $2" '$1 " " $2 == w { print $3 }' "$work/t" | median; }
@@ -93,3 +96,11 @@ awk -v runs="$runs" -v sf="$sf" -v lf="$lf" -v lf1="$lf1" -v ss="$ss" -v ls="$ls
   printf "tshark x1 %.3f s vs stats x1 %.3f s: %.0fx  (target >= 50x)\n", T[1], S1[1], T[1] / S1[1]
   printf "memory x%d vs x1: %.2fx  (target: flat)\n", copies, rss_l / S1[2]
 }'
+if [ -n "${BEFORE_BIN:-}" ]; then
+  awk -v rs="$(med read small)" -v bs="$(med before small)" -v rl="$(med read large)" -v bl="$(med before large)" \
+      -v sf="$sf" -v lf="$lf" -v b="$BEFORE_BIN" 'BEGIN {
+    printf "before (%s), same interleaving:\n", b
+    printf "  small  stats %7.3f s  %5.2f us/frame  ratio %.2fx\n", bs, bs * 1e6 / sf, bs / rs
+    printf "  large  stats %7.3f s  %5.2f us/frame  ratio %.2fx\n", bl, bl * 1e6 / lf, bl / rl
+  }'
+fi

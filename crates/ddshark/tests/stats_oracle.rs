@@ -204,11 +204,7 @@ fn check(capture: &Path, submsgs: &Path, discovery: &Path) -> Vec<String> {
 
 /// Cases whose statistics differ from the oracle for a known, still open reason. They
 /// must keep differing (so a fix is noticed and the case moves back to the checked ones).
-const KNOWN_DIFFERENT: &[(&str, &str)] = &[(
-    "public/nxp_dds_tsn_fastdds_vlan/capture.pcapng",
-    "rt/odom: one of 65 repeated samples counts as fan-out and as retransmitted (66 repeats, \
-     the oracle 65)",
-)];
+const KNOWN_DIFFERENT: &[(&str, &str)] = &[];
 
 #[test]
 fn stats_match_the_tshark_oracle_on_every_fixture() {

@@ -29,7 +29,8 @@ pub struct SeqConfig {
     pub max_frag_samples: usize,
     /// Most fragments tracked per sample (larger samples are tracked up to this).
     pub max_fragments: u32,
-    /// Recently finalized lost SNs kept to undo a late fill.
+    /// Recently finalized SNs remembered per writer: lost ones to undo a late fill, seen
+    /// ones to judge a copy that comes just after its SN left the window.
     pub recent_lost: usize,
 }
 
@@ -173,12 +174,41 @@ pub struct SeqTracker {
     slots: VecDeque<Slot>,
     frags: Vec<FragSample>,
     recent_lost: VecDeque<SequenceNumber>,
+    /// Recently finalized samples that were seen, with their destination and flags: a
+    /// copy that arrives just after its SN left the window (a HEARTBEAT moved past it
+    /// while the fan-out to other readers was still going on) is judged like one inside.
+    recent_seen: VecDeque<(SequenceNumber, Slot)>,
     /// Last SN repeated below the window (to count an old repeat once per sample).
     last_old_repeat: Option<SequenceNumber>,
     /// Fragmented samples dropped from tracking because too many were in progress.
     pub frag_evicted: u64,
     /// Highest SN seen in DATA/DATA_FRAG.
     pub highest_seen: Option<SequenceNumber>,
+}
+
+/// Another copy of a sample already seen (`slot`) towards `dst`: a retransmission when
+/// that destination had it or a reader asked for it, else fan-out; each sample counts
+/// once as either, a retransmission superseding fan-out.
+fn repeat(slot: &mut Slot, dst: u32) -> Observed {
+    let same_dst = slot.dst == dst;
+    let requested = slot.has(REQUESTED);
+    let mut retransmitted = false;
+    let mut fanout = false;
+    let mut was_fanout = false;
+    if (same_dst || requested) && !slot.has(RETRANS) {
+        was_fanout = slot.has(FANOUT);
+        slot.flags = (slot.flags | RETRANS) & !FANOUT;
+        retransmitted = true;
+    } else if !same_dst && !requested && !slot.has(RETRANS | FANOUT) {
+        slot.flags |= FANOUT;
+        fanout = true;
+    }
+    Observed::Repeat {
+        retransmitted,
+        repaired: retransmitted && requested,
+        fanout,
+        was_fanout,
+    }
 }
 
 impl SeqTracker {
@@ -204,6 +234,12 @@ impl SeqTracker {
             if slot.has(SEEN) {
                 if slot.has(FRAGMENTED) && !slot.has(COMPLETE) {
                     f.incomplete = 1;
+                }
+                if cfg.recent_lost > 0 {
+                    if self.recent_seen.len() >= cfg.recent_lost {
+                        self.recent_seen.pop_front();
+                    }
+                    self.recent_seen.push_back((sn, slot));
                 }
             } else if slot.has(GAP) {
                 f.irrelevant = 1;
@@ -326,6 +362,8 @@ impl SeqTracker {
             } else if let Some(pos) = self.recent_lost.iter().position(|&l| l == sn) {
                 self.recent_lost.remove(pos);
                 return (Observed::NewSample { late_fill: true }, fin);
+            } else if let Some((_, slot)) = self.recent_seen.iter_mut().find(|(s, _)| *s == sn) {
+                return (repeat(slot, dst), fin);
             } else {
                 let first = self.last_old_repeat != Some(sn);
                 self.last_old_repeat = Some(sn);
@@ -374,25 +412,7 @@ impl SeqTracker {
             if more {
                 Observed::MoreFragments
             } else {
-                let same_dst = slot.dst == dst;
-                let requested = slot.has(REQUESTED);
-                let mut retransmitted = false;
-                let mut fanout = false;
-                let mut was_fanout = false;
-                if (same_dst || requested) && !slot.has(RETRANS) {
-                    new_slot.flags = (new_slot.flags | RETRANS) & !FANOUT;
-                    retransmitted = true;
-                    was_fanout = slot.has(FANOUT);
-                } else if !same_dst && !requested && !slot.has(RETRANS | FANOUT) {
-                    new_slot.flags |= FANOUT;
-                    fanout = true;
-                }
-                Observed::Repeat {
-                    retransmitted,
-                    repaired: retransmitted && requested,
-                    fanout,
-                    was_fanout,
-                }
+                repeat(&mut new_slot, dst)
             }
         };
         if let Some(s) = self.slots.get_mut(i) {
@@ -571,6 +591,36 @@ mod tests {
         let f = t.finish(&c);
         assert_eq!(f.lost, 2);
         assert_eq!(f.irrelevant, 1);
+    }
+
+    #[test]
+    fn fan_out_finishing_after_a_heartbeat_moved_past_the_sample_is_still_fan_out() {
+        // Fast DDS (NXP capture, rt/odom): a sample goes to four unicast readers and the
+        // writer's HEARTBEAT no longer offers it before the last copies are sent.
+        let c = cfg();
+        let mut t = SeqTracker::default();
+        t.observe(1, 10, 0, None, &c);
+        t.observe(1, 20, 0, None, &c);
+        t.observe(2, 10, 0, None, &c);
+        t.heartbeat(2, 2, 0, &c);
+        let none = Observed::Repeat {
+            retransmitted: false,
+            repaired: false,
+            fanout: false,
+            was_fanout: false,
+        };
+        assert_eq!(t.observe(1, 30, 0, None, &c).0, none);
+        // Back to the first destination: a retransmission, no longer fan-out.
+        assert_eq!(
+            t.observe(1, 10, 0, None, &c).0,
+            Observed::Repeat {
+                retransmitted: true,
+                repaired: false,
+                fanout: false,
+                was_fanout: true
+            }
+        );
+        assert_eq!(t.observe(1, 10, 0, None, &c).0, none);
     }
 
     #[test]
