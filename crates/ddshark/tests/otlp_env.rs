@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,19 +30,6 @@ fn stack_bin_dir() -> PathBuf {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ddshark-stack")
         })
         .join("bin")
-}
-
-fn sh(cmd: &str, dir: &Path) {
-    let out = Command::new("sh")
-        .args(["-c", cmd])
-        .current_dir(dir)
-        .output()
-        .expect("sh");
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 struct Collector {
@@ -76,19 +63,7 @@ impl Collector {
         let dir = std::env::temp_dir().join(format!("ddshark-otlp-env-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        sh(
-            "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ddshark-env-ca \
-               -keyout ca.key -out ca.pem 2>/dev/null && \
-             openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr 2>/dev/null && \
-             printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext && \
-             openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-               -extfile san.ext -out server.pem 2>/dev/null && \
-             openssl req -newkey rsa:2048 -nodes -subj /CN=ddshark-client -keyout client.key -out client.csr 2>/dev/null && \
-             printf 'extendedKeyUsage=clientAuth\n' > client.ext && \
-             openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-               -extfile client.ext -out client.pem 2>/dev/null",
-            &dir,
-        );
+        common::tls::write_test_pki(&dir);
         let base = 21_000 + (std::process::id() % 400) as u16 * 10;
         let (grpc, http, mtls_grpc, mtls_http, metrics) =
             (base, base + 1, base + 2, base + 3, base + 4);

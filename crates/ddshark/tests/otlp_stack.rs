@@ -1004,20 +1004,6 @@ fn stack_collector_restart_mid_run() {
     );
 }
 
-fn sh(cmd: &str, dir: &Path) {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(dir)
-        .output()
-        .expect("sh");
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn collector_metric(port: u16, name: &str, transport: &str) -> u64 {
     let out = Command::new("curl")
         .args(["-fsS", &format!("http://127.0.0.1:{port}/metrics")])
@@ -1043,15 +1029,7 @@ fn stack_tls_with_private_ca() {
     let dir = std::env::temp_dir().join(format!("ddshark-otlp-tls-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    sh(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ddshark-test-ca \
-           -keyout ca.key -out ca.pem 2>/dev/null && \
-         openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr 2>/dev/null && \
-         printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext && \
-         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-           -extfile san.ext -out server.pem 2>/dev/null",
-        &dir,
-    );
+    common::tls::write_test_pki(&dir);
     // Slot 3 of this process's range: slots 0–2 are the stacks' (7 ports each, at +0, +10, +20).
     let base = 20_000 + (std::process::id() % 400) as u16 * 20 + 30;
     let (grpc, http, metrics) = (base, base + 1, base + 2);

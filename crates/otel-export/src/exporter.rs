@@ -319,17 +319,24 @@ fn pems(tls: &TlsFiles) -> Result<Pems, ExportError> {
     Ok(Pems { ca, identity })
 }
 
-/// Feeds our layer's settings to an OTLP/gRPC builder (spans or metrics).
-fn tonic_builder<B: WithExportConfig + WithTonicConfig>(
-    mut b: B,
-    c: &SignalConfig,
-) -> Result<B, ExportError> {
+/// The settings every transport takes alike: an endpoint and a timeout set by flags
+/// (otherwise the crate reads them from the environment).
+fn export_config<B: WithExportConfig>(mut b: B, c: &SignalConfig) -> B {
     if let Some(e) = &c.endpoint {
         b = b.with_endpoint(e.clone());
     }
     if c.timeout_from_flag {
         b = b.with_timeout(c.timeout);
     }
+    b
+}
+
+/// Feeds our layer's settings to an OTLP/gRPC builder (spans or metrics).
+fn tonic_builder<B: WithExportConfig + WithTonicConfig>(
+    b: B,
+    c: &SignalConfig,
+) -> Result<B, ExportError> {
+    let mut b = export_config(b, c);
     if c.compression == Some(Compression::Gzip) {
         b = b.with_compression(opentelemetry_otlp::Compression::Gzip);
     }
@@ -368,12 +375,7 @@ fn http_builder<B: WithExportConfig + WithHttpConfig>(
         Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
         _ => opentelemetry_otlp::Protocol::HttpBinary,
     });
-    if let Some(e) = &c.endpoint {
-        b = b.with_endpoint(e.clone());
-    }
-    if c.timeout_from_flag {
-        b = b.with_timeout(c.timeout);
-    }
+    b = export_config(b, c);
     if c.compression == Some(Compression::Gzip) {
         b = b.with_compression(opentelemetry_otlp::Compression::Gzip);
     }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod public;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
