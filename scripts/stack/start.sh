@@ -193,6 +193,16 @@ launch() {
   STARTED+=("$name")
 }
 
+# still_alive NAME: after its port answered, NAME must still run: another process may
+# hold that port (a leftover or a parallel stack), and ours then exits on the bind error.
+still_alive() {
+  sleep 0.5
+  if ! pid_alive "$1"; then
+    tail -n 30 "$LOG_DIR/$1.log" >&2 || true
+    die "$1 exited right after start-up; is its port taken by another process? (log: $LOG_DIR/$1.log)"
+  fi
+}
+
 # wait_http NAME URL [EXPECT-SUBSTRING]
 wait_http() {
   local name="$1" url="$2" expect="${3:-}" deadline=$((SECONDS + TIMEOUT)) body
@@ -202,6 +212,7 @@ wait_http() {
       die "$name exited during start-up (log: $LOG_DIR/$name.log)"
     fi
     if body="$(curl -fsS --max-time 2 "$url" 2>/dev/null)" && [[ "$body" == *"$expect"* ]]; then
+      still_alive "$name"
       say "$name healthy ($url)"
       return 0
     fi
@@ -222,6 +233,7 @@ wait_tcp() {
       die "$name exited during start-up (log: $LOG_DIR/$name.log)"
     fi
     if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+      still_alive "$name"
       say "$name listening ($host:$port)"
       return 0
     fi
