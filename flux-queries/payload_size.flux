@@ -205,13 +205,22 @@ recvFrag = recvFragCover
 // scale): per writer, one row per (sample, receiver) keyed "sn|receiver", with columns
 // x (t_send) and y (slot) for every receiver of the writer (up to six per writer), c
 // (t_recv) if that receiver completed the sample, i if it saw only part of it.
-expectedAt = (k) => sent
+// (the receivers' list is looked up once per sample; only samples of writers with two or
+// more receivers go through the further copies)
+sentTo = sent
     |> map(fn: (r) => {
-        rs = strings.split(v: dict.get(dict: receivers, key: r.writer_id, default: ""), t: "|")
-        return {writer_id: r.writer_id, sn: r.sn, start: r.start, slot: r.slot, rcv: if length(arr: rs) > k then rs[k] else ""}
+        l = dict.get(dict: receivers, key: r.writer_id, default: "")
+        rs = strings.split(v: l, t: "|")
+        return {writer_id: r.writer_id, sn: r.sn, start: r.start, slot: r.slot, n: length(arr: rs) - 1,
+            rcv: if length(arr: rs) > 1 then rs[1] else "", all: l}
     })
-    |> filter(fn: (r) => r.rcv != "")
-expected = union(tables: [expectedAt(k: 1), expectedAt(k: 2), expectedAt(k: 3), expectedAt(k: 4), expectedAt(k: 5), expectedAt(k: 6)])
+    |> filter(fn: (r) => r.n >= 1)
+sentToMore = sentTo
+    |> filter(fn: (r) => r.n >= 2)
+expectedAt = (k) => sentToMore
+    |> filter(fn: (r) => r.n >= k)
+    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, start: r.start, slot: r.slot, n: r.n, rcv: strings.split(v: r.all, t: "|")[k], all: r.all}))
+expected = union(tables: [sentTo, expectedAt(k: 2), expectedAt(k: 3), expectedAt(k: 4), expectedAt(k: 5), expectedAt(k: 6)])
 samplesPerReceiver = union(
     tables: [
         expected |> map(fn: (r) => ({writer_id: r.writer_id, key: string(v: r.sn) + "|" + r.rcv, col: "x", v: r.start})),
@@ -277,10 +286,8 @@ fragsPerReceiver = union(
 // own time as: all spans - first spans per (fragment, destination) + those first spans
 // that follow a multicast send of the fragment (counting per sample would need a table
 // per sample). Copies sent further apart than the window's look-back are not seen.
-isMulticast = (d) => {
-    o = if strings.hasPrefix(v: d, prefix: "[") or d == "" then 0 else int(v: strings.split(v: d, t: ".")[0])
-    return (o >= 224 and o <= 239) or strings.hasPrefix(v: strings.toLower(v: d), prefix: "[ff")
-}
+// (IPv4 224.0.0.0/4, IPv6 ff00::/8; dst is "a.b.c.d:port" or "[v6]:port")
+isMulticast = (d) => d =~ /^(22[4-9]|23[0-9])\.|^\[[fF][fF]/
 inEmitWindow = (r) => true
 senderSpans = spans
     |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
