@@ -15,20 +15,18 @@
 import argparse
 import csv
 import glob
-import io
 import json
 import os
 import re
 import struct
-import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "flux"))
 import run as fluxcheck  # noqa: E402  (the suite's comparisons of the task's output with `ddshark latency`)
+from run import bind_flux, latency_rows, parse_time_ns, read_env, rfc3339  # noqa: E402
 FLUX_DIR = os.path.join(ROOT, "flux-queries")
 DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
 # flux-queries/tasks/materialise_latency.flux: a sample sent at t is written by the runs
@@ -40,43 +38,12 @@ def log(msg):
     print(f"[bench-e2e] {msg}", file=sys.stderr, flush=True)
 
 
-def read_env(path):
-    env = {}
-    for line in open(path):
-        m = re.match(r"export (\w+)='(.*)'$", line.strip())
-        if m:
-            env[m.group(1)] = m.group(2)
-    return env
+class Influx(fluxcheck.Influx):
+    """The suite's InfluxDB client with what the bench measures besides."""
 
-
-class Influx:
-    def __init__(self, env):
-        self.url = env["DDSHARK_INFLUX_URL"]
-        self.org = env["DDSHARK_INFLUX_ORG"]
-        self.token = env["DDSHARK_INFLUX_TOKEN"]
-        self.bucket = env["DDSHARK_INFLUX_BUCKET"]
-        self.long_bucket = env["DDSHARK_INFLUX_LONG_BUCKET"]
-
-    def query(self, flux, timeout=600):
-        req = urllib.request.Request(
-            f"{self.url}/api/v2/query?org={self.org}", data=flux.encode(), method="POST",
-            headers={"Authorization": f"Token {self.token}", "Accept": "application/csv",
-                     "Content-Type": "application/vnd.flux"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                text = r.read().decode()
-        except urllib.error.HTTPError as e:
-            raise RuntimeError(f"HTTP {e.code}: {e.read().decode(errors='replace')[:1000]}")
-        rows, header = [], None
-        for rec in csv.reader(io.StringIO(text)):
-            if not rec or rec == [""]:
-                header = None
-                continue
-            if header is None:
-                header = rec
-                continue
-            rows.append(dict(zip(header, rec)))
-        return rows
+    def query(self, flux, types=False, timeout=600):
+        # Panel queries over a soak's millions of spans may take minutes.
+        return super().query(flux, types=types, timeout=timeout)
 
     def timed(self, flux):
         t0 = time.monotonic()
@@ -125,24 +92,6 @@ class Influx:
         for x in r:
             out.setdefault(x.get("alias", ""), {})[x["_field"]] = int(float(x["_value"]))
         return out
-
-
-def rfc3339(ns):
-    s, f = divmod(int(ns), 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{f:09d}Z"
-
-
-def bind_flux(text, start_ns, stop_ns, window, values):
-    def sub(m):
-        name = m.group(1) or m.group(3)
-        return values[name]
-    body = re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, text)
-    lines = body.split("\n")
-    imports = [x for x in lines if x.startswith("import ")]
-    rest = [x for x in lines if not x.startswith("import ")]
-    opt = (f"option v = {{timeRangeStart: {rfc3339(start_ns)}, timeRangeStop: {rfc3339(stop_ns)}, "
-           f"windowPeriod: {window}}}")
-    return "\n".join(imports + [opt] + rest)
 
 
 def collector_counters(url):
@@ -227,18 +176,6 @@ def dashboard_queries():
                     title = p["title"] + (" [collapsed row]" if collapsed else "")
                     out.append((os.path.basename(f), title, t["refId"], t["query"]))
     return out
-
-
-def latency_rows(binary, a, b, level):
-    p = subprocess.run([binary, "latency", a, b, "--level", level, "-F", "tsv", "-q"],
-                       capture_output=True, text=True, check=True)
-    return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t"))
-
-
-def parse_time_ns(s):
-    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$", s)
-    base = int(time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))) - time.timezone
-    return base * 1_000_000_000 + int((m.group(2) or "").ljust(9, "0")[:9])
 
 
 def compare(influx, binary, d, hosts, start, stop):

@@ -121,7 +121,7 @@ class Influx:
         self.long_bucket = env.get("DDSHARK_INFLUX_LONG_BUCKET", "ddshark_long")
         self.token = env.get("DDSHARK_INFLUX_TOKEN", "ddshark-dev-token")
 
-    def query(self, flux, types=False):
+    def query(self, flux, types=False, timeout=300):
         """Run Flux; returns a list of row dicts (all tables). Raises on errors.
         With types=True every row also has "_types": {column: InfluxDB data type}."""
         body = {"query": flux, "type": "flux",
@@ -132,7 +132,7 @@ class Influx:
             headers={"Authorization": f"Token {self.token}", "Accept": "application/csv",
                      "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=300) as r:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
                 text = r.read().decode()
         except urllib.error.HTTPError as e:
             raise RuntimeError(f"HTTP {e.code}: {e.read().decode(errors='replace')[:2000]}")
@@ -182,7 +182,7 @@ def prom_series(url, match):
 
 # ------------------------------------------------------------------ binding Grafana variables
 def rfc3339(ns):
-    s, f = divmod(ns, 1_000_000_000)
+    s, f = divmod(int(ns), 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{f:09d}Z"
 
 
