@@ -193,56 +193,49 @@ launch() {
   STARTED+=("$name")
 }
 
-# still_alive NAME: after its port answered, NAME must still run: another process may
-# hold that port (a leftover or a parallel stack), and ours then exits on the bind error.
-still_alive() {
-  sleep 0.5
-  if ! pid_alive "$1"; then
-    tail -n 30 "$LOG_DIR/$1.log" >&2 || true
-    die "$1 exited right after start-up; is its port taken by another process? (log: $LOG_DIR/$1.log)"
-  fi
+# fail_with_log NAME MESSAGE: the end of NAME's log, then die
+fail_with_log() {
+  tail -n 30 "$LOG_DIR/$1.log" >&2 || true
+  die "$2"
 }
+
+# wait_until NAME READY TIMED-OUT PROBE...: poll PROBE until it succeeds while NAME runs.
+# NAME must still run half a second after PROBE first succeeds: another process may hold
+# its port (a leftover or a parallel stack), and ours then exits on the bind error.
+wait_until() {
+  local name="$1" ready="$2" timed_out="$3" deadline=$((SECONDS + TIMEOUT))
+  shift 3
+  while :; do
+    pid_alive "$name" || fail_with_log "$name" "$name exited during start-up (log: $LOG_DIR/$name.log)"
+    if "$@"; then
+      sleep 0.5
+      pid_alive "$name" || fail_with_log "$name" \
+        "$name exited right after start-up; is its port taken by another process? (log: $LOG_DIR/$name.log)"
+      say "$name $ready"
+      return 0
+    fi
+    ((SECONDS < deadline)) || fail_with_log "$name" "$name $timed_out"
+    sleep 0.3
+  done
+}
+
+# http_answers URL [EXPECT-SUBSTRING]
+http_answers() {
+  local body
+  body="$(curl -fsS --max-time 2 "$1" 2>/dev/null)" && [[ "$body" == *"${2:-}"* ]]
+}
+
+# tcp_accepts HOST PORT
+tcp_accepts() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 # wait_http NAME URL [EXPECT-SUBSTRING]
 wait_http() {
-  local name="$1" url="$2" expect="${3:-}" deadline=$((SECONDS + TIMEOUT)) body
-  while :; do
-    if ! pid_alive "$name"; then
-      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
-      die "$name exited during start-up (log: $LOG_DIR/$name.log)"
-    fi
-    if body="$(curl -fsS --max-time 2 "$url" 2>/dev/null)" && [[ "$body" == *"$expect"* ]]; then
-      still_alive "$name"
-      say "$name healthy ($url)"
-      return 0
-    fi
-    if ((SECONDS >= deadline)); then
-      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
-      die "$name not healthy after ${TIMEOUT}s ($url)"
-    fi
-    sleep 0.3
-  done
+  wait_until "$1" "healthy ($2)" "not healthy after ${TIMEOUT}s ($2)" http_answers "$2" "${3:-}"
 }
 
 # wait_tcp NAME HOST PORT: something accepts connections there
 wait_tcp() {
-  local name="$1" host="$2" port="$3" deadline=$((SECONDS + TIMEOUT))
-  while :; do
-    if ! pid_alive "$name"; then
-      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
-      die "$name exited during start-up (log: $LOG_DIR/$name.log)"
-    fi
-    if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
-      still_alive "$name"
-      say "$name listening ($host:$port)"
-      return 0
-    fi
-    if ((SECONDS >= deadline)); then
-      tail -n 30 "$LOG_DIR/$name.log" >&2 || true
-      die "$name not listening on $host:$port after ${TIMEOUT}s"
-    fi
-    sleep 0.3
-  done
+  wait_until "$1" "listening ($2:$3)" "not listening on $2:$3 after ${TIMEOUT}s" tcp_accepts "$2" "$3"
 }
 
 # ---- influxd --------------------------------------------------------------
