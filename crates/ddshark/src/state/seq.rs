@@ -31,7 +31,7 @@ pub struct SeqConfig {
     pub max_fragments: u32,
     /// Recently finalized SNs remembered per writer: lost ones to undo a late fill, seen
     /// ones to judge a copy that comes just after its SN left the window.
-    pub recent_lost: usize,
+    pub recent_finalized: usize,
 }
 
 impl Default for SeqConfig {
@@ -41,7 +41,7 @@ impl Default for SeqConfig {
             final_after_ns: 10_000_000_000,
             max_frag_samples: 16,
             max_fragments: 65_536,
-            recent_lost: 64,
+            recent_finalized: 64,
         }
     }
 }
@@ -211,6 +211,17 @@ fn repeat(slot: &mut Slot, dst: u32) -> Observed {
     }
 }
 
+/// Appends `item` to a ring of at most `cap` recent items (none when `cap` is 0).
+fn remember<T>(ring: &mut VecDeque<T>, item: T, cap: usize) {
+    if cap == 0 {
+        return;
+    }
+    if ring.len() >= cap {
+        ring.pop_front();
+    }
+    ring.push_back(item);
+}
+
 impl SeqTracker {
     fn high(&self) -> SequenceNumber {
         let len = i64::try_from(self.slots.len()).unwrap_or(i64::MAX);
@@ -235,22 +246,12 @@ impl SeqTracker {
                 if slot.has(FRAGMENTED) && !slot.has(COMPLETE) {
                     f.incomplete = 1;
                 }
-                if cfg.recent_lost > 0 {
-                    if self.recent_seen.len() >= cfg.recent_lost {
-                        self.recent_seen.pop_front();
-                    }
-                    self.recent_seen.push_back((sn, slot));
-                }
+                remember(&mut self.recent_seen, (sn, slot), cfg.recent_finalized);
             } else if slot.has(GAP) {
                 f.irrelevant = 1;
             } else {
                 f.lost = 1;
-                if cfg.recent_lost > 0 {
-                    if self.recent_lost.len() >= cfg.recent_lost {
-                        self.recent_lost.pop_front();
-                    }
-                    self.recent_lost.push_back(sn);
-                }
+                remember(&mut self.recent_lost, sn, cfg.recent_finalized);
             }
             if slot.has(FRAGMENTED) {
                 self.frags.retain(|s| s.sn != sn);
