@@ -22,7 +22,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rtps_dissect::{Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType};
+use rtps_dissect::{
+    Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType, SpareSubmessages,
+};
 use thiserror::Error;
 
 use crate::capture::{CaptureError, KernelStats, PacketSource};
@@ -165,7 +167,7 @@ impl Engine {
             pipeline,
             ..
         } = self;
-        match dissector.process(&frame) {
+        let spare = match dissector.process(&frame) {
             FrameOutcome::Rtps(d) => {
                 let ctx = SourceCtx {
                     source_index: source,
@@ -175,8 +177,15 @@ impl Engine {
                 for s in sinks.iter_mut() {
                     s.on_datagram(&d, &ctx);
                 }
+                Some(SpareSubmessages::from_datagram(d))
             }
-            _ => state.advance(frame.ts_ns),
+            _ => {
+                state.advance(frame.ts_ns);
+                None
+            }
+        };
+        if let Some(spare) = spare {
+            dissector.reuse(spare);
         }
         self.clock();
     }

@@ -184,6 +184,31 @@ pub struct Dissector {
     discovery_fragments: DiscoveryReassembly,
     topics: TopicMap,
     stats: DissectorStats,
+    /// The allocation of a returned datagram's submessage list, for the next one.
+    spare: SpareSubmessages,
+}
+
+/// The (empty) allocation of a datagram's submessage list, free of the frame's
+/// lifetime, so that a caller can hand it back ([`Dissector::reuse`]) and the next
+/// datagram needs no allocation.
+#[derive(Default)]
+pub struct SpareSubmessages(Vec<Result<Submessage<'static>, SubmessageError>>);
+
+impl SpareSubmessages {
+    /// Keep the allocation of `d`'s submessage list, drop the rest of `d`.
+    pub fn from_datagram(d: Datagram<'_>) -> Self {
+        Self(relifetime(d.submessages))
+    }
+}
+
+/// An emptied list with its allocation, under another lifetime (in-place collect
+/// keeps the buffer: same element size and alignment).
+// (`filter` cannot change the element's lifetime; `filter_map` to `None` can)
+#[allow(clippy::unnecessary_filter_map)]
+fn relifetime<'a, 'b>(
+    v: Vec<Result<Submessage<'a>, SubmessageError>>,
+) -> Vec<Result<Submessage<'b>, SubmessageError>> {
+    v.into_iter().filter_map(|_| None).collect()
 }
 
 impl Default for Dissector {
@@ -215,6 +240,15 @@ impl Dissector {
             discovery_fragments: DiscoveryReassembly::new(config.discovery_fragments),
             topics: TopicMap::new(config.max_endpoints),
             stats: DissectorStats::default(),
+            spare: SpareSubmessages::default(),
+        }
+    }
+
+    /// Give back the submessage list of a datagram this dissector made, so that the
+    /// next one reuses its allocation (optional: without it each datagram allocates).
+    pub fn reuse(&mut self, spare: SpareSubmessages) {
+        if spare.0.capacity() > self.spare.0.capacity() {
+            self.spare = spare;
         }
     }
 
@@ -248,8 +282,10 @@ impl Dissector {
             discovery_fragments,
             topics,
             stats: s,
+            spare,
         } = self;
-        let outcome = process_frame(fragments, discovery_fragments, topics, frame);
+        let submessages = relifetime(std::mem::take(&mut spare.0));
+        let outcome = process_frame(fragments, discovery_fragments, topics, frame, submessages);
         inc(&mut s.frames);
         if u64::from(frame.orig_len) > frame.data.len() as u64 {
             inc(&mut s.frames_truncated);
@@ -286,6 +322,7 @@ fn process_frame<'a>(
     discovery_fragments: &mut DiscoveryReassembly,
     topics: &'a mut TopicMap,
     frame: &Frame<'a>,
+    mut submessages: Vec<Result<Submessage<'a>, SubmessageError>>,
 ) -> FrameOutcome<'a> {
     {
         let link = match parse_link(frame.link, frame.data) {
@@ -372,8 +409,7 @@ fn process_frame<'a>(
             Err(e) => return FrameOutcome::Malformed(e),
         };
         let on_wire = udp.length.saturating_sub(UDP_HEADER_LEN);
-        let submessages: Vec<_> =
-            SubmessageIter::with_wire_len(udp.payload, &header, on_wire).collect();
+        submessages.extend(SubmessageIter::with_wire_len(udp.payload, &header, on_wire));
         let mut discovery = Vec::new();
         for sm in submessages.iter().flatten() {
             if let Some(rec) =
@@ -469,5 +505,19 @@ fn discovery_of(
             decode_discovery(role, vendor, payload.parameter_list(), 0, None)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relifetime_keeps_the_allocation() {
+        let v: Vec<Result<Submessage<'static>, SubmessageError>> = Vec::with_capacity(8);
+        let capacity = v.capacity();
+        let w: Vec<Result<Submessage<'_>, SubmessageError>> = relifetime(v);
+        assert!(w.is_empty());
+        assert_eq!(w.capacity(), capacity);
     }
 }

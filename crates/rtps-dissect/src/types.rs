@@ -1,20 +1,40 @@
 //! RTPS value types: GUIDs, entity ids, sequence numbers, time, vendor ids, locators.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// 12-byte GUID prefix that names a participant.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct GuidPrefix(pub [u8; 12]);
+
+// GUIDs and prefixes key the state's maps and are hashed for every submessage: as
+// whole words, not as length-prefixed byte slices (what `derive` does for arrays).
+impl Hash for GuidPrefix {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let [a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3] = self.0;
+        state.write_u64(u64::from_ne_bytes([a0, a1, a2, a3, a4, a5, a6, a7]));
+        state.write_u32(u32::from_ne_bytes([b0, b1, b2, b3]));
+    }
+}
 
 /// 4-byte entity id (3-byte key + kind).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct EntityId(pub [u8; 4]);
 
 /// A full 16-byte GUID: participant prefix + entity id.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Guid {
     pub prefix: GuidPrefix,
     pub entity: EntityId,
+}
+
+impl Hash for Guid {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let [a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3] = self.prefix.0;
+        let [e0, e1, e2, e3] = self.entity.0;
+        state.write_u64(u64::from_ne_bytes([a0, a1, a2, a3, a4, a5, a6, a7]));
+        state.write_u64(u64::from_ne_bytes([b0, b1, b2, b3, e0, e1, e2, e3]));
+    }
 }
 
 /// The two-byte vendor id of the RTPS header.
