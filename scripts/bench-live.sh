@@ -19,13 +19,19 @@
 #   of the fixtures are rewritten into 10.250.0.0/24 (tcprewrite --pnat).
 # environment: RATES (frames/s steps, "top" = --topspeed; default
 #   "20000 50000 100000 150000 200000 250000 300000 top"), STEP_S (seconds of traffic
-#   per step, default 4), BUF_MIB (kernel buffer of both tools, default 64 = ddshark's).
+#   per step, default 4), BUF_MIB (kernel buffer of both tools, default 64 = ddshark's),
+#   CAPTURE_SHARE (percent of one CPU the capturing tool may use, 1-100; default: no limit).
 # On a fast machine tcpreplay, not the capture, is the limit (the result then reads
 # ">=", and "cpu-s" / the CPU-per-frame line tell the tools apart). To make the capture
 # the bottleneck, share one CPU and tcpdump's default buffer:
 #   BUF_MIB=2 taskset -c 1 scripts/bench-live.sh
 # or give the capturing tool a core of its own and tcpreplay the other one:
 #   BUF_MIB=2 CAPTURE_CPU=1 REPLAY_CPU=0 scripts/bench-live.sh
+# The generator may not reach the rate where a tool starts to drop (here ~290 k small
+# frames/s on the veth pair). To find that rate anyway, give the capturing tool a fixed
+# share of its core (a cgroup CPU quota over a 10 ms period: the same budget for every
+# tool and build, whatever its thread count), as if the core were that much slower:
+#   BUF_MIB=8 CAPTURE_CPU=1 REPLAY_CPU=0 CAPTURE_SHARE=25 scripts/bench-live.sh
 # To compare two builds in one run (steps interleaved), name the other binary:
 #   BEFORE_BIN=/path/to/old/ddshark scripts/bench-live.sh   (tool "before")
 # Needs root (namespaces, raw capture), tcpreplay (scripts/setup.sh --test installs it),
@@ -39,6 +45,7 @@ BUF_MIB=${BUF_MIB:-64}
 CAPTURE_CPU=${CAPTURE_CPU:-}
 REPLAY_CPU=${REPLAY_CPU:-}
 BEFORE_BIN=${BEFORE_BIN:-}
+CAPTURE_SHARE=${CAPTURE_SHARE:-}
 NS_TX=ddsb_tx NS_RX=ddsb_rx IF_TX=ddsb_tx0 IF_RX=ddsb_rx0
 # ddshark's DEFAULT_FILTER_VLAN (crates/ddshark/src/capture/live.rs), given to tcpdump.
 FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))'
@@ -71,6 +78,30 @@ done
 capture_pin=() replay_pin=()
 [ -n "$CAPTURE_CPU" ] && capture_pin=(taskset -c "$CAPTURE_CPU")
 [ -n "$REPLAY_CPU" ] && replay_pin=(taskset -c "$REPLAY_CPU")
+# CAPTURE_SHARE: a cgroup (v2, else v1's cpu controller) with a CPU quota; the capturing
+# tool starts inside it (the wrapper joins it, then execs the tool: same pid).
+capture_cgroup=""
+if [ -n "$CAPTURE_SHARE" ]; then
+  case "$CAPTURE_SHARE" in *[!0-9]*) die "CAPTURE_SHARE must be a percentage (1-100)" ;; esac
+  { [ "$CAPTURE_SHARE" -ge 1 ] && [ "$CAPTURE_SHARE" -le 100 ]; } || die "CAPTURE_SHARE must be 1..100"
+  quota_us=$((CAPTURE_SHARE * 100))   # of a 10 ms period
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    grep -qw cpu /sys/fs/cgroup/cgroup.controllers || die "CAPTURE_SHARE: the cgroup v2 cpu controller is not available"
+    echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+    capture_cgroup=/sys/fs/cgroup/ddsb_capture
+    mkdir -p "$capture_cgroup"
+    echo "$quota_us 10000" >"$capture_cgroup/cpu.max"
+  elif [ -d /sys/fs/cgroup/cpu ]; then
+    capture_cgroup=/sys/fs/cgroup/cpu/ddsb_capture
+    mkdir -p "$capture_cgroup"
+    echo 10000 >"$capture_cgroup/cpu.cfs_period_us"
+    echo "$quota_us" >"$capture_cgroup/cpu.cfs_quota_us"
+  else
+    die "CAPTURE_SHARE: no cgroup cpu controller (/sys/fs/cgroup)"
+  fi
+  # shellcheck disable=SC2016 # $$ and $@ are the wrapper's
+  capture_pin+=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$capture_cgroup")
+fi
 
 work=$(mktemp -d /tmp/ddsb-bench.XXXXXX)
 pids=()
@@ -79,6 +110,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   ip netns del "$NS_TX" 2>/dev/null || true
   ip netns del "$NS_RX" 2>/dev/null || true
+  if [ -n "$capture_cgroup" ]; then rmdir "$capture_cgroup" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -204,7 +236,7 @@ run_tcpdump() {
 }
 
 echo "bench-live: $(nproc) CPUs, $(uname -r); input ${inputs[*]} ($loop_frames frames per loop, $loop_match match the filter)"
-echo "bench-live: capture pinned to CPU ${CAPTURE_CPU:-(any)}, tcpreplay to CPU ${REPLAY_CPU:-(any)}${BEFORE_BIN:+; before = $BEFORE_BIN}"
+echo "bench-live: capture pinned to CPU ${CAPTURE_CPU:-(any)}${CAPTURE_SHARE:+ with ${CAPTURE_SHARE} % of it (cgroup quota)}, tcpreplay to CPU ${REPLAY_CPU:-(any)}${BEFORE_BIN:+; before = $BEFORE_BIN}"
 echo "bench-live: $STEP_S s of traffic per step, kernel buffer $BUF_MIB MiB for both tools, ddshark $("$bin" --version 2>/dev/null | head -1), $(tcpdump --version 2>&1 | head -1), $(tcpreplay --version 2>&1 | head -1)"
 echo
 printf '%-6s %-8s | %9s %9s %9s | %9s %9s %8s %8s %7s | %9s %9s %6s %8s\n' \
@@ -266,7 +298,9 @@ cost() { awk -v t="$1" '$1 == t && $7 != "na" && $7 > 0 && $3 >= p { p = $3; c =
 echo "CPU per captured frame at the fastest step: ddshark $(cost ddshark), tcpdump $(cost tcpdump)${BEFORE_BIN:+, before $(cost before)}"
 if [ -n "$BEFORE_BIN" ]; then
   read -r bb bb_cap <<<"$(best before)"
+  read -r bbq _ <<<"$(best before strict)"
   echo "highest rate without kernel drops: ddshark ${bd_cap}${bd} frames/s, before ${bb_cap}${bb} frames/s"
+  echo "highest rate with neither kernel nor queue drops: ddshark ${bq} frames/s, before ${bbq} frames/s"
 fi
 ratio=$(awk -v a="$bd" -v b="$bt" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
 echo "highest rate without kernel drops: ddshark ${bd_cap}${bd} frames/s, tcpdump ${bt_cap}${bt} frames/s, ratio ${ratio}"
