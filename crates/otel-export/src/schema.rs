@@ -22,7 +22,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, Key, KeyValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use rtps_dissect::{Datagram, DiscoveryRecord, Guid, GuidPrefix, VendorId};
+use rtps_dissect::{Datagram, DiscoveryRecord, Guid, GuidPrefix, KeyHasher, VendorId};
 use sha2::{Digest, Sha256};
 
 /// Attribute keys, shared by the encoder, the docs and the tests.
@@ -242,12 +242,12 @@ const MAX_WRITER_SLOTS: usize = 65_536;
 pub struct SpanMapper {
     host: Arc<str>,
     interface: Option<Arc<str>>,
-    domains: HashMap<GuidPrefix, u32>,
+    domains: HashMap<GuidPrefix, u32, KeyHasher>,
     builtin_names: HashMap<&'static str, Arc<str>>,
     /// Last topic/type seen, to share the `Arc` instead of reallocating.
     last_topic: Option<(Arc<str>, Arc<str>)>,
     /// Per writer: start time of its last span and that span's slot.
-    slots: HashMap<Guid, (u64, u16)>,
+    slots: HashMap<Guid, (u64, u16), KeyHasher>,
     /// Times `slots` was full and cleared (a slot may then repeat: counted, not hidden).
     slot_resets: u64,
 }
@@ -257,10 +257,10 @@ impl SpanMapper {
         Self {
             host: Arc::from(host),
             interface: interface.map(Arc::from),
-            domains: HashMap::new(),
+            domains: HashMap::default(),
             builtin_names: HashMap::new(),
             last_topic: None,
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             slot_resets: 0,
         }
     }
@@ -415,16 +415,16 @@ impl SpanMapper {
 #[derive(Debug)]
 pub struct SpanDataBuilder {
     scope: InstrumentationScope,
-    writers: HashMap<Guid, Value>,
-    addresses: HashMap<SocketAddr, Value>,
-    vendors: HashMap<VendorId, Value>,
+    writers: HashMap<Guid, Value, KeyHasher>,
+    addresses: HashMap<SocketAddr, Value, KeyHasher>,
+    vendors: HashMap<VendorId, Value, KeyHasher>,
 }
 
 /// Most distinct strings one builder keeps per kind; a batch has far fewer.
 const MAX_CACHED_STRINGS: usize = 4096;
 
 fn shared_string<K: std::hash::Hash + Eq + Copy>(
-    cache: &mut HashMap<K, Value>,
+    cache: &mut HashMap<K, Value, KeyHasher>,
     key: K,
     format: impl FnOnce(K) -> String,
 ) -> Value {
@@ -443,9 +443,9 @@ impl SpanDataBuilder {
     pub fn new(scope: InstrumentationScope) -> Self {
         Self {
             scope,
-            writers: HashMap::new(),
-            addresses: HashMap::new(),
-            vendors: HashMap::new(),
+            writers: HashMap::default(),
+            addresses: HashMap::default(),
+            vendors: HashMap::default(),
         }
     }
 

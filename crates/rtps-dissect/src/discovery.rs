@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::plist::*;
-use crate::types::{BuiltinWriter, Guid, GuidPrefix, Locator, SequenceNumber, VendorId};
+use crate::types::{BuiltinWriter, Guid, GuidPrefix, KeyHasher, Locator, SequenceNumber, VendorId};
 
 /// Reliability kind on the wire (RTPS values: 1 best effort, 2 reliable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -524,7 +524,7 @@ pub struct TopicInfo {
 /// Bounded GUID → topic map built from SEDP. Oldest entries are evicted first.
 #[derive(Debug, Default)]
 pub struct TopicMap {
-    map: HashMap<Guid, TopicInfo>,
+    map: HashMap<Guid, TopicInfo, KeyHasher>,
     order: VecDeque<Guid>,
     cap: usize,
     evicted: u64,
@@ -634,7 +634,7 @@ pub struct DiscoveryFragStats {
 #[derive(Default)]
 pub struct DiscoveryReassembly {
     limits: DiscoveryFragLimits,
-    samples: HashMap<(Guid, SequenceNumber), PartialSample>,
+    samples: HashMap<(Guid, SequenceNumber), PartialSample, KeyHasher>,
     stats: DiscoveryFragStats,
 }
 

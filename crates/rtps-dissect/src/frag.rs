@@ -15,11 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 use crate::net::{FragmentInfo, IpPacket};
-
-/// Keys come off the wire, so the hash is keyed per process; foldhash's seeded fast
-/// hasher, not SipHash: a fragment is looked up several times, and SipHash on these
-/// keys was a fifth of the reassembly's cost.
-type KeyHasher = foldhash::fast::RandomState;
+use crate::types::KeyHasher;
 
 /// Largest datagram we reassemble (IPv4 maximum; IPv6 jumbograms are not reassembled).
 pub const MAX_DATAGRAM: usize = 65_535;

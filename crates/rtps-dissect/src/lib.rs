@@ -36,4 +36,4 @@ pub use dissector::{
 pub use error::{DissectError, Layer};
 pub use link::LinkType;
 pub use rtps::{FragmentRange, SamplePiece, Submessage, SubmessageBody, SubmessageKind};
-pub use types::{EntityId, Guid, GuidPrefix, Locator, SequenceNumber, Time, VendorId};
+pub use types::{EntityId, Guid, GuidPrefix, KeyHasher, Locator, SequenceNumber, Time, VendorId};

@@ -1,13 +1,13 @@
 //! A hash map with a size cap: when full, the least recently seen entries go.
 //!
-//! Keys come off the wire (GUIDs, prefixes), so the hasher is keyed per process
-//! (foldhash's seeded fast hasher): several times cheaper than SipHash on 12- and
-//! 16-byte keys, which this map hashes for every submessage.
+//! Keys come off the wire (GUIDs, prefixes): the hasher is the dissector's
+//! [`KeyHasher`], keyed per process and cheap on the 12- and 16-byte keys this map
+//! hashes for every submessage.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 
-type Hasher = foldhash::fast::RandomState;
+use rtps_dissect::KeyHasher as Hasher;
 
 /// Entries that know when they were last seen (capture time).
 pub trait Aged {

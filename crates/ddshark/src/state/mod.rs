@@ -31,8 +31,8 @@ use std::sync::Arc;
 use rtps_dissect::rtps::SequenceNumberSet;
 use rtps_dissect::types::BuiltinWriter;
 use rtps_dissect::{
-    Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, ParticipantInfo,
-    SamplePiece, SequenceNumber, Submessage, SubmessageBody, VendorId,
+    Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, KeyHasher,
+    ParticipantInfo, SamplePiece, SequenceNumber, Submessage, SubmessageBody, VendorId,
 };
 use serde::Serialize;
 
@@ -362,7 +362,7 @@ pub struct State {
     /// Writers already credited with this datagram's IP fragments.
     credited: Vec<Guid>,
     /// Endpoints known from the discovery cache, applied when traffic shows them.
-    cached: HashMap<Guid, Arc<EndpointInfo>>,
+    cached: HashMap<Guid, Arc<EndpointInfo>, KeyHasher>,
 }
 
 impl Default for State {
@@ -383,7 +383,7 @@ impl State {
             first_ts_ns: None,
             next_sweep_ns: 0,
             credited: Vec::new(),
-            cached: HashMap::new(),
+            cached: HashMap::default(),
         }
     }
 
