@@ -17,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASK = os.path.join(HERE, "tasks", "materialise_latency.flux")
 GENERATED = "// Generated from flux-queries/tasks/materialise_latency.flux by flux-queries/build_adhoc.py: edit the task.\n"
-IMPORTS = 'import "array"\nimport "dict"\nimport "experimental"\nimport "internal/debug"\nimport "strings"\n\n'
+IMPORTS = 'import "array"\nimport "dict"\nimport "experimental"\nimport "strings"\n\n'
 TAG_FILTERS = '''
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))'''
@@ -90,13 +90,15 @@ def replace_once(text, old, new):
 
 
 def ad_hoc_body(task):
-    body = task[task.index("// One row per DATA span"):]
+    body = task[task.index("// How the pipeline stays cheap"):]
     # Parts that only make sense for the task's bounded window, and its outputs.
     for begin, end in (("// task only: begin", "// task only: end\n"), ("// output: begin", "// output: end\n")):
         while begin in body:
             a = body.index(begin)
             b = body.index(end, a) + len(end)
             body = body[:a] + body[b:]
+    body = replace_once(body, "markTime = experimental.subDuration(d: 1h, from: readStart)\n",
+                        "markTime = experimental.subDuration(d: 1h, from: v.timeRangeStart)\n")
     body = replace_once(body, "data = dataSpans\n", "data = recentDataSpans\n")
     for kind, stop in (("DATA", "readStop"), ("DATA_FRAG", "fragReadStop")):
         body = replace_once(body, f'''    |> range(start: readStart, stop: {stop})
@@ -105,40 +107,44 @@ def ad_hoc_body(task):
     for start, stop in (("liveStart", "emitStop"), ("emitStart", "fragReadStop")):
         body = replace_once(body, f"    |> range(start: {start}, stop: {stop})\n",
                             "    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)\n")
-    body = replace_once(body, '''    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs and r.host == homeOf(w: r.writer_id))''',
-                        '''    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))''')
-    body = replace_once(body, '''recvData = data
-    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''recvData = data
-    |> filter(fn: (r) => r.host == "${receiver}")''')
-    body = replace_once(body, '''recvFragCover = fragFirst
-    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''recvFragCover = fragFirst
-    |> filter(fn: (r) => r.host == "${receiver}")''')
-    body = replace_once(body, '''fragSent = frags
-    |> filter(fn: (r) => r.host == homeOf(w: r.writer_id))''', '''fragSent = frags
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))''')
-    body = replace_once(body, '''    |> filter(fn: (r) => r.start >= emitStartNs and r.start < emitStopNs)
-''', "")
+    body = replace_once(body, '''sent = firstPerHost
+    |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
+    |> withReceivers()
+    |> filter(fn: (r) => r.host == r.home)''', '''sent = firstPerHost
+    |> withReceivers()
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
+    body = replace_once(body, '''    |> filter(fn: (r) => r.fsn == 0 and r.host != r.home)''',
+                        '''    |> filter(fn: (r) => r.fsn == 0 and r.host == "${receiver}")''')
+    body = replace_once(body, '''    |> filter(fn: (r) => r.host != r.home)
+    |> group(columns: ["writer_id", "host", "sn"])''', '''    |> filter(fn: (r) => r.host == "${receiver}")
+    |> group(columns: ["writer_id", "host", "sn"])''')
     body = replace_once(body, '''        fragFirst
-            |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))''', '''        fragFirst
+            |> filter(fn: (r) => r.host != r.home)''', '''        fragFirst
             |> filter(fn: (r) => r.host == "${receiver}")''')
-    body = replace_once(body, "inEmitWindow = (r) => r.start >= emitStartNs and r.start < emitStopNs\n",
-                        "inEmitWindow = (r) => true\n")
-    body = replace_once(body, '''senderSpans = spans
-    |> filter(fn: (r) => r.host == homeOf(w: r.writer_id))''', '''senderSpans = spans
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))''')
+    body = replace_once(body, '''    |> filter(fn: (r) => r.fsn >= 1 and r.host == r.home)''',
+                        '''    |> filter(fn: (r) => r.fsn >= 1 and r.host == "${sender}" and r.host == r.home)''')
+    body = replace_once(body, '''    |> unique(column: "key")
+    |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
+''', '''    |> unique(column: "key")
+''')
+    body = replace_once(body, '''    |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
+    |> truncateTimeColumn(unit: 1s)''', '''    |> truncateTimeColumn(unit: 1s)''')
+    body = replace_once(body, '''senderSpans = spansH
+    |> filter(fn: (r) => r.host == r.home)''', '''senderSpans = spansH
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
     return body
 
 
-TOPIC = '        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),\n'
+TOPIC = '        topic_name: if exists r.wtopic then r.wtopic else "",\n'
 PER_TOPIC = '    |> group(columns: ["topic_name"])\n    |> sort(columns: ["_time"])\n'
 PER_WINDOW = "    |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)\n"
 # What each ad-hoc query returns from the task's named streams (the task writes the same
 # rows into ${long_bucket} in its `// output` blocks).
 TAILS = {
     "dds_latency.flux": '''samplesPerReceiver
-    |> filter(fn: (r) => exists r.t_recv and r.receiver == "${receiver}")
+    |> filter(fn: (r) => r.complete and r.receiver == "${receiver}")
     |> map(fn: (r) => ({
-        _time: time(v: r.t_send),
+        _time: r._time,
         _value: r.t_recv - r.t_send,
         writer_id: r.writer_id,
         sn: r.sn,
@@ -146,7 +152,7 @@ TAILS = {
     "lost_samples.flux": '''lostSamples
     |> filter(fn: (r) => r.receiver == "${receiver}")
     |> map(fn: (r) => ({
-        _time: time(v: r.t_send),
+        _time: r._time,
         _value: 1,
         writer_id: r.writer_id,
         sn: r.sn,
@@ -154,22 +160,22 @@ TAILS = {
 ''' + TOPIC + "    }))\n" + PER_TOPIC + PER_WINDOW,
     "payload_size.flux": '''sent
     |> map(fn: (r) => ({
-        _time: time(v: r.start),
+        _time: r._time,
         _value: r.size,
         writer_id: r.writer_id,
         sn: r.sn,
 ''' + TOPIC + "    }))\n" + PER_TOPIC,
     "retransmissions.flux": '''repairsPerSecond
     |> map(fn: (r) => ({
-        _time: time(v: r.second * 1000000000),
+        _time: r._time,
         _value: r.repairs,
         writer_id: r.writer_id,
 ''' + TOPIC + "    }))\n" + PER_TOPIC + PER_WINDOW,
     "dds_submessage_latency.flux": '''fragsPerReceiver
-    |> filter(fn: (r) => exists r["r|${receiver}"])
+    |> filter(fn: (r) => r.receiver == "${receiver}")
     |> map(fn: (r) => ({
-        _time: time(v: r.s),
-        _value: r["r|${receiver}"] - r.s,
+        _time: r.stime,
+        _value: r.rt - r.sts,
         writer_id: r.writer_id,
         sn: r.sn,
         fragment_starting_num: r.fsn,

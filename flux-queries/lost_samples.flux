@@ -12,20 +12,34 @@
 import "array"
 import "dict"
 import "experimental"
-import "internal/debug"
 import "strings"
 
-// One row per DATA span: host, writer_id, topic_name, slot, sn, start, end. (Each branch
-// has its own from() so that every tag and field filter is pushed down to storage.)
+// How the pipeline stays cheap at tens of thousands of spans per run: no function call
+// per span (Flux calls a function like int(), string() or dict.get() per row at ~20-60 µs
+// each; comparisons, arithmetic and record building in map() are vectorized), no join.
+// What is per writer (its host, topic and receivers) is computed on one row per writer
+// and handed down to the writer's spans by fill(): a marker row per writer, sorted
+// before its spans. Start times stay `_time`; where a latency needs them as integers,
+// stateDuration() after an anchor row gives them exactly.
+markTime = experimental.subDuration(d: 1h, from: v.timeRangeStart)
+// Streams of different columns meet in union(): drop() of a column no row has frees
+// their record types (union() wants one type).
+untyped = (tables=<-) => tables |> drop(columns: ["~"])
+
+// One row per DATA span: host, writer_id, topic_name, slot, sn, _time (start), end.
+// (Each branch has its own from() so that every tag and field filter is pushed down to
+// storage.)
 recentDataSpans = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA")
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
     |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "sample_size" or r._field == "dst")
-data = recentDataSpans
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+// (pivot() right after the storage read: InfluxDB's sorted pivot)
+data = recentDataSpans
     |> map(fn: (r) => ({
+        _time: r._time,
         host: r["host.name"],
         writer_id: r.writer_id,
         topic_name: if exists r.topic_name then r.topic_name else "",
@@ -34,7 +48,6 @@ data = recentDataSpans
         fsn: 0,
         nf: 1,
         total: 1,
-        start: int(v: r._time),
         end: r.end_time_unix_nano,
         size: if exists r.sample_size then r.sample_size else 0,
         dst: if exists r.dst then r.dst else "",
@@ -52,88 +65,160 @@ frags = from(bucket: "${bucket}")
             or r._field == "dst",
     )
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
-    |> map(fn: (r) => {
-        fz = if exists r.fragment_size then r.fragment_size else 0
-        ss = if exists r.sample_size then r.sample_size else 0
-        total = if fz > 0 then (ss + fz - 1) / fz else 0
-        return {
-            host: r["host.name"],
-            writer_id: r.writer_id,
-            topic_name: if exists r.topic_name then r.topic_name else "",
-            slot: r.slot,
-            sn: r.sn,
-            fsn: r.fragment_starting_num,
-            nf: r.frags_in_submessage,
-            total: total,
-            start: int(v: r._time),
-            end: r.end_time_unix_nano,
-            size: ss,
-            dst: if exists r.dst then r.dst else "",
-        }
-    })
+    |> map(fn: (r) => ({
+        _time: r._time,
+        host: r["host.name"],
+        writer_id: r.writer_id,
+        topic_name: if exists r.topic_name then r.topic_name else "",
+        slot: r.slot,
+        sn: r.sn,
+        fsn: r.fragment_starting_num,
+        nf: r.frags_in_submessage,
+        // (ceil(sample_size / fragment_size); both branches are computed, hence the divisor)
+        total: if exists r.fragment_size and exists r.sample_size and r.fragment_size > 0
+            then (r.sample_size + r.fragment_size - 1) / (if r.fragment_size > 0 then r.fragment_size else 1) else 0,
+        end: r.end_time_unix_nano,
+        size: if exists r.sample_size then r.sample_size else 0,
+        dst: if exists r.dst then r.dst else "",
+    }))
     |> filter(fn: (r) => r.fsn >= 1 and r.nf >= 1 and r.total > 0 and r.fsn + r.nf - 1 <= r.total)
 
 spans = union(tables: [data, frags])
-    |> group(columns: ["writer_id", "host"])
 
 // Per host and sample: its earliest span (ties: lowest slot).
 firstPerHost = spans
-    |> sort(columns: ["start", "slot"])
+    |> group(columns: ["writer_id", "host"])
+    |> sort(columns: ["_time", "slot"])
     |> unique(column: "sn")
 
-// Per participant (GUID prefix): the host that saw most of its samples first, as a
-// dictionary prefix -> host (a handful of entries: one per participant).
-homeList = firstPerHost
+// Per participant (GUID prefix): the host that saw most of its samples first; ties: the
+// last host name. Counted per writer and host first, so that only small tables (one row
+// per writer and host) are mapped or joined.
+firstSeenCounts = spans
     |> group(columns: ["writer_id"])
-    |> sort(columns: ["start", "host"])
+    |> sort(columns: ["_time", "host"])
     |> unique(column: "sn")
-    |> map(fn: (r) => ({prefix: strings.substring(v: r.writer_id, start: 0, end: 24), host: r.host, sn: r.sn}))
-    |> group(columns: ["prefix", "host"])
+    |> group(columns: ["writer_id", "host"])
     |> count(column: "sn")
+    |> map(fn: (r) => ({writer_id: r.writer_id, prefix: strings.substring(v: r.writer_id, start: 0, end: 24), host: r.host, n: r.sn}))
+    |> group()
+participantHomes = firstSeenCounts
+    |> group(columns: ["prefix", "host"])
+    |> sum(column: "n")
     |> group(columns: ["prefix"])
-    |> sort(columns: ["sn", "host"], desc: true)
+    |> sort(columns: ["n", "host"], desc: true)
     |> limit(n: 1)
-    |> map(fn: (r) => ({_value: r.prefix + "|" + r.host}))
+    |> map(fn: (r) => ({prefix: r.prefix, home: r.host}))
     |> group()
-    |> findColumn(fn: (key) => true, column: "_value")
-// (a placeholder entry first: an empty list would not type as a dictionary)
-homes = dict.fromList(
-    pairs: array.map(arr: array.concat(arr: ["-|-"], v: homeList), fn: (x) => {
-        kv = strings.split(v: x, t: "|")
-        return {key: kv[0], value: kv[1]}
-    }),
-)
-homeOf = (w) => dict.get(dict: homes, key: strings.substring(v: w, start: 0, end: 24), default: "")
 
+// One row per writer and host that captured any of its spans, with the writer's home.
+writerHosts = join(
+    tables: {
+        w: firstPerHost
+            |> first(column: "sn")
+            |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
+            |> group(),
+        p: participantHomes,
+    },
+    on: ["prefix"],
+)
 // Topic of each writer as its own host names it (receivers may not know it).
-topicList = firstPerHost
-    |> filter(fn: (r) => r.topic_name != "" and r.host == homeOf(w: r.writer_id))
-    |> first(column: "sn")
-    |> map(fn: (r) => ({_value: r.writer_id + "|" + r.topic_name}))
-    |> group()
-    |> findColumn(fn: (key) => true, column: "_value")
-topics = dict.fromList(
-    pairs: array.map(arr: array.concat(arr: ["--------------------------------|-"], v: topicList), fn: (x) => ({key: strings.substring(v: x, start: 0, end: 32), value: strings.substring(v: x, start: 33, end: strings.strlen(v: x))})),
+writerTopics = join(
+    tables: {
+        t: firstPerHost
+            |> filter(fn: (r) => r.topic_name != "")
+            |> first(column: "sn")
+            |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, topic_name: r.topic_name}))
+            |> group(),
+        h: writerHosts,
+    },
+    on: ["writer_id", "host"],
 )
+    |> filter(fn: (r) => r.host == r.home)
 
-// The first span of each sample on its writer's host, in the emit window.
-sent = firstPerHost
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
-
-// Receivers of a writer: the other hosts that captured any span of it in the window (so
-// unicast traffic to a host that runs no ddshark is nobody's loss), as a dictionary
-// writer_id -> "|hostB|hostC".
-receiverList = firstPerHost
-    |> filter(fn: (r) => r.host != homeOf(w: r.writer_id))
-    |> first(column: "sn")
+// Per writer, one marker row (at markTime, before every span) with columns home (its
+// host), wtopic (its topic, if known) and r1 … r6: its receivers, the other hosts that
+// captured any span of it in the window (so unicast traffic to a host that runs no
+// ddshark is nobody's loss). At most six receivers per writer get points. (The
+// placeholder writer "~" has every column, so that each exists.)
+markerCells = union(
+    tables: [
+        writerHosts
+            |> group(columns: ["writer_id"])
+            |> first(column: "home")
+            |> map(fn: (r) => ({writer_id: r.writer_id, col: "home", v: r.home}))
+            |> untyped(),
+        writerTopics
+            |> map(fn: (r) => ({writer_id: r.writer_id, col: "wtopic", v: r.topic_name}))
+            |> untyped(),
+        writerHosts
+            |> filter(fn: (r) => r.host != r.home)
+            |> group(columns: ["writer_id"])
+            |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, k: 1}))
+            |> cumulativeSum(columns: ["k"])
+            |> filter(fn: (r) => r.k <= 6)
+            |> map(fn: (r) => ({writer_id: r.writer_id, col: "r" + string(v: r.k), v: r.host}))
+            |> untyped(),
+        array.from(rows: [
+            {writer_id: "~", col: "home", v: "~"}, {writer_id: "~", col: "wtopic", v: "~"},
+            {writer_id: "~", col: "r1", v: "~"}, {writer_id: "~", col: "r2", v: "~"}, {writer_id: "~", col: "r3", v: "~"},
+            {writer_id: "~", col: "r4", v: "~"}, {writer_id: "~", col: "r5", v: "~"}, {writer_id: "~", col: "r6", v: "~"},
+        ])
+            |> untyped(),
+    ],
+)
+markers = markerCells
+    |> group()
+    |> pivot(rowKey: ["writer_id"], columnKey: ["col"], valueColumn: "v")
+    |> map(fn: (r) => ({r with _time: markTime, marker: 1}))
     |> group(columns: ["writer_id"])
-    |> reduce(identity: {l: ""}, fn: (r, accumulator) => ({l: accumulator.l + "|" + r.host}))
-    |> map(fn: (r) => ({_value: r.writer_id + r.l}))
-    |> group()
-    |> findColumn(fn: (key) => true, column: "_value")
-receivers = dict.fromList(
-    pairs: array.map(arr: array.concat(arr: ["--------------------------------|-"], v: receiverList), fn: (x) => ({key: strings.substring(v: x, start: 0, end: 32), value: strings.substring(v: x, start: 32, end: strings.strlen(v: x))})),
+
+// withHome: the rows of `tables` (a column writer_id, no column marker), each with its
+// writer's home and wtopic, grouped by writer; withReceivers: also r1 … r6.
+withMarkers = (tables=<-) => union(tables: [tables |> untyped(), markers |> untyped()])
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["_time"])
+withHome = (tables=<-) => tables
+    |> withMarkers()
+    |> fill(column: "home", usePrevious: true)
+    |> fill(column: "wtopic", usePrevious: true)
+    |> filter(fn: (r) => not exists r.marker)
+withReceivers = (tables=<-) => tables
+    |> withMarkers()
+    |> fill(column: "home", usePrevious: true)
+    |> fill(column: "wtopic", usePrevious: true)
+    |> fill(column: "r1", usePrevious: true)
+    |> fill(column: "r2", usePrevious: true)
+    |> fill(column: "r3", usePrevious: true)
+    |> fill(column: "r4", usePrevious: true)
+    |> fill(column: "r5", usePrevious: true)
+    |> fill(column: "r6", usePrevious: true)
+    |> filter(fn: (r) => not exists r.marker)
+
+// withStartNs: the rows of `tables` with `ts`, their _time in ns (exact, no per-row call):
+// the duration from an anchor row at markTime.
+markTimeNs = int(v: markTime)
+withStartNs = (tables=<-) => union(
+    tables: [tables |> group() |> untyped(), array.from(rows: [{_time: markTime, base: markTimeNs, anchor: 1}]) |> untyped()],
 )
+    |> group()
+    |> sort(columns: ["_time"])
+    |> stateDuration(fn: (r) => true, column: "sinceMark", unit: 1ns)
+    |> fill(column: "base", usePrevious: true)
+    |> filter(fn: (r) => not exists r.anchor)
+    |> map(fn: (r) => ({r with ts: r.base + r.sinceMark}))
+
+// Every span with its writer's home (and the rest).
+spansH = spans
+    |> withHome()
+
+// The first span of each sample on its writer's host, in the emit window, with t_send
+// in ns.
+sent = firstPerHost
+    |> withReceivers()
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
+    |> withStartNs()
+    |> map(fn: (r) => ({r with t_send: r.ts}))
 
 // A receiver that saw nothing of a sample lost it only while its capture was running
 // (as `ddshark latency` asks of a receiving capture): its first span no later than the
@@ -172,19 +257,21 @@ capturing = (h, t) => dict.get(dict: liveFrom, key: h, default: 9223372036854775
     and t <= dict.get(dict: liveTo, key: h, default: 0) - lostGraceNs
 
 // Per receiving host and sample: the earliest complete copy of each DATA_FRAG (DATA:
-// of the sample), then the latest of those, if they cover the whole sample.
-recvData = data
-    |> filter(fn: (r) => r.host == "${receiver}")
+// of the sample), then the latest of those, if they cover the whole sample (rc = 1;
+// rc = 0: it saw only part of it).
+recvData = spansH
+    |> filter(fn: (r) => r.fsn == 0 and r.host == "${receiver}")
     |> group(columns: ["writer_id", "host"])
     |> sort(columns: ["end"])
     |> unique(column: "sn")
-    |> map(fn: (r) => ({writer_id: r.writer_id, key: string(v: r.sn) + "|" + r.host, col: "c", v: r.end}))
-fragFirst = frags
+    |> map(fn: (r) => ({writer_id: r.writer_id, receiver: r.host, sn: r.sn, rsn: r.sn, rt: r.end, rc: 1, k: 0}))
+fragFirst = spansH
+    |> filter(fn: (r) => r.fsn >= 1)
     |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
     |> group(columns: ["writer_id", "host"])
     |> sort(columns: ["end"])
     |> unique(column: "key")
-recvFragCover = fragFirst
+recvFrag = fragFirst
     |> filter(fn: (r) => r.host == "${receiver}")
     |> group(columns: ["writer_id", "host", "sn"])
     |> reduce(
@@ -195,92 +282,111 @@ recvFragCover = fragFirst
             total: r.total,
         }),
     )
-// complete (col c = t_recv), or seen but incomplete (col i)
-recvFrag = recvFragCover
-    |> map(fn: (r) => ({
-        writer_id: r.writer_id,
-        key: string(v: r.sn) + "|" + r.host,
-        col: if r.covered >= r.total then "c" else "i",
-        v: r.t_recv,
-    }))
+    |> map(fn: (r) => ({writer_id: r.writer_id, receiver: r.host, sn: r.sn, rsn: r.sn, rt: r.t_recv, rc: if r.covered >= r.total then 1 else 0, k: 0}))
 
 // Sender and receivers of a sample side by side without a join (joins are slow at this
-// scale): per writer, one row per (sample, receiver) keyed "sn|receiver", with columns
-// x (t_send) and y (slot) for every receiver of the writer (up to six per writer), c
-// (t_recv) if that receiver completed the sample, i if it saw only part of it.
-// (the receivers' list is looked up once per sample; only samples of writers with two or
-// more receivers go through the further copies)
-sentTo = sent
-    |> map(fn: (r) => {
-        l = dict.get(dict: receivers, key: r.writer_id, default: "")
-        rs = strings.split(v: l, t: "|")
-        return {writer_id: r.writer_id, sn: r.sn, start: r.start, slot: r.slot, n: length(arr: rs) - 1,
-            rcv: if length(arr: rs) > 1 then rs[1] else "", all: l}
-    })
-    |> filter(fn: (r) => r.n >= 1)
-sentToMore = sentTo
-    |> filter(fn: (r) => r.n >= 2)
-expectedAt = (k) => sentToMore
-    |> filter(fn: (r) => r.n >= k)
-    |> map(fn: (r) => ({writer_id: r.writer_id, sn: r.sn, start: r.start, slot: r.slot, n: r.n, rcv: strings.split(v: r.all, t: "|")[k], all: r.all}))
-expected = union(tables: [sentTo, expectedAt(k: 2), expectedAt(k: 3), expectedAt(k: 4), expectedAt(k: 5), expectedAt(k: 6)])
+// scale): each sent sample once per receiver of its writer (k = 1), the receivers' own
+// rows (k = 0) just before it, per writer and receiver in SN order; fill() hands the
+// receiver's row down to the sample's.
+expectedAt = (tables=<-, col) => tables
+    |> rename(fn: (column) => if column == col then "receiver" else column)
+    |> filter(fn: (r) => exists r.receiver)
+    |> map(fn: (r) => ({
+        _time: r._time,
+        writer_id: r.writer_id,
+        receiver: r.receiver,
+        home: r.home,
+        wtopic: r.wtopic,
+        slot: r.slot,
+        sn: r.sn,
+        t_send: r.t_send,
+        k: 1,
+    }))
 samplesPerReceiver = union(
     tables: [
-        expected |> map(fn: (r) => ({writer_id: r.writer_id, key: string(v: r.sn) + "|" + r.rcv, col: "x", v: r.start})),
-        expected |> map(fn: (r) => ({writer_id: r.writer_id, key: string(v: r.sn) + "|" + r.rcv, col: "y", v: int(v: r.slot)})),
-        recvData,
-        recvFrag,
+        sent |> expectedAt(col: "r1") |> untyped(),
+        sent |> expectedAt(col: "r2") |> untyped(),
+        sent |> expectedAt(col: "r3") |> untyped(),
+        sent |> expectedAt(col: "r4") |> untyped(),
+        sent |> expectedAt(col: "r5") |> untyped(),
+        sent |> expectedAt(col: "r6") |> untyped(),
+        recvData |> untyped(),
+        recvFrag |> untyped(),
     ],
 )
-    |> group(columns: ["writer_id"])
-    |> pivot(rowKey: ["key"], columnKey: ["col"], valueColumn: "v")
-    |> filter(fn: (r) => exists r.x)
-    |> map(fn: (r) => {
-        kv = strings.splitN(v: r.key, t: "|", i: 2)
-        return {
-            writer_id: r.writer_id,
-            sn: int(v: kv[0]),
-            receiver: kv[1],
-            t_send: r.x,
-            slot: r.y,
-            t_recv: r.c,
-            incomplete: exists r.i,
-        }
-    })
+    |> group(columns: ["writer_id", "receiver"])
+    |> sort(columns: ["sn", "k"])
+    |> fill(column: "rsn", usePrevious: true)
+    |> fill(column: "rt", usePrevious: true)
+    |> fill(column: "rc", usePrevious: true)
+    |> filter(fn: (r) => r.k == 1)
+    |> map(fn: (r) => ({
+        _time: r._time,
+        writer_id: r.writer_id,
+        receiver: r.receiver,
+        home: r.home,
+        wtopic: r.wtopic,
+        slot: r.slot,
+        sn: r.sn,
+        t_send: r.t_send,
+        t_recv: r.rt,
+        complete: exists r.rsn and r.rsn == r.sn and r.rc == 1,
+        incomplete: exists r.rsn and r.rsn == r.sn and r.rc == 0,
+    }))
 
 
 // Lost samples: a receiver of the writer that never completed the sample within the
 // horizon, while its capture ran (`ddshark latency`'s "lost"), or that saw only part of
 // it ("incomplete").
 lostSamples = samplesPerReceiver
-    |> filter(fn: (r) => not exists r.t_recv and (r.incomplete or capturing(h: r.receiver, t: r.t_send)))
+    |> filter(fn: (r) => not r.complete and (r.incomplete or capturing(h: r.receiver, t: r.t_send)))
 
 
-// Submessage level: per DATA_FRAG, earliest start on the writer's host, earliest end
-// elsewhere (side by side as above, per (sn, fragment_starting_num)).
-fragSent = frags
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
+// Submessage level: per DATA_FRAG, earliest start on the writer's host (k = 0), earliest
+// end elsewhere (k = 1), side by side per writer in (sn, fragment_starting_num) order.
+fragSent = spansH
+    |> filter(fn: (r) => r.fsn >= 1 and r.host == "${sender}" and r.host == r.home)
     |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
     |> group(columns: ["writer_id"])
-    |> sort(columns: ["start", "slot"])
+    |> sort(columns: ["_time", "slot"])
     |> unique(column: "key")
-
-// (rowKey is the one string column `key`: pivot on (sn, fragment_starting_num) joins the
-// two numbers without a separator, so (2, 11) and (21, 1) would meet.)
+    |> withStartNs()
 fragsPerReceiver = union(
     tables: [
-        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "s", v: r.start})),
-        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "slot", v: int(v: r.slot)})),
-        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "sn", v: r.sn})),
-        fragSent |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "fsn", v: r.fsn})),
+        fragSent
+            |> map(fn: (r) => ({
+                writer_id: r.writer_id,
+                key: r.key,
+                k: 0,
+                skey: r.key,
+                stime: r._time,
+                sts: r.ts,
+                sslot: r.slot,
+            }))
+            |> untyped(),
         fragFirst
             |> filter(fn: (r) => r.host == "${receiver}")
-            |> map(fn: (r) => ({writer_id: r.writer_id, key: r.key, col: "r|" + r.host, v: r.end})),
+            |> map(fn: (r) => ({
+                writer_id: r.writer_id,
+                key: r.key,
+                k: 1,
+                receiver: r.host,
+                home: r.home,
+                wtopic: r.wtopic,
+                sn: r.sn,
+                fsn: r.fsn,
+                rt: r.end,
+            }))
+            |> untyped(),
     ],
 )
     |> group(columns: ["writer_id"])
-    |> pivot(rowKey: ["key"], columnKey: ["col"], valueColumn: "v")
-    |> filter(fn: (r) => exists r.s)
+    |> sort(columns: ["key", "k"])
+    |> fill(column: "skey", usePrevious: true)
+    |> fill(column: "stime", usePrevious: true)
+    |> fill(column: "sts", usePrevious: true)
+    |> fill(column: "sslot", usePrevious: true)
+    |> filter(fn: (r) => r.k == 1 and exists r.skey and r.skey == r.key)
 
 
 // Repairs on the writer's host (`ddshark latency`'s repairs_sender): a DATA/DATA_FRAG
@@ -290,42 +396,49 @@ fragsPerReceiver = union(
 // that follow a multicast send of the fragment (counting per sample would need a table
 // per sample). Copies sent further apart than the window's look-back are not seen.
 // (IPv4 224.0.0.0/4, IPv6 ff00::/8; dst is "a.b.c.d:port" or "[v6]:port")
-isMulticast = (d) => d =~ /^(22[4-9]|23[0-9])\.|^\[[fF][fF]/
-inEmitWindow = (r) => true
-senderSpans = spans
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == homeOf(w: r.writer_id))
+senderSpans = spansH
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
+    |> withStartNs()
     |> map(fn: (r) => ({
+        _time: r._time,
         writer_id: r.writer_id,
-        start: r.start,
+        home: r.home,
+        wtopic: r.wtopic,
+        ts: r.ts,
         // (sn, fragment_starting_num) as one number, for sorting
         u: r.sn * 1048576 + r.fsn,
-        ud: string(v: r.sn) + "/" + string(v: r.fsn) + "@" + r.dst,
-        mc: isMulticast(d: r.dst),
+        dst: r.dst,
+        mc: r.dst =~ /^(22[4-9]|23[0-9])\.|^\[[fF][fF]/,
     }))
-    |> group(columns: ["writer_id"])
-    |> sort(columns: ["start"])
-// A fragment twice in one datagram (same start) is one send (Cyclone packs SPDP so).
+// A fragment twice in one datagram (same start) is one send (Cyclone packs SPDP so): the
+// rows that repeat the (fragment, start) of the row before, per destination.
 sends = senderSpans
-    |> map(fn: (r) => ({r with uds: r.ud + "#" + string(v: r.start)}))
-    |> unique(column: "uds")
+    |> group(columns: ["writer_id", "dst"])
+    |> sort(columns: ["u", "ts"])
+    |> duplicate(column: "u", as: "du")
+    |> duplicate(column: "ts", as: "dt")
+    |> difference(columns: ["du", "dt"], keepFirst: true)
+    |> filter(fn: (r) => not (exists r.du and r.du == 0 and r.dt == 0))
 firstPerDestination = senderSpans
-    |> unique(column: "ud")
+    |> group(columns: ["writer_id", "dst"])
+    |> sort(columns: ["_time"])
+    |> unique(column: "u")
+    |> group(columns: ["writer_id"])
 multicastFirsts = firstPerDestination
     |> filter(fn: (r) => r.mc)
 // First sends to a unicast destination after a multicast send of the same fragment:
 // ordered by fragment and time, column m (the fragment of the latest multicast send so
 // far) is carried down by fill(); where it is the row's own fragment, one came before.
-afterMulticast = firstPerDestination
-    |> map(fn: (r) => ({r with m: if r.mc then r.u else debug.null(type: "int")}))
-    |> sort(columns: ["u", "start"])
+afterMulticast = union(tables: [multicastFirsts |> map(fn: (r) => ({r with m: r.u})) |> untyped(), firstPerDestination |> filter(fn: (r) => not r.mc) |> untyped()])
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["u", "ts"])
     |> fill(column: "m", usePrevious: true)
     |> filter(fn: (r) => not r.mc and exists r.m and r.m == r.u)
 perSecond = (tables=<-, col) => tables
-    |> filter(fn: inEmitWindow)
-    |> map(fn: (r) => ({writer_id: r.writer_id, second: r.start / 1000000000, n: 1}))
-    |> group(columns: ["writer_id", "second"])
-    |> sum(column: "n")
-    |> map(fn: (r) => ({writer_id: r.writer_id, second: r.second, col: col, v: r.n}))
+    |> truncateTimeColumn(unit: 1s)
+    |> group(columns: ["writer_id", "home", "wtopic", "_time"])
+    |> count(column: "u")
+    |> map(fn: (r) => ({writer_id: r.writer_id, home: r.home, wtopic: r.wtopic, _time: r._time, col: col, v: r.u}))
 // n: spans; a: sends; f: first sends per destination; g: of those, unicast after
 // multicast; h, k: first sends to a multicast group, and first multicast sends of a
 // fragment (h - k: further multicast groups after the first, also repairs)
@@ -336,14 +449,16 @@ repairsPerSecond = union(
         firstPerDestination |> perSecond(col: "f"),
         afterMulticast |> perSecond(col: "g"),
         multicastFirsts |> perSecond(col: "h"),
-        multicastFirsts |> unique(column: "u") |> perSecond(col: "k"),
+        multicastFirsts |> sort(columns: ["_time"]) |> unique(column: "u") |> perSecond(col: "k"),
     ],
 )
-    |> group(columns: ["writer_id"])
-    |> pivot(rowKey: ["second"], columnKey: ["col"], valueColumn: "v")
+    |> group(columns: ["writer_id", "home", "wtopic"])
+    |> pivot(rowKey: ["_time"], columnKey: ["col"], valueColumn: "v")
     |> map(fn: (r) => ({
+        _time: r._time,
         writer_id: r.writer_id,
-        second: r.second,
+        home: r.home,
+        wtopic: r.wtopic,
         submessages: r.n,
         repairs: r.a - (if exists r.f then r.f else 0) + (if exists r.g then r.g else 0)
             + (if exists r.h then r.h else 0) - (if exists r.k then r.k else 0),
@@ -353,12 +468,12 @@ repairsPerSecond = union(
 lostSamples
     |> filter(fn: (r) => r.receiver == "${receiver}")
     |> map(fn: (r) => ({
-        _time: time(v: r.t_send),
+        _time: r._time,
         _value: 1,
         writer_id: r.writer_id,
         sn: r.sn,
         incomplete: r.incomplete,
-        topic_name: dict.get(dict: topics, key: r.writer_id, default: ""),
+        topic_name: if exists r.wtopic then r.wtopic else "",
     }))
     |> group(columns: ["topic_name"])
     |> sort(columns: ["_time"])
