@@ -109,8 +109,10 @@ def ad_hoc_body(task):
                             "    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)\n")
     body = replace_once(body, '''sent = firstPerHost
     |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
     |> withReceivers()
     |> filter(fn: (r) => r.host == r.home)''', '''sent = firstPerHost
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
     |> withReceivers()
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
     body = replace_once(body, '''    |> filter(fn: (r) => r.fsn == 0 and r.host != r.home)''',
@@ -128,7 +130,7 @@ def ad_hoc_body(task):
 ''', '''    |> unique(column: "key")
 ''')
     body = replace_once(body, '''    |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
-    |> truncateTimeColumn(unit: 1s)''', '''    |> truncateTimeColumn(unit: 1s)''')
+    |> group(columns: ["writer_id", "home", "wtopic"])''', '''    |> group(columns: ["writer_id", "home", "wtopic"])''')
     body = replace_once(body, '''senderSpans = spansH
     |> filter(fn: (r) => r.host == r.home)''', '''senderSpans = spansH
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')

@@ -172,16 +172,20 @@ markers = markerCells
 
 // withHome: the rows of `tables` (a column writer_id, no column marker), each with its
 // writer's home and wtopic, grouped by writer; withReceivers: also r1 … r6.
-withMarkers = (tables=<-) => union(tables: [tables |> untyped(), markers |> untyped()])
+// (row-by-row steps such as filter() cost per column: the streams carry only what the
+// steps after them need)
+homeMarkers = markers
+    |> keep(columns: ["_time", "writer_id", "home", "wtopic", "marker"])
+withHome = (tables=<-) => union(tables: [tables |> untyped(), homeMarkers |> untyped()])
     |> group(columns: ["writer_id"])
     |> sort(columns: ["_time"])
-withHome = (tables=<-) => tables
-    |> withMarkers()
     |> fill(column: "home", usePrevious: true)
     |> fill(column: "wtopic", usePrevious: true)
     |> filter(fn: (r) => not exists r.marker)
-withReceivers = (tables=<-) => tables
-    |> withMarkers()
+    |> drop(columns: ["marker"])
+withReceivers = (tables=<-) => union(tables: [tables |> untyped(), markers |> untyped()])
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["_time"])
     |> fill(column: "home", usePrevious: true)
     |> fill(column: "wtopic", usePrevious: true)
     |> fill(column: "r1", usePrevious: true)
@@ -191,6 +195,7 @@ withReceivers = (tables=<-) => tables
     |> fill(column: "r5", usePrevious: true)
     |> fill(column: "r6", usePrevious: true)
     |> filter(fn: (r) => not exists r.marker)
+    |> drop(columns: ["marker"])
 
 // withStartNs: the rows of `tables` with `ts`, their _time in ns (exact, no per-row call):
 // the duration from an anchor row at markTime.
@@ -204,6 +209,7 @@ withStartNs = (tables=<-) => union(
     |> fill(column: "base", usePrevious: true)
     |> filter(fn: (r) => not exists r.anchor)
     |> map(fn: (r) => ({r with ts: r.base + r.sinceMark}))
+    |> drop(columns: ["anchor", "base", "sinceMark"])
 
 // Every span with its writer's home (and the rest).
 spansH = spans
@@ -212,10 +218,11 @@ spansH = spans
 // The first span of each sample on its writer's host, in the emit window, with t_send
 // in ns.
 sent = firstPerHost
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
     |> withReceivers()
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
     |> withStartNs()
-    |> map(fn: (r) => ({r with t_send: r.ts}))
+    |> rename(columns: {ts: "t_send"})
 
 // A receiver that saw nothing of a sample lost it only while its capture was running
 // (as `ddshark latency` asks of a receiving capture): its first span no later than the
@@ -316,6 +323,10 @@ samplesPerReceiver = union(
     |> fill(column: "rsn", usePrevious: true)
     |> fill(column: "rt", usePrevious: true)
     |> fill(column: "rc", usePrevious: true)
+    // (no nulls left: the map below is vectorized)
+    |> fill(column: "rsn", value: -1)
+    |> fill(column: "rt", value: 0)
+    |> fill(column: "rc", value: -1)
     |> filter(fn: (r) => r.k == 1)
     |> map(fn: (r) => ({
         _time: r._time,
@@ -327,8 +338,9 @@ samplesPerReceiver = union(
         sn: r.sn,
         t_send: r.t_send,
         t_recv: r.rt,
-        complete: exists r.rsn and r.rsn == r.sn and r.rc == 1,
-        incomplete: exists r.rsn and r.rsn == r.sn and r.rc == 0,
+        latency_ns: r.rt - r.t_send,
+        complete: r.rsn == r.sn and r.rc == 1,
+        incomplete: r.rsn == r.sn and r.rc == 0,
     }))
 
 
@@ -395,6 +407,7 @@ fragsPerReceiver = union(
 // (IPv4 224.0.0.0/4, IPv6 ff00::/8; dst is "a.b.c.d:port" or "[v6]:port")
 senderSpans = spansH
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
+    |> keep(columns: ["_time", "writer_id", "home", "wtopic", "sn", "fsn", "dst"])
     |> withStartNs()
     |> map(fn: (r) => ({
         _time: r._time,
@@ -431,10 +444,12 @@ afterMulticast = union(tables: [multicastFirsts |> map(fn: (r) => ({r with m: r.
     |> sort(columns: ["u", "ts"])
     |> fill(column: "m", usePrevious: true)
     |> filter(fn: (r) => not r.mc and exists r.m and r.m == r.u)
+// (aggregateWindow() counts per second in one pass; grouping by the second would make a
+// table per writer and second)
 perSecond = (tables=<-, col) => tables
-    |> truncateTimeColumn(unit: 1s)
-    |> group(columns: ["writer_id", "home", "wtopic", "_time"])
-    |> count(column: "u")
+    |> group(columns: ["writer_id", "home", "wtopic"])
+    |> sort(columns: ["_time"])
+    |> aggregateWindow(every: 1s, fn: count, column: "u", timeSrc: "_start", createEmpty: false)
     |> map(fn: (r) => ({writer_id: r.writer_id, home: r.home, wtopic: r.wtopic, _time: r._time, col: col, v: r.u}))
 // n: spans; a: sends; f: first sends per destination; g: of those, unicast after
 // multicast; h, k: first sends to a multicast group, and first multicast sends of a

@@ -3,36 +3,39 @@
 # their captured traffic (the Autoware-mix two-host capture j_autoware_mix) replayed live
 # by tcpreplay at 1×, 2×, 4× …, `ddshark -i` on each host exporting OTLP to the real
 # stack (collector → Telegraf → InfluxDB, the latency task), then a soak of
-# --soak-seconds at the highest rate that held (the replay looped).
+# --soak-seconds at --soak-rate on j_autoware_soak, the same mix captured for 300 s (so
+# no sequence number repeats during the soak).
 #
-# usage: sudo scripts/bench-e2e.sh [--rates "1 2 4 8"] [--soak-seconds 300] [--soak-rate R]
+# usage: sudo scripts/bench-e2e.sh [--rates "1 2 4 8"] [--soak-seconds 300] [--soak-rate 1]
 #                                   [--no-soak] [--out DIR] [--ddshark BIN] [--report FILE]
 #
 # Per rate it reports (scripts/bench_e2e.py): spans sent / dropped by ddshark, accepted /
 # exported / failed by the collector, written / dropped by Telegraf, stored in InfluxDB
 # (each DATA/DATA_FRAG once?), series cardinality of both buckets, influxd RSS over time,
-# the time of every dashboard panel query ("last 5 minutes", all topics), and the
-# materialised latencies and the ad-hoc Flux join against `ddshark latency` on the two
-# captures tcpdump took during the run (count and values to the ns). The soak loops the
-# replay, so sequence numbers repeat every loop: it reports throughput, cardinality, RSS
-# and query times over time, not latency equality. The table goes to --report
+# the time of every dashboard panel query ("last 5 minutes", all topics), the latency
+# task's run times, and the materialised latencies, lost samples, sample sizes and
+# repairs (and, on the single replays, the ad-hoc Flux join) against `ddshark latency`
+# on the two captures tcpdump took during the run (count and values to the ns). The
+# soak also reports all of that every 15 s while it runs. The table goes to --report
 # (default docs/bench-e2e.md); raw results (JSON, CSV, pcaps, logs) stay in --out.
 #
 # Needs root (namespaces), tcpreplay, tcpdump, the built stack (scripts/stack/build.sh)
-# and the capture (generated with scripts/make-fixtures.sh --bench if absent, which
-# needs the traffic generator's tools). Runs under `flock /tmp/ddshark-netns.lock`;
-# namespaces ddse_a / ddse_b, bridge ddse_br (10.251.0.0/24, the path to the stack's
-# OTLP receiver), all removed on exit. The capture's own addresses (--a-ip/--b-ip,
-# default 10.200.0.1/10.200.0.2) split it into what each host sent.
+# and the captures (generated with scripts/make-fixtures.sh --bench / --bench-soak if
+# absent, which needs the traffic generator's tools; the soak's takes 5 minutes and
+# ~2.3 GB in $DDSHARK_CAPTURES, and the soak's own captures as much again in --out).
+# Runs under `flock /tmp/ddshark-netns.lock`; namespaces ddse_a / ddse_b, bridge ddse_br
+# (10.251.0.0/24, the path to the stack's OTLP receiver), all removed on exit. The
+# capture's own addresses (--a-ip/--b-ip, default 10.200.0.1/10.200.0.2) split it into
+# what each host sent.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ARGS=("$@")
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 
 RATES="1 2 4 8"
 SOAK_SECONDS=300
-SOAK_RATE=""
+SOAK_RATE=1
 SOAK=1
 OUT=/var/tmp/ddshark-bench-e2e
 REPORT="$REPO/docs/bench-e2e.md"
@@ -72,6 +75,11 @@ CAP="$CAPTURES/j_autoware_mix"
 if [ ! -f "$CAP/a.pcap" ] || [ ! -f "$CAP/b.pcap" ]; then
   log "no $CAP/{a,b}.pcap: generating it (scripts/make-fixtures.sh --bench)"
   DDSHARK_CAPTURES="$CAPTURES" "$REPO/scripts/make-fixtures.sh" --bench >&2
+fi
+SOAK_CAP="$CAPTURES/j_autoware_soak"
+if [ "$SOAK" = 1 ] && { [ ! -f "$SOAK_CAP/a_tx.pcap" ] || [ ! -f "$SOAK_CAP/b_tx.pcap" ]; }; then
+  log "no $SOAK_CAP/{a,b}_tx.pcap: generating it (scripts/make-fixtures.sh --bench-soak, 5 minutes)"
+  DDSHARK_CAPTURES="$CAPTURES" "$REPO/scripts/make-fixtures.sh" --bench-soak >&2
 fi
 if [ -z "$DDSHARK" ]; then
   DDSHARK="${CARGO_TARGET_DIR:-$REPO/target}/release/ddshark"
@@ -146,10 +154,10 @@ INFLUXD_PID="$(cat "$STACK_RUN/pids/influxd.pid")"
  done) >"$OUT/influxd_rss.csv" &
 PIDS+=($!)
 
-# run_rate NAME RATE LOOPS [SECONDS]: one replay of both sides (looped LOOPS times, for at
-# most SECONDS), captured by ddshark and tcpdump.
+# run_rate NAME RATE LOOPS SECONDS A_TX B_TX: one replay of both sides (A_TX, B_TX; looped
+# LOOPS times, for at most SECONDS if not empty), captured by ddshark and tcpdump.
 run_rate() {
-  local name="$1" rate="$2" loops="$3" d="$OUT/$1" s limit=()
+  local name="$1" rate="$2" loops="$3" d="$OUT/$1" a_tx="$5" b_tx="$6" s limit=()
   [ -n "${4:-}" ] && limit=(--duration "$4")
   rm -rf "$d" && mkdir -p "$d"
   local host_a="e2e-$name-a" host_b="e2e-$name-b" pids=() rp=()
@@ -167,10 +175,10 @@ run_rate() {
   sleep 3
   local t0; t0=$(date +%s%N)
   log "$name: replaying both sides at ${rate}× (loops: $loops)"
-  ip netns exec "$NS_A" tcpreplay -i ddse_wa --multiplier "$rate" --loop "$loops" "${limit[@]}" "$OUT/a_tx.pcap" \
+  ip netns exec "$NS_A" tcpreplay -i ddse_wa --multiplier "$rate" --loop "$loops" "${limit[@]}" "$a_tx" \
     >"$d/tcpreplay_a.log" 2>&1 &
   rp+=($!)
-  ip netns exec "$NS_B" tcpreplay -i ddse_wb --multiplier "$rate" --loop "$loops" "${limit[@]}" "$OUT/b_tx.pcap" \
+  ip netns exec "$NS_B" tcpreplay -i ddse_wb --multiplier "$rate" --loop "$loops" "${limit[@]}" "$b_tx" \
     >"$d/tcpreplay_b.log" 2>&1 &
   rp+=($!)
   if [ "$name" = soak ]; then
@@ -186,23 +194,21 @@ run_rate() {
   log "$name: replay took $(( (t1 - t0) / 1000000 )) ms; analysing"
   python3 "$REPO/scripts/bench_e2e.py" rate --stack-env "$STACK_RUN/stack.env" --dir "$d" \
     --name "$name" --rate "$rate" --loops "$loops" --host-a "$host_a" --host-b "$host_b" \
-    --t-start "$t0" --t-end "$t1" --ddshark "$DDSHARK" --equality "$([ "$loops" = 1 ] && echo yes || echo no)"
+    --t-start "$t0" --t-end "$t1" --ddshark "$DDSHARK" --equality "$([ "$loops" = 1 ] && echo yes || echo no)" \
+    --adhoc "$([ "$name" = soak ] && echo no || echo yes)"
 }
 
-best=""
 for r in $RATES; do
-  run_rate "r$r" "$r" 1
-  if python3 "$REPO/scripts/bench_e2e.py" held --dir "$OUT/r$r"; then best=$r; else
+  run_rate "r$r" "$r" 1 "" "$OUT/a_tx.pcap" "$OUT/b_tx.pcap"
+  if ! python3 "$REPO/scripts/bench_e2e.py" held --dir "$OUT/r$r"; then
     log "r$r: not held (see $OUT/r$r/result.json); no higher rates"
     break
   fi
 done
 if [ "$SOAK" = 1 ]; then
-  rate="${SOAK_RATE:-$best}"
-  [ -n "$rate" ] || die "no rate held; no soak"
-  loops="$(python3 "$REPO/scripts/bench_e2e.py" loops --pcap "$OUT/a_tx.pcap" --rate "$rate" --seconds "$SOAK_SECONDS")"
-  # (tcpreplay --duration: the loop count alone over-estimates when the capture has gaps)
-  run_rate soak "$rate" "$loops" "$SOAK_SECONDS"
+  # (one pass of the 300 s capture: no SN repeats, so its latencies are compared too; at
+  # rates above 1× it ends early, so --soak-seconds is then also the capture's length)
+  run_rate soak "$SOAK_RATE" 1 "$SOAK_SECONDS" "$SOAK_CAP/a_tx.pcap" "$SOAK_CAP/b_tx.pcap"
 fi
 python3 "$REPO/scripts/bench_e2e.py" report --out "$OUT" --report "$REPORT" \
   --others "$(uptime | sed 's/.*load average/load average/')"

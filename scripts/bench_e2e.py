@@ -2,12 +2,11 @@
 """Measurements and report of scripts/bench-e2e.sh (standard library only).
 
   bench_e2e.py rate --stack-env F --dir D --name N --rate R --loops L --host-a A --host-b B
-                    --t-start NS --t-end NS --ddshark BIN --equality yes|no
+                    --t-start NS --t-end NS --ddshark BIN --equality yes|no --adhoc yes|no
       after one replay: waits until InfluxDB holds every span ddshark sent, then measures
       (counts, cardinality, RSS, panel query times, latency equality) into D/result.json
   bench_e2e.py held --dir D        exit 0 if that rate held (nothing dropped, all stored,
                                    latencies equal)
-  bench_e2e.py loops --pcap P --rate R --seconds S   loops of P at R× lasting ≥ S seconds
   bench_e2e.py sample --stack-env F --out CSV --pids "P1 P2"
       every 15 s while the pids run: series cardinality, influxd RSS, spans stored
   bench_e2e.py report --out DIR --report FILE [--others TEXT]   the Markdown table
@@ -18,7 +17,6 @@ import glob
 import json
 import os
 import re
-import struct
 import sys
 import time
 import urllib.request
@@ -178,13 +176,14 @@ def dashboard_queries():
     return out
 
 
-def compare(influx, binary, d, hosts, start, stop):
-    """Materialised and ad-hoc latencies against `ddshark latency` on the two captures."""
+def compare(influx, binary, d, hosts, start, stop, adhoc=True):
+    """Materialised (and, with adhoc, ad-hoc) latencies against `ddshark latency` on the
+    two captures."""
     out = {}
     a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
     # (the ad-hoc submessage join is checked by tests/flux on every fixture; here it would
     # only add minutes per rate)
-    for level, files in (("sample", ("dds_latency_materialised", "dds_latency")),
+    for level, files in (("sample", ("dds_latency_materialised",) + (("dds_latency",) if adhoc else ())),
                          ("submessage", ("dds_submessage_latency_materialised",))):
         rows = latency_rows(binary, a, b, level)
         for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
@@ -283,7 +282,7 @@ def cmd_rate(a):
         # First: it waits until the task has materialised the run, so the panels below
         # are timed on complete data.
         res["latency"] = compare(influx, a.ddshark, a.dir, hosts, a.t_start - 10_000_000_000,
-                                 a.t_end + 10_000_000_000)
+                                 a.t_end + 10_000_000_000, adhoc=a.adhoc == "yes")
         # Lost samples, sample sizes, repairs per writer against `ddshark latency`.
         n0 = len(fluxcheck.FAILURES)
         fluxcheck.check_outcomes(fluxcheck.Influx(env), a.ddshark, a.name, hosts,
@@ -292,7 +291,7 @@ def cmd_rate(a):
         res["outcomes"] = {"equal": len(fluxcheck.FAILURES) == n0, "failures": fluxcheck.FAILURES[n0:]}
     # (the soak's 5 minutes hold millions of spans: its ad-hoc joins over raw spans would
     # take longer than the bench; they are timed on the single replays)
-    res["panels"] = panel_times(influx, hosts, time.time_ns(), collapsed=a.equality == "yes")
+    res["panels"] = panel_times(influx, hosts, time.time_ns(), collapsed=a.adhoc == "yes")
     json.dump(res, open(os.path.join(a.dir, "result.json"), "w"), indent=1)
     return 0
 
@@ -333,31 +332,6 @@ def cmd_held(a):
     for x in p:
         log(f"{res['name']}: {x}")
     return 1 if [x for x in p if "latency" not in x] else 0
-
-
-def pcap_duration(path):
-    with open(path, "rb") as fh:
-        hdr = fh.read(24)
-        magic = struct.unpack("<I", hdr[:4])[0]
-        endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-        nano = struct.unpack(endian + "I", hdr[:4])[0] == 0xA1B23C4D
-        first = last = None
-        while True:
-            rec = fh.read(16)
-            if len(rec) < 16:
-                break
-            s, frac, incl, _ = struct.unpack(endian + "IIII", rec)
-            t = s + frac / (1e9 if nano else 1e6)
-            first = t if first is None else first
-            last = t
-            fh.seek(incl, 1)
-    return (last - first) if first is not None else 0.0
-
-
-def cmd_loops(a):
-    d = pcap_duration(a.pcap) / a.rate
-    print(max(1, int(a.seconds / d) + 1))
-    return 0
 
 
 def cmd_sample(a):
@@ -486,7 +460,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rate")
-    for k in ("stack-env", "dir", "name", "host-a", "host-b", "ddshark", "equality"):
+    for k in ("stack-env", "dir", "name", "host-a", "host-b", "ddshark", "equality", "adhoc"):
         r.add_argument("--" + k, required=True)
     r.add_argument("--rate", type=float, required=True)
     r.add_argument("--loops", type=int, required=True)
@@ -494,10 +468,6 @@ def main():
     r.add_argument("--t-end", type=int, required=True)
     h = sub.add_parser("held")
     h.add_argument("--dir", required=True)
-    lo = sub.add_parser("loops")
-    lo.add_argument("--pcap", required=True)
-    lo.add_argument("--rate", type=float, required=True)
-    lo.add_argument("--seconds", type=float, required=True)
     s = sub.add_parser("sample")
     s.add_argument("--stack-env", required=True)
     s.add_argument("--out", required=True)
@@ -507,7 +477,7 @@ def main():
     rep.add_argument("--report", required=True)
     rep.add_argument("--others", default="")
     a = p.parse_args()
-    return {"rate": cmd_rate, "held": cmd_held, "loops": cmd_loops, "sample": cmd_sample,
+    return {"rate": cmd_rate, "held": cmd_held, "sample": cmd_sample,
             "report": cmd_report}[a.cmd](a)
 
 

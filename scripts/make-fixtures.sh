@@ -14,6 +14,9 @@
 #   --bench       also generate j_autoware_mix (Autoware mix, up to 40 MB per pcap) into
 #                 the work dir; it is NEVER copied into tests/pcaps/. `--bench` alone
 #                 (no SCENARIO) generates only j_autoware_mix.
+#   --bench-soak  likewise j_autoware_soak: the same mix for J_SOAK_DURATION seconds
+#                 (default 300; ~2.3 GB from host A), the input of the bench's soak
+#                 (scripts/bench-e2e.sh); only what each host sent is kept.
 #
 # Public captures of other projects are never copied into the repository (the tests read
 # them from outside it, see crates/ddshark/tests/common/public.rs).
@@ -44,8 +47,9 @@ MAX_LOGS_KB=${MAX_LOGS_KB:-256}   # copy logs/ files up to this size each
 DEFAULT_SCENARIOS=(a_small_reliable b_large_frag d_rustdds_interop e_mixed_robustness
                    g_dustdds_interop h_vlan_pcp i_late_start f_ddsperf_cyclone0102)
 BENCH_SCENARIO=j_autoware_mix
+BENCH_SOAK_SCENARIO=j_autoware_soak
 
-capture=1 copy=1 bench=0
+capture=1 copy=1 bench=0 bench_soak=0
 SCENARIOS=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -54,13 +58,14 @@ while [ $# -gt 0 ]; do
     --copy-only) capture=0; shift ;;
     --no-copy) copy=0; shift ;;
     --bench) bench=1; shift ;;
+    --bench-soak) bench_soak=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) SCENARIOS+=("$1"); shift ;;
   esac
 done
 if [ ${#SCENARIOS[@]} -eq 0 ]; then
-  if [ "$bench" = 1 ]; then SCENARIOS=(); copy=0; else SCENARIOS=("${DEFAULT_SCENARIOS[@]}"); fi
+  if [ "$bench" = 1 ] || [ "$bench_soak" = 1 ]; then SCENARIOS=(); copy=0; else SCENARIOS=("${DEFAULT_SCENARIOS[@]}"); fi
 fi
 WORK=$(realpath -m "$WORK")
 
@@ -221,6 +226,7 @@ if [ "$capture" = 1 ]; then
     todo=(b_large_frag "${rest[@]}")
   fi
   [ "$bench" = 1 ] && todo+=("$BENCH_SCENARIO")
+  [ "$bench_soak" = 1 ] && todo+=("$BENCH_SOAK_SCENARIO")
   for s in "${todo[@]}"; do run_capture "$s" || true; done
 fi
 if [ "$copy" = 1 ]; then
@@ -234,5 +240,6 @@ if [ "$copy" = 1 ]; then
   log "fixtures: $(du -sh "$DEST" | cut -f1) in $DEST (see MANIFEST.tsv)"
 fi
 [ "$bench" = 1 ] && log "benchmark input: $WORK/$BENCH_SCENARIO/{a,b}.pcap"
+[ "$bench_soak" = 1 ] && log "soak input: $WORK/$BENCH_SOAK_SCENARIO/{a,b}_tx.pcap"
 if [ ${#FAILED[@]} -gt 0 ]; then log "FAILED: ${FAILED[*]}"; exit 1; fi
 log "done"

@@ -245,16 +245,20 @@ markers = markerCells
 
 // withHome: the rows of `tables` (a column writer_id, no column marker), each with its
 // writer's home and wtopic, grouped by writer; withReceivers: also r1 … r6.
-withMarkers = (tables=<-) => union(tables: [tables |> untyped(), markers |> untyped()])
+// (row-by-row steps such as filter() cost per column: the streams carry only what the
+// steps after them need)
+homeMarkers = markers
+    |> keep(columns: ["_time", "writer_id", "home", "wtopic", "marker"])
+withHome = (tables=<-) => union(tables: [tables |> untyped(), homeMarkers |> untyped()])
     |> group(columns: ["writer_id"])
     |> sort(columns: ["_time"])
-withHome = (tables=<-) => tables
-    |> withMarkers()
     |> fill(column: "home", usePrevious: true)
     |> fill(column: "wtopic", usePrevious: true)
     |> filter(fn: (r) => not exists r.marker)
-withReceivers = (tables=<-) => tables
-    |> withMarkers()
+    |> drop(columns: ["marker"])
+withReceivers = (tables=<-) => union(tables: [tables |> untyped(), markers |> untyped()])
+    |> group(columns: ["writer_id"])
+    |> sort(columns: ["_time"])
     |> fill(column: "home", usePrevious: true)
     |> fill(column: "wtopic", usePrevious: true)
     |> fill(column: "r1", usePrevious: true)
@@ -264,6 +268,7 @@ withReceivers = (tables=<-) => tables
     |> fill(column: "r5", usePrevious: true)
     |> fill(column: "r6", usePrevious: true)
     |> filter(fn: (r) => not exists r.marker)
+    |> drop(columns: ["marker"])
 
 // withStartNs: the rows of `tables` with `ts`, their _time in ns (exact, no per-row call):
 // the duration from an anchor row at markTime.
@@ -277,6 +282,7 @@ withStartNs = (tables=<-) => union(
     |> fill(column: "base", usePrevious: true)
     |> filter(fn: (r) => not exists r.anchor)
     |> map(fn: (r) => ({r with ts: r.base + r.sinceMark}))
+    |> drop(columns: ["anchor", "base", "sinceMark"])
 
 // Every span with its writer's home (and the rest).
 spansH = spans
@@ -286,10 +292,11 @@ spansH = spans
 // in ns.
 sent = firstPerHost
     |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
     |> withReceivers()
     |> filter(fn: (r) => r.host == r.home)
     |> withStartNs()
-    |> map(fn: (r) => ({r with t_send: r.ts}))
+    |> rename(columns: {ts: "t_send"})
 
 // A receiver that saw nothing of a sample lost it only while its capture was running
 // (as `ddshark latency` asks of a receiving capture): its first span no later than the
@@ -390,6 +397,10 @@ samplesPerReceiver = union(
     |> fill(column: "rsn", usePrevious: true)
     |> fill(column: "rt", usePrevious: true)
     |> fill(column: "rc", usePrevious: true)
+    // (no nulls left: the map below is vectorized)
+    |> fill(column: "rsn", value: -1)
+    |> fill(column: "rt", value: 0)
+    |> fill(column: "rc", value: -1)
     |> filter(fn: (r) => r.k == 1)
     |> map(fn: (r) => ({
         _time: r._time,
@@ -401,34 +412,30 @@ samplesPerReceiver = union(
         sn: r.sn,
         t_send: r.t_send,
         t_recv: r.rt,
-        complete: exists r.rsn and r.rsn == r.sn and r.rc == 1,
-        incomplete: exists r.rsn and r.rsn == r.sn and r.rc == 0,
+        latency_ns: r.rt - r.t_send,
+        complete: r.rsn == r.sn and r.rc == 1,
+        incomplete: r.rsn == r.sn and r.rc == 0,
     }))
 
 // output: begin
-// dds_latency: one point per sample and receiver that completed it.
+// dds_latency: one point per sample and receiver that completed it. (No map() here: to()
+// takes the tags in column order, and each order would be a series of its own, so the
+// tag columns are renamed and duplicate() appends them in one fixed order.)
 samplesPerReceiver
     |> filter(fn: (r) => r.complete)
-    |> map(fn: (r) => ({
-        _measurement: "dds_latency",
-        _time: r._time,
-        latency_ns: r.t_recv - r.t_send,
-        receiver: r.receiver,
-        sender: r.home,
-        slot: r.slot,
-        sn: r.sn,
-        t_recv_ns: r.t_recv,
-        topic_name: if exists r.wtopic then r.wtopic else "",
-        // (string interpolation keeps this map() row by row: a vectorized map() orders
-        // its columns at random, and to() takes the tags in column order, so every order
-        // would be a series of its own)
-        writer_id: "${r.writer_id}",
-    }))
+    |> fill(column: "wtopic", value: "")
+    |> set(key: "_measurement", value: "dds_latency")
+    |> rename(columns: {receiver: "~receiver", home: "~sender", slot: "~slot", wtopic: "~topic_name", writer_id: "~writer_id"})
+    |> duplicate(column: "~receiver", as: "receiver")
+    |> duplicate(column: "~sender", as: "sender")
+    |> duplicate(column: "~slot", as: "slot")
+    |> duplicate(column: "~topic_name", as: "topic_name")
+    |> duplicate(column: "~writer_id", as: "writer_id")
     |> group(columns: ["_measurement", "sender", "receiver", "topic_name", "writer_id", "slot"])
     |> to(
         bucket: "${long_bucket}",
         tagColumns: ["sender", "receiver", "topic_name", "writer_id", "slot"],
-        fieldFn: (r) => ({latency_ns: r.latency_ns, t_recv_ns: r.t_recv_ns, sn: r.sn}),
+        fieldFn: (r) => ({latency_ns: r.latency_ns, t_recv_ns: r.t_recv, sn: r.sn}),
     )
 // output: end
 
@@ -463,26 +470,20 @@ lostSamples
     )
 
 // dds_samples: one point per sample on its writer's host, with its size (DATA: the
-// serialized payload; DATA_FRAG: sampleSize).
+// serialized payload; DATA_FRAG: sampleSize). (Tags as for dds_latency.)
 sent
-    |> map(fn: (r) => ({
-        _measurement: "dds_samples",
-        _time: r._time,
-        sample_size: r.size,
-        sender: r.host,
-        slot: r.slot,
-        sn: r.sn,
-        topic_name: if exists r.wtopic then r.wtopic else "",
-        // (string interpolation keeps this map() row by row: a vectorized map() orders
-        // its columns at random, and to() takes the tags in column order, so every order
-        // would be a series of its own)
-        writer_id: "${r.writer_id}",
-    }))
+    |> fill(column: "wtopic", value: "")
+    |> set(key: "_measurement", value: "dds_samples")
+    |> rename(columns: {host: "~sender", slot: "~slot", wtopic: "~topic_name", writer_id: "~writer_id"})
+    |> duplicate(column: "~sender", as: "sender")
+    |> duplicate(column: "~slot", as: "slot")
+    |> duplicate(column: "~topic_name", as: "topic_name")
+    |> duplicate(column: "~writer_id", as: "writer_id")
     |> group(columns: ["_measurement", "sender", "topic_name", "writer_id", "slot"])
     |> to(
         bucket: "${long_bucket}",
         tagColumns: ["sender", "topic_name", "writer_id", "slot"],
-        fieldFn: (r) => ({sn: r.sn, sample_size: r.sample_size}),
+        fieldFn: (r) => ({sn: r.sn, sample_size: r.size}),
     )
 // output: end
 
@@ -568,6 +569,7 @@ fragsPerReceiver
 // (IPv4 224.0.0.0/4, IPv6 ff00::/8; dst is "a.b.c.d:port" or "[v6]:port")
 senderSpans = spansH
     |> filter(fn: (r) => r.host == r.home)
+    |> keep(columns: ["_time", "writer_id", "home", "wtopic", "sn", "fsn", "dst"])
     |> withStartNs()
     |> map(fn: (r) => ({
         _time: r._time,
@@ -604,11 +606,13 @@ afterMulticast = union(tables: [multicastFirsts |> map(fn: (r) => ({r with m: r.
     |> sort(columns: ["u", "ts"])
     |> fill(column: "m", usePrevious: true)
     |> filter(fn: (r) => not r.mc and exists r.m and r.m == r.u)
+// (aggregateWindow() counts per second in one pass; grouping by the second would make a
+// table per writer and second)
 perSecond = (tables=<-, col) => tables
     |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
-    |> truncateTimeColumn(unit: 1s)
-    |> group(columns: ["writer_id", "home", "wtopic", "_time"])
-    |> count(column: "u")
+    |> group(columns: ["writer_id", "home", "wtopic"])
+    |> sort(columns: ["_time"])
+    |> aggregateWindow(every: 1s, fn: count, column: "u", timeSrc: "_start", createEmpty: false)
     |> map(fn: (r) => ({writer_id: r.writer_id, home: r.home, wtopic: r.wtopic, _time: r._time, col: col, v: r.u}))
 // n: spans; a: sends; f: first sends per destination; g: of those, unicast after
 // multicast; h, k: first sends to a multicast group, and first multicast sends of a
