@@ -325,7 +325,7 @@ def held(res):
 
 def cmd_held(a):
     """Exit 0 if the rate held in throughput (nothing dropped, every span stored once): the
-    bench goes on to the next rate and soaks at the highest such rate. Latency differences
+    bench goes on to the next rate. Latency differences
     are printed and reported in the table, they do not stop the bench."""
     res = json.load(open(os.path.join(a.dir, "result.json")))
     p = held(res)
@@ -392,7 +392,7 @@ def cmd_report(a):
         latency = (f"samples {eq('dds_latency_materialised')}; {eq('dds_latency')} · "
                    f"DATA_FRAG {eq('dds_submessage_latency_materialised')}; {eq('dds_submessage_latency')}")
         if not lat:
-            latency = "not compared (looped replay repeats SNs)"
+            latency = "not compared (looped replay)"
         elif "outcomes" in r:
             latency += f" · lost, sizes, repairs {'=' if r['outcomes']['equal'] else '≠'}"
         lines.append(
@@ -449,7 +449,7 @@ def cmd_report(a):
             f"Machine: 2 cores shared with other work during the run ({a.others}).",
             "", *lines, "", "Dashboard panel queries (time to answer, rows):", "", *qlines, ""]
     if soak_lines:
-        text += ["Soak (looped replay) over time:", "", *soak_lines, ""]
+        text += ["Soak (one pass of j_autoware_soak, no SN repeats) over time:", "", *soak_lines, ""]
     with open(a.report, "w") as fh:
         fh.write("\n".join(text))
     print("\n".join(text))
