@@ -446,27 +446,22 @@ lostSamples = samplesPerReceiver
     |> filter(fn: (r) => not r.complete and (r.incomplete or capturing(h: r.receiver, t: r.t_send)))
 
 // output: begin
-// dds_lost: one point per sample and receiver that never completed it.
+// dds_lost: one point per sample and receiver that never completed it. (Tags as for
+// dds_latency.)
 lostSamples
-    |> map(fn: (r) => ({
-        _measurement: "dds_lost",
-        _time: r._time,
-        incomplete: if r.incomplete then 1 else 0,
-        receiver: r.receiver,
-        sender: r.home,
-        slot: r.slot,
-        sn: r.sn,
-        topic_name: if exists r.wtopic then r.wtopic else "",
-        // (string interpolation keeps this map() row by row: a vectorized map() orders
-        // its columns at random, and to() takes the tags in column order, so every order
-        // would be a series of its own)
-        writer_id: "${r.writer_id}",
-    }))
+    |> fill(column: "wtopic", value: "")
+    |> set(key: "_measurement", value: "dds_lost")
+    |> rename(columns: {receiver: "~receiver", home: "~sender", slot: "~slot", wtopic: "~topic_name", writer_id: "~writer_id"})
+    |> duplicate(column: "~receiver", as: "receiver")
+    |> duplicate(column: "~sender", as: "sender")
+    |> duplicate(column: "~slot", as: "slot")
+    |> duplicate(column: "~topic_name", as: "topic_name")
+    |> duplicate(column: "~writer_id", as: "writer_id")
     |> group(columns: ["_measurement", "sender", "receiver", "topic_name", "writer_id", "slot"])
     |> to(
         bucket: "${long_bucket}",
         tagColumns: ["sender", "receiver", "topic_name", "writer_id", "slot"],
-        fieldFn: (r) => ({sn: r.sn, incomplete: r.incomplete}),
+        fieldFn: (r) => ({sn: r.sn, incomplete: if r.incomplete then 1 else 0}),
     )
 
 // dds_samples: one point per sample on its writer's host, with its size (DATA: the
@@ -535,28 +530,21 @@ fragsPerReceiver = union(
     |> filter(fn: (r) => r.k == 1 and exists r.skey and r.skey == r.key)
 
 // output: begin
+// dds_submessage_latency: one point per DATA_FRAG and receiver. (Tags as for dds_latency.)
 fragsPerReceiver
-    |> map(fn: (r) => ({
-        _measurement: "dds_submessage_latency",
-        _time: r.stime,
-        fragment_starting_num: r.fsn,
-        latency_ns: r.rt - r.sts,
-        receiver: r.receiver,
-        sender: r.home,
-        slot: r.sslot,
-        sn: r.sn,
-        t_recv_ns: r.rt,
-        topic_name: if exists r.wtopic then r.wtopic else "",
-        // (string interpolation keeps this map() row by row: a vectorized map() orders
-        // its columns at random, and to() takes the tags in column order, so every order
-        // would be a series of its own)
-        writer_id: "${r.writer_id}",
-    }))
+    |> fill(column: "wtopic", value: "")
+    |> set(key: "_measurement", value: "dds_submessage_latency")
+    |> rename(columns: {stime: "_time", receiver: "~receiver", home: "~sender", sslot: "~slot", wtopic: "~topic_name", writer_id: "~writer_id"})
+    |> duplicate(column: "~receiver", as: "receiver")
+    |> duplicate(column: "~sender", as: "sender")
+    |> duplicate(column: "~slot", as: "slot")
+    |> duplicate(column: "~topic_name", as: "topic_name")
+    |> duplicate(column: "~writer_id", as: "writer_id")
     |> group(columns: ["_measurement", "sender", "receiver", "topic_name", "writer_id", "slot"])
     |> to(
         bucket: "${long_bucket}",
         tagColumns: ["sender", "receiver", "topic_name", "writer_id", "slot"],
-        fieldFn: (r) => ({latency_ns: r.latency_ns, t_recv_ns: r.t_recv_ns, sn: r.sn, fragment_starting_num: r.fragment_starting_num}),
+        fieldFn: (r) => ({latency_ns: r.rt - r.sts, t_recv_ns: r.rt, sn: r.sn, fragment_starting_num: r.fsn}),
     )
 // output: end
 
@@ -641,19 +629,14 @@ repairsPerSecond = union(
 
 // output: begin
 // dds_repairs: per second and writer on its own host, DATA/DATA_FRAG sent and repairs.
+// (Tags as for dds_latency.)
 repairsPerSecond
-    |> map(fn: (r) => ({
-        _measurement: "dds_repairs",
-        _time: r._time,
-        repairs: r.repairs,
-        sender: r.home,
-        submessages: r.submessages,
-        topic_name: if exists r.wtopic then r.wtopic else "",
-        // (string interpolation keeps this map() row by row: a vectorized map() orders
-        // its columns at random, and to() takes the tags in column order, so every order
-        // would be a series of its own)
-        writer_id: "${r.writer_id}",
-    }))
+    |> fill(column: "wtopic", value: "")
+    |> set(key: "_measurement", value: "dds_repairs")
+    |> rename(columns: {home: "~sender", wtopic: "~topic_name", writer_id: "~writer_id"})
+    |> duplicate(column: "~sender", as: "sender")
+    |> duplicate(column: "~topic_name", as: "topic_name")
+    |> duplicate(column: "~writer_id", as: "writer_id")
     |> group(columns: ["_measurement", "sender", "topic_name", "writer_id"])
     |> to(
         bucket: "${long_bucket}",
