@@ -99,41 +99,36 @@ def ad_hoc_body(task):
             body = body[:a] + body[b:]
     body = replace_once(body, "markTime = experimental.subDuration(d: 1h, from: readStart)\n",
                         "markTime = experimental.subDuration(d: 1h, from: v.timeRangeStart)\n")
-    body = replace_once(body, "data = dataSpans\n", "data = recentDataSpans\n")
-    for kind, stop in (("DATA", "readStop"), ("DATA_FRAG", "fragReadStop")):
+    for kind, stop in (("SAMPLE", "readStop"), ("DATA_FRAG", "fragReadStop")):
         body = replace_once(body, f'''    |> range(start: readStart, stop: {stop})
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "{kind}")''', f'''    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "{kind}")''' + TAG_FILTERS)
     for start, stop in (("liveStart", "emitStop"), ("emitStart", "fragReadStop")):
         body = replace_once(body, f"    |> range(start: {start}, stop: {stop})\n",
                             "    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)\n")
-    body = replace_once(body, '''sent = firstPerHost
+    body = replace_once(body, '''sent = samples
     |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
-    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "start", "size", "repairs", "subs"])
     |> withReceivers()
-    |> filter(fn: (r) => r.host == r.home)''', '''sent = firstPerHost
-    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
+    |> filter(fn: (r) => r.host == r.home)''', '''sent = samples
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "start", "size", "repairs", "subs"])
     |> withReceivers()
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
-    body = replace_once(body, '''    |> filter(fn: (r) => r.fsn == 0 and r.host != r.home)''',
-                        '''    |> filter(fn: (r) => r.fsn == 0 and r.host == "${receiver}")''')
-    body = replace_once(body, '''    |> filter(fn: (r) => r.host != r.home)
-    |> group(columns: ["writer_id", "host", "sn"])''', '''    |> filter(fn: (r) => r.host == "${receiver}")
-    |> group(columns: ["writer_id", "host", "sn"])''')
+    body = replace_once(body, '''    |> withHome()
+    |> filter(fn: (r) => r.host != r.home)
+    |> map(fn: (r) => ({_time: r._time, writer_id: r.writer_id, receiver: r.host,''', '''    |> withHome()
+    |> filter(fn: (r) => r.host == "${receiver}" and r.host != r.home)
+    |> map(fn: (r) => ({_time: r._time, writer_id: r.writer_id, receiver: r.host,''')
     body = replace_once(body, '''        fragFirst
             |> filter(fn: (r) => r.host != r.home)''', '''        fragFirst
             |> filter(fn: (r) => r.host == "${receiver}")''')
-    body = replace_once(body, '''    |> filter(fn: (r) => r.fsn >= 1 and r.host == r.home)''',
-                        '''    |> filter(fn: (r) => r.fsn >= 1 and r.host == "${sender}" and r.host == r.home)''')
+    body = replace_once(body, '''fragSent = frags
+    |> filter(fn: (r) => r.host == r.home)''', '''fragSent = frags
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
     body = replace_once(body, '''    |> unique(column: "key")
     |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
 ''', '''    |> unique(column: "key")
 ''')
-    body = replace_once(body, '''    |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
-    |> group(columns: ["writer_id", "home", "wtopic"])''', '''    |> group(columns: ["writer_id", "home", "wtopic"])''')
-    body = replace_once(body, '''senderSpans = spansH
-    |> filter(fn: (r) => r.host == r.home)''', '''senderSpans = spansH
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
     return body
 
 

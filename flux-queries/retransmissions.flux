@@ -16,51 +16,27 @@ import "strings"
 // per span (Flux calls a function like int(), string() or dict.get() per row at ~20-60 µs
 // each; comparisons, arithmetic and record building in map() are vectorized), no join.
 // What is per writer (its host, topic and receivers) is computed on one row per writer
-// and handed down to the writer's spans by fill(): a marker row per writer, sorted
-// before its spans. Start times stay `_time`; where a latency needs them as integers,
-// stateDuration() after an anchor row gives them exactly.
+// and handed down to the writer's rows by fill(): a marker row per writer, sorted
+// before them. Where a DATA_FRAG latency needs a start time in ns, stateDuration()
+// after an anchor row gives it exactly.
 markTime = experimental.subDuration(d: 1h, from: v.timeRangeStart)
 // Streams of different columns meet in union(): drop() of a column no row has frees
 // their record types (union() wants one type).
 untyped = (tables=<-) => tables |> drop(columns: ["~"])
 
-// One row per DATA span: host, writer_id, topic_name, slot, sn, _time (start), end.
-// (Each branch has its own from() so that every tag and field filter is pushed down to
-// storage.)
-recentDataSpans = from(bucket: "${bucket}")
-    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA")
-    |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
-    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
-    |> filter(fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "sample_size" or r._field == "dst")
-    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+// One row per sample and host that saw it (its SAMPLE span): host, writer_id,
+// topic_name, slot, sn, _time and start (first IP fragment), end (complete), missing
+// (DDS fragments that never arrived), size, repairs, subs (DATA/DATA_FRAG carrying it).
 // (pivot() right after the storage read: InfluxDB's sorted pivot)
-data = recentDataSpans
-    |> map(fn: (r) => ({
-        _time: r._time,
-        host: r["host.name"],
-        writer_id: r.writer_id,
-        topic_name: if exists r.topic_name then r.topic_name else "",
-        slot: r.slot,
-        sn: r.sn,
-        fsn: 0,
-        nf: 1,
-        total: 1,
-        end: r.end_time_unix_nano,
-        size: if exists r.sample_size then r.sample_size else 0,
-        dst: if exists r.dst then r.dst else "",
-    }))
-
-// One row per usable DATA_FRAG span (impossible numbers are ignored, as by ddshark).
-frags = from(bucket: "${bucket}")
+samples = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA_FRAG")
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "SAMPLE")
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
     |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
     |> filter(
-        fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
-            or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size"
-            or r._field == "dst",
+        fn: (r) => r._field == "sn" or r._field == "start_ns" or r._field == "end_time_unix_nano"
+            or r._field == "fragments_missing" or r._field == "sample_size" or r._field == "repairs"
+            or r._field == "submessages",
     )
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> map(fn: (r) => ({
@@ -70,29 +46,18 @@ frags = from(bucket: "${bucket}")
         topic_name: if exists r.topic_name then r.topic_name else "",
         slot: r.slot,
         sn: r.sn,
-        fsn: r.fragment_starting_num,
-        nf: r.frags_in_submessage,
-        // (ceil(sample_size / fragment_size); both branches are computed, hence the divisor)
-        total: if exists r.fragment_size and exists r.sample_size and r.fragment_size > 0
-            then (r.sample_size + r.fragment_size - 1) / (if r.fragment_size > 0 then r.fragment_size else 1) else 0,
+        start: r.start_ns,
         end: r.end_time_unix_nano,
-        size: if exists r.sample_size then r.sample_size else 0,
-        dst: if exists r.dst then r.dst else "",
+        missing: r.fragments_missing,
+        size: r.sample_size,
+        repairs: r.repairs,
+        subs: r.submessages,
     }))
-    |> filter(fn: (r) => r.fsn >= 1 and r.nf >= 1 and r.total > 0 and r.fsn + r.nf - 1 <= r.total)
-
-spans = union(tables: [data, frags])
-
-// Per host and sample: its earliest span (ties: lowest slot).
-firstPerHost = spans
-    |> group(columns: ["writer_id", "host"])
-    |> sort(columns: ["_time", "slot"])
-    |> unique(column: "sn")
 
 // Per participant (GUID prefix): the host that saw most of its samples first; ties: the
 // last host name. Counted per writer and host first, so that only small tables (one row
 // per writer and host) are mapped or joined.
-firstSeenCounts = spans
+firstSeenCounts = samples
     |> group(columns: ["writer_id"])
     |> sort(columns: ["_time", "host"])
     |> unique(column: "sn")
@@ -109,10 +74,11 @@ participantHomes = firstSeenCounts
     |> map(fn: (r) => ({prefix: r.prefix, home: r.host}))
     |> group()
 
-// One row per writer and host that captured any of its spans, with the writer's home.
+// One row per writer and host that saw any of its samples, with the writer's home.
 writerHosts = join(
     tables: {
-        w: firstPerHost
+        w: samples
+            |> group(columns: ["writer_id", "host"])
             |> first(column: "sn")
             |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, prefix: strings.substring(v: r.writer_id, start: 0, end: 24)}))
             |> group(),
@@ -123,8 +89,9 @@ writerHosts = join(
 // Topic of each writer as its own host names it (receivers may not know it).
 writerTopics = join(
     tables: {
-        t: firstPerHost
+        t: samples
             |> filter(fn: (r) => r.topic_name != "")
+            |> group(columns: ["writer_id", "host"])
             |> first(column: "sn")
             |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, topic_name: r.topic_name}))
             |> group(),
@@ -136,7 +103,7 @@ writerTopics = join(
 
 // Per writer, one marker row (at markTime, before every span) with columns home (its
 // host), wtopic (its topic, if known) and r1 … r6: its receivers, the other hosts that
-// captured any span of it in the window (so unicast traffic to a host that runs no
+// saw any sample of it in the window (so unicast traffic to a host that runs no
 // ddshark is nobody's loss). At most six receivers per writer get points. (The
 // placeholder writer "~" has every column, so that each exists.)
 markerCells = union(
@@ -212,18 +179,11 @@ withStartNs = (tables=<-) => union(
     |> map(fn: (r) => ({r with ts: r.base + r.sinceMark}))
     |> drop(columns: ["anchor", "base", "sinceMark"])
 
-// Every span with its writer's home (and the rest).
-spansH = spans
-    |> withHome()
-
-// The first span of each sample on its writer's host, in the emit window, with t_send
-// in ns.
-sent = firstPerHost
-    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "size"])
+// The samples first sent in the emit window, on their writer's host.
+sent = samples
+    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "start", "size", "repairs", "subs"])
     |> withReceivers()
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
-    |> withStartNs()
-    |> rename(columns: {ts: "t_send"})
 
 // A receiver that saw nothing of a sample lost it only while its capture was running
 // (as `ddshark latency` asks of a receiving capture): its first span no later than the
@@ -261,38 +221,19 @@ liveTo = hostTimes(list: liveToList)
 capturing = (h, t) => dict.get(dict: liveFrom, key: h, default: 9223372036854775807) <= t
     and t <= dict.get(dict: liveTo, key: h, default: 0) - lostGraceNs
 
-// Per receiving host and sample: the earliest complete copy of each DATA_FRAG (DATA:
-// of the sample), then the latest of those, if they cover the whole sample (rc = 1;
-// rc = 0: it saw only part of it).
-recvData = spansH
-    |> filter(fn: (r) => r.fsn == 0 and r.host == "${receiver}")
-    |> group(columns: ["writer_id", "host"])
-    |> sort(columns: ["end"])
-    |> unique(column: "sn")
-    |> map(fn: (r) => ({writer_id: r.writer_id, receiver: r.host, sn: r.sn, rsn: r.sn, rt: r.end, rc: 1, k: 0}))
-fragFirst = spansH
-    |> filter(fn: (r) => r.fsn >= 1)
-    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
-    |> group(columns: ["writer_id", "host"])
-    |> sort(columns: ["end"])
-    |> unique(column: "key")
-recvFrag = fragFirst
-    |> filter(fn: (r) => r.host == "${receiver}")
-    |> group(columns: ["writer_id", "host", "sn"])
-    |> reduce(
-        identity: {t_recv: 0, covered: 0, total: 1},
-        fn: (r, accumulator) => ({
-            t_recv: if r.end > accumulator.t_recv then r.end else accumulator.t_recv,
-            covered: accumulator.covered + r.nf,
-            total: r.total,
-        }),
-    )
-    |> map(fn: (r) => ({writer_id: r.writer_id, receiver: r.host, sn: r.sn, rsn: r.sn, rt: r.t_recv, rc: if r.covered >= r.total then 1 else 0, k: 0}))
+// Every other host's SAMPLE spans of a writer (k = 1).
+received = samples
+    |> keep(columns: ["_time", "host", "writer_id", "sn", "start", "end", "missing"])
+    |> withHome()
+    |> filter(fn: (r) => r.host == "${receiver}" and r.host != r.home)
+    |> map(fn: (r) => ({_time: r._time, writer_id: r.writer_id, receiver: r.host, rsn: r.sn, sn: r.sn, rstart: r.start, rt: r.end, rmiss: r.missing, k: 1}))
 
 // Sender and receivers of a sample side by side without a join (joins are slow at this
-// scale): each sent sample once per receiver of its writer (k = 1), the receivers' own
-// rows (k = 0) just before it, per writer and receiver in SN order; fill() hands the
-// receiver's row down to the sample's.
+// scale): each sent sample once per receiver of its writer (k = 0), per writer and
+// receiver in descending (SN, time) order, so that the receiver's row of a sample comes
+// just before the sender's (it starts later); fill() hands it down. It is the sender's
+// if it started no more than the sample window after it (else it belongs to a later
+// re-send of the same SN).
 expectedAt = (tables=<-, col) => tables
     |> rename(fn: (column) => if column == col then "receiver" else column)
     |> filter(fn: (r) => exists r.receiver)
@@ -304,9 +245,11 @@ expectedAt = (tables=<-, col) => tables
         wtopic: r.wtopic,
         slot: r.slot,
         sn: r.sn,
-        t_send: r.t_send,
-        k: 1,
+        start: r.start,
+        k: 0,
     }))
+// ddshark's --otlp-sample-window, in ns.
+sampleWindowNs = 10000000000
 samplesPerReceiver = union(
     tables: [
         sent |> expectedAt(col: "r1") |> untyped(),
@@ -315,20 +258,21 @@ samplesPerReceiver = union(
         sent |> expectedAt(col: "r4") |> untyped(),
         sent |> expectedAt(col: "r5") |> untyped(),
         sent |> expectedAt(col: "r6") |> untyped(),
-        recvData |> untyped(),
-        recvFrag |> untyped(),
+        received |> untyped(),
     ],
 )
     |> group(columns: ["writer_id", "receiver"])
-    |> sort(columns: ["sn", "k"])
+    |> sort(columns: ["sn", "_time", "k"], desc: true)
     |> fill(column: "rsn", usePrevious: true)
+    |> fill(column: "rstart", usePrevious: true)
     |> fill(column: "rt", usePrevious: true)
-    |> fill(column: "rc", usePrevious: true)
+    |> fill(column: "rmiss", usePrevious: true)
     // (no nulls left: the map below is vectorized)
     |> fill(column: "rsn", value: -1)
+    |> fill(column: "rstart", value: 0)
     |> fill(column: "rt", value: 0)
-    |> fill(column: "rc", value: -1)
-    |> filter(fn: (r) => r.k == 1)
+    |> fill(column: "rmiss", value: -1)
+    |> filter(fn: (r) => r.k == 0)
     |> map(fn: (r) => ({
         _time: r._time,
         writer_id: r.writer_id,
@@ -337,11 +281,11 @@ samplesPerReceiver = union(
         wtopic: r.wtopic,
         slot: r.slot,
         sn: r.sn,
-        t_send: r.t_send,
+        t_send: r.start,
         t_recv: r.rt,
-        latency_ns: r.rt - r.t_send,
-        complete: r.rsn == r.sn and r.rc == 1,
-        incomplete: r.rsn == r.sn and r.rc == 0,
+        latency_ns: r.rt - r.start,
+        complete: r.rsn == r.sn and r.rstart >= r.start and r.rstart - r.start < sampleWindowNs and r.rmiss == 0,
+        incomplete: r.rsn == r.sn and r.rstart >= r.start and r.rstart - r.start < sampleWindowNs and r.rmiss > 0,
     }))
 
 
@@ -352,10 +296,44 @@ lostSamples = samplesPerReceiver
     |> filter(fn: (r) => not r.complete and (r.incomplete or capturing(h: r.receiver, t: r.t_send)))
 
 
+// Submessage level: one row per usable DATA_FRAG span (impossible numbers are ignored,
+// as by ddshark), with its writer's home.
+frags = from(bucket: "${bucket}")
+    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
+    |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "DATA_FRAG")
+    |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
+    |> filter(fn: (r) => (if exists r.topic_name then r.topic_name else "") =~ /^${topic:regex}$/ or (r["host.name"] == "${receiver}" and not exists r.topic_name))
+    |> filter(
+        fn: (r) => r._field == "sn" or r._field == "end_time_unix_nano" or r._field == "fragment_starting_num"
+            or r._field == "frags_in_submessage" or r._field == "fragment_size" or r._field == "sample_size",
+    )
+    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+    |> map(fn: (r) => ({
+        _time: r._time,
+        host: r["host.name"],
+        writer_id: r.writer_id,
+        slot: r.slot,
+        sn: r.sn,
+        fsn: r.fragment_starting_num,
+        nf: r.frags_in_submessage,
+        // (ceil(sample_size / fragment_size); both branches are computed, hence the divisor)
+        total: if exists r.fragment_size and exists r.sample_size and r.fragment_size > 0
+            then (r.sample_size + r.fragment_size - 1) / (if r.fragment_size > 0 then r.fragment_size else 1) else 0,
+        end: r.end_time_unix_nano,
+    }))
+    |> filter(fn: (r) => r.fsn >= 1 and r.nf >= 1 and r.total > 0 and r.fsn + r.nf - 1 <= r.total)
+    |> withHome()
+// Per host and DATA_FRAG: its earliest complete copy.
+fragFirst = frags
+    |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
+    |> group(columns: ["writer_id", "host"])
+    |> sort(columns: ["end"])
+    |> unique(column: "key")
+
 // Submessage level: per DATA_FRAG, earliest start on the writer's host (k = 0), earliest
 // end elsewhere (k = 1), side by side per writer in (sn, fragment_starting_num) order.
-fragSent = spansH
-    |> filter(fn: (r) => r.fsn >= 1 and r.host == "${sender}" and r.host == r.home)
+fragSent = frags
+    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
     |> map(fn: (r) => ({r with key: string(v: r.sn) + "/" + string(v: r.fsn)}))
     |> group(columns: ["writer_id"])
     |> sort(columns: ["_time", "slot"])
@@ -399,72 +377,18 @@ fragsPerReceiver = union(
     |> filter(fn: (r) => r.k == 1 and exists r.skey and r.skey == r.key)
 
 
-// Repairs on the writer's host (`ddshark latency`'s repairs_sender): a DATA/DATA_FRAG
-// span is a repair when the same DATA_FRAG (DATA: the sample) already went to the same
-// destination, or to any multicast group, before it. Counted per second of the repair's
-// own time as: all spans - first spans per (fragment, destination) + those first spans
-// that follow a multicast send of the fragment (counting per sample would need a table
-// per sample). Copies sent further apart than the window's look-back are not seen.
-// (IPv4 224.0.0.0/4, IPv6 ff00::/8; dst is "a.b.c.d:port" or "[v6]:port")
-senderSpans = spansH
-    |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
-    |> keep(columns: ["_time", "writer_id", "home", "wtopic", "sn", "fsn", "dst"])
-    |> withStartNs()
-    |> map(fn: (r) => ({
-        _time: r._time,
-        writer_id: r.writer_id,
-        home: r.home,
-        wtopic: r.wtopic,
-        ts: r.ts,
-        // (sn, fragment_starting_num) as one number, for sorting
-        u: r.sn * 1048576 + r.fsn,
-        dst: r.dst,
-        mc: r.dst =~ /^(22[4-9]|23[0-9])\.|^\[[fF][fF]/,
-    }))
-// A fragment twice in one datagram (same start) is one send (Cyclone packs SPDP so): the
-// rows that repeat the (fragment, start) of the row before, per destination.
-sends = senderSpans
-    |> group(columns: ["writer_id", "dst"])
-    |> sort(columns: ["u", "ts"])
-    |> duplicate(column: "u", as: "du")
-    |> duplicate(column: "ts", as: "dt")
-    |> difference(columns: ["du", "dt"], keepFirst: true)
-    |> filter(fn: (r) => not (exists r.du and r.du == 0 and r.dt == 0))
-firstPerDestination = senderSpans
-    |> group(columns: ["writer_id", "dst"])
-    |> sort(columns: ["_time"])
-    |> unique(column: "u")
-    |> group(columns: ["writer_id"])
-multicastFirsts = firstPerDestination
-    |> filter(fn: (r) => r.mc)
-// First sends to a unicast destination after a multicast send of the same fragment:
-// ordered by fragment and time, column m (the fragment of the latest multicast send so
-// far) is carried down by fill(); where it is the row's own fragment, one came before.
-afterMulticast = union(tables: [multicastFirsts |> map(fn: (r) => ({r with m: r.u})) |> untyped(), firstPerDestination |> filter(fn: (r) => not r.mc) |> untyped()])
-    |> group(columns: ["writer_id"])
-    |> sort(columns: ["u", "ts"])
-    |> fill(column: "m", usePrevious: true)
-    |> filter(fn: (r) => not r.mc and exists r.m and r.m == r.u)
-// (aggregateWindow() counts per second in one pass; grouping by the second would make a
+// Repairs on the writer's host, as ddshark counted them per sample (`ddshark latency`'s
+// repairs_sender), per second of the samples' first send.
+// (aggregateWindow() sums per second in one pass; grouping by the second would make a
 // table per writer and second)
 perSecond = (tables=<-, col) => tables
+    |> rename(fn: (column) => if column == col then "v" else column)
+    |> keep(columns: ["_time", "writer_id", "home", "wtopic", "v"])
     |> group(columns: ["writer_id", "home", "wtopic"])
     |> sort(columns: ["_time"])
-    |> aggregateWindow(every: 1s, fn: count, column: "u", timeSrc: "_start", createEmpty: false)
-    |> map(fn: (r) => ({writer_id: r.writer_id, home: r.home, wtopic: r.wtopic, _time: r._time, col: col, v: r.u}))
-// n: spans; a: sends; f: first sends per destination; g: of those, unicast after
-// multicast; h, k: first sends to a multicast group, and first multicast sends of a
-// fragment (h - k: further multicast groups after the first, also repairs)
-repairsPerSecond = union(
-    tables: [
-        senderSpans |> perSecond(col: "n"),
-        sends |> perSecond(col: "a"),
-        firstPerDestination |> perSecond(col: "f"),
-        afterMulticast |> perSecond(col: "g"),
-        multicastFirsts |> perSecond(col: "h"),
-        multicastFirsts |> sort(columns: ["_time"]) |> unique(column: "u") |> perSecond(col: "k"),
-    ],
-)
+    |> aggregateWindow(every: 1s, fn: sum, column: "v", timeSrc: "_start", createEmpty: false)
+    |> map(fn: (r) => ({writer_id: r.writer_id, home: r.home, wtopic: r.wtopic, _time: r._time, col: col, v: r.v}))
+repairsPerSecond = union(tables: [sent |> perSecond(col: "repairs"), sent |> perSecond(col: "subs")])
     |> group(columns: ["writer_id", "home", "wtopic"])
     |> pivot(rowKey: ["_time"], columnKey: ["col"], valueColumn: "v")
     |> map(fn: (r) => ({
@@ -472,9 +396,8 @@ repairsPerSecond = union(
         writer_id: r.writer_id,
         home: r.home,
         wtopic: r.wtopic,
-        submessages: r.n,
-        repairs: r.a - (if exists r.f then r.f else 0) + (if exists r.g then r.g else 0)
-            + (if exists r.h then r.h else 0) - (if exists r.k then r.k else 0),
+        submessages: r.subs,
+        repairs: r.repairs,
     }))
 
 

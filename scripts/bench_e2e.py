@@ -29,7 +29,7 @@ FLUX_DIR = os.path.join(ROOT, "flux-queries")
 DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
 # flux-queries/tasks/materialise_latency.flux: a sample sent at t is written by the runs
 # scheduled in (t + settle, t + settle + emit]; runs every 10 s.
-TASK_DONE_AFTER_S = 20 + 10 + 10 + 5
+TASK_DONE_AFTER_S = 30 + 10 + 10 + 5
 
 
 def log(msg):

@@ -63,6 +63,7 @@ fn record(i: u64) -> SpanRecord {
         ip_fragments: 1,
         submessage_index: 1,
         slot: 0,
+        sample: None,
     }
 }
 

@@ -1,5 +1,10 @@
-//! `--otlp`: export one span per DATA/DATA_FRAG submessage, and per-topic counters
-//! as metrics, to an OpenTelemetry collector (OTLP/gRPC or OTLP/HTTP).
+//! `--otlp`: export one span per DATA/DATA_FRAG submessage, one `SAMPLE` span per
+//! sample once it has been quiet for `--otlp-sample-window`, and per-topic counters as
+//! metrics, to an OpenTelemetry collector (OTLP/gRPC or OTLP/HTTP).
+//!
+//! The `SAMPLE` spans are this host's half of `ddshark latency`'s join (the same
+//! [`Join`], over one capture): first send, completion, repairs. The database then
+//! joins hosts on one row per sample and host instead of one per submessage.
 //!
 //! The sink runs on the state thread. Live captures never wait for the exporter:
 //! spans go into its bounded queue or are dropped and counted. File replays wait
@@ -15,9 +20,13 @@ use otel_export::config::{parse_key_value, SignalConfig};
 use otel_export::schema::attr;
 use otel_export::{
     Compression, ExportHandle, ExportStats, Exporter, ExporterConfig, MetricsSnapshot, Overrides,
-    Protocol, SpanMapper, TopicCounters, TrafficType,
+    Protocol, SampleSummary, SampleTotals, SpanMapper, SpanRecord, TopicCounters, TrafficType,
 };
 use rtps_dissect::Datagram;
+
+use crate::latency::extract::{observations, ExtractStats, Obs};
+use crate::latency::join::{Join, JoinConfig, JoinStats, LocalSample, SampleRow};
+use crate::latency::Level;
 
 use crate::pipeline::{Sink, SourceCtx};
 use crate::state::Snapshot;
@@ -98,6 +107,16 @@ pub struct OtlpArgs {
     /// Seconds to wait at exit for queued spans to be sent
     #[arg(long, value_name = "SECONDS", default_value = "10")]
     pub otlp_flush_timeout: Seconds,
+    /// A sample's SAMPLE span leaves once nothing of it was seen for this long
+    /// (capture time; `ddshark latency --window-ns` alike)
+    #[arg(long, value_name = "SECONDS", default_value = "10")]
+    pub otlp_sample_window: Seconds,
+    /// Most memory the samples awaiting their SAMPLE span may hold (oldest sent early, counted)
+    #[arg(long, value_name = "MIB", default_value = "256")]
+    pub otlp_sample_memory: usize,
+    /// Do not export SAMPLE spans (submessage spans only)
+    #[arg(long)]
+    pub otlp_no_samples: bool,
 }
 
 impl OtlpArgs {
@@ -210,6 +229,90 @@ fn interface_of(source_name: &str) -> String {
     }
 }
 
+/// The samples of one packet source awaiting their `SAMPLE` span.
+struct SampleTracker {
+    join: Join,
+    obs: Vec<Obs>,
+    /// (submessage index, slot) of the datagram's spans, to give samples their first span's slot.
+    slots: Vec<(u32, u16)>,
+    finalised: Vec<LocalSample>,
+    extract: ExtractStats,
+    /// Never filled: a join of one capture has no sender/receiver rows.
+    rows: Vec<SampleRow>,
+}
+
+impl SampleTracker {
+    fn new(window_ns: u64, max_bytes: usize) -> Self {
+        Self {
+            join: Join::new(JoinConfig {
+                captures: 1,
+                window_ns: i64::try_from(window_ns).unwrap_or(i64::MAX),
+                max_pending: 4_000_000,
+                max_bytes,
+                lost_grace_ns: 0,
+            }),
+            obs: Vec::new(),
+            slots: Vec::new(),
+            finalised: Vec::new(),
+            extract: ExtractStats::default(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn observe(&mut self, d: &Datagram<'_>) {
+        self.obs.clear();
+        observations(d, Level::Sample, 0, &mut self.extract, &mut self.obs);
+        for mut o in self.obs.drain(..) {
+            if let Some(&(_, slot)) = self.slots.iter().find(|(i, _)| *i == o.index) {
+                o.slot = slot;
+            }
+            self.join.push(0, o, &mut self.rows);
+        }
+        self.advance(i64::try_from(d.ts_last_ns).unwrap_or(i64::MAX));
+    }
+
+    fn advance(&mut self, now_ns: i64) {
+        self.join.advance(now_ns, &mut self.rows);
+        self.join.take_local(&mut self.finalised);
+    }
+
+    fn finish(&mut self) {
+        self.join.finish(&mut self.rows);
+        self.join.take_local(&mut self.finalised);
+    }
+}
+
+fn summary_of(s: &LocalSample) -> SampleSummary {
+    let ns = |t: i64| u64::try_from(t).unwrap_or(0);
+    let unspecified = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    SampleSummary {
+        writer: s.key.writer,
+        sn: s.key.sn,
+        topic: s.topic.clone(),
+        sample_size: s.sample_size,
+        first_ns: ns(s.t_first),
+        end_ns: ns(s.t_complete.unwrap_or(s.t_last)),
+        frame_first: s.frame_first,
+        frame: s.frame_complete.unwrap_or(s.frame_first),
+        slot: s.slot,
+        src: s.src.unwrap_or(unspecified),
+        dst: s.dst.unwrap_or(unspecified),
+        pcp: s.pcp,
+        totals: SampleTotals {
+            fragments: s.units,
+            fragments_missing: s.units.saturating_sub(s.units_seen),
+            submessages: s.submessages,
+            repairs: s.repairs,
+        },
+    }
+}
+
+/// One packet source's span mapper and sample tracker.
+struct SourceExport {
+    mapper: SpanMapper,
+    samples: Option<SampleTracker>,
+}
+
 /// The pipeline sink that maps datagrams to spans and snapshots to metrics.
 pub struct OtlpSink {
     exporter: Option<Exporter>,
@@ -217,7 +320,11 @@ pub struct OtlpSink {
     host: String,
     interface: Option<String>,
     /// One mapper per packet source (their interfaces differ).
-    mappers: Vec<Option<SpanMapper>>,
+    sources: Vec<Option<SourceExport>>,
+    /// `SAMPLE` spans: (window ns, memory cap bytes); None with `--otlp-no-samples`.
+    samples: Option<(u64, usize)>,
+    /// Samples sent early because the tracker's memory was full, already reported.
+    reported_early: u64,
     /// Wait for queue space (file replays) instead of dropping.
     wait: Option<Duration>,
     metrics: bool,
@@ -240,7 +347,14 @@ impl OtlpSink {
             exporter: Some(exporter),
             host,
             interface: args.capture_interface.clone(),
-            mappers: Vec::new(),
+            sources: Vec::new(),
+            samples: (!args.otlp_no_samples).then(|| {
+                (
+                    args.otlp_sample_window.ns(),
+                    args.otlp_sample_memory.saturating_mul(1 << 20),
+                )
+            }),
+            reported_early: 0,
             wait: (!live).then_some(timeout),
             metrics,
             flush_timeout: args
@@ -257,24 +371,69 @@ impl OtlpSink {
         self.handle.clone()
     }
 
-    fn mapper(&mut self, ctx: &SourceCtx<'_>) -> Option<&mut SpanMapper> {
-        if self.mappers.len() <= ctx.source_index {
-            self.mappers
+    fn source(&mut self, ctx: &SourceCtx<'_>) -> Option<&mut SourceExport> {
+        if self.sources.len() <= ctx.source_index {
+            self.sources
                 .resize_with(ctx.source_index.saturating_add(1), || None);
         }
-        let slot = self.mappers.get_mut(ctx.source_index)?;
+        let samples = self.samples;
+        let slot = self.sources.get_mut(ctx.source_index)?;
         if slot.is_none() {
             let iface = self
                 .interface
                 .clone()
                 .unwrap_or_else(|| interface_of(ctx.source_name));
-            *slot = Some(SpanMapper::new(&self.host, Some(&iface)));
+            *slot = Some(SourceExport {
+                mapper: SpanMapper::new(&self.host, Some(&iface)),
+                samples: samples.map(|(window, bytes)| SampleTracker::new(window, bytes)),
+            });
         }
         slot.as_mut()
     }
 
+    /// Exports the `SAMPLE` spans of the samples the trackers finalised.
+    fn export_samples(&mut self) {
+        let handle = self.handle.clone();
+        let wait = self.wait;
+        for src in self.sources.iter_mut().flatten() {
+            let Some(t) = src.samples.as_mut() else {
+                continue;
+            };
+            for s in t.finalised.drain(..) {
+                export(&handle, wait, src.mapper.sample(&summary_of(&s)));
+            }
+        }
+    }
+
+    /// The trackers' join counters, summed over sources.
+    fn sample_stats(&self) -> JoinStats {
+        let mut total = JoinStats::default();
+        for t in self
+            .sources
+            .iter()
+            .flatten()
+            .filter_map(|s| s.samples.as_ref())
+        {
+            let s = t.join.stats();
+            total.keys = total.keys.saturating_add(s.keys);
+            total.pending = total.pending.saturating_add(s.pending);
+            total.bytes_held = total.bytes_held.saturating_add(s.bytes_held);
+            total.finalised = total.finalised.saturating_add(s.finalised);
+            total.evicted_capacity = total.evicted_capacity.saturating_add(s.evicted_capacity);
+        }
+        total
+    }
+
     /// Reports new drops or failures on stderr (once per snapshot at most).
     fn report_problems(&mut self) {
+        let early = self.sample_stats().evicted_capacity;
+        if early > self.reported_early {
+            eprintln!(
+                "ddshark: otlp: {early} samples' SAMPLE spans sent before their window ended \
+                 (--otlp-sample-memory full; a later copy of such a sample becomes a SAMPLE span of its own)"
+            );
+            self.reported_early = early;
+        }
         let s = self.handle.stats();
         let r = &self.reported;
         if s.dropped > r.dropped || s.failed > r.failed {
@@ -338,21 +497,51 @@ pub fn summary_line(endpoint: &str, s: &ExportStats) -> String {
     )
 }
 
+fn export(handle: &ExportHandle, wait: Option<Duration>, rec: SpanRecord) {
+    match wait {
+        Some(w) => handle.export_or_wait(rec, w),
+        None => handle.try_export(rec),
+    };
+}
+
 impl Sink for OtlpSink {
     fn on_datagram(&mut self, d: &Datagram<'_>, ctx: &SourceCtx<'_>) {
         let handle = self.handle.clone();
         let wait = self.wait;
-        if let Some(m) = self.mapper(ctx) {
-            m.map(d, |rec| {
-                match wait {
-                    Some(w) => handle.export_or_wait(rec, w),
-                    None => handle.try_export(rec),
-                };
-            });
+        let Some(src) = self.source(ctx) else {
+            return;
+        };
+        let slots = src.samples.as_mut().map(|t| &mut t.slots);
+        match slots {
+            Some(slots) => {
+                slots.clear();
+                src.mapper.map(d, |rec| {
+                    slots.push((rec.submessage_index, rec.slot));
+                    export(&handle, wait, rec);
+                });
+            }
+            None => src.mapper.map(d, |rec| export(&handle, wait, rec)),
+        }
+        if let Some(t) = src.samples.as_mut() {
+            t.observe(d);
+            if !t.finalised.is_empty() {
+                self.export_samples();
+            }
         }
     }
 
     fn on_snapshot(&mut self, snapshot: &Arc<Snapshot>) {
+        // A quiet live capture still finalises its samples: snapshots follow capture time.
+        let now = i64::try_from(snapshot.summary.capture_time_ns).unwrap_or(i64::MAX);
+        for t in self
+            .sources
+            .iter_mut()
+            .flatten()
+            .filter_map(|s| s.samples.as_mut())
+        {
+            t.advance(now);
+        }
+        self.export_samples();
         if self.metrics {
             self.handle.export_metrics(Self::metrics_of(snapshot));
         }
@@ -360,6 +549,22 @@ impl Sink for OtlpSink {
     }
 
     fn finish(&mut self, snapshot: &Arc<Snapshot>) {
+        for t in self
+            .sources
+            .iter_mut()
+            .flatten()
+            .filter_map(|s| s.samples.as_mut())
+        {
+            t.finish();
+        }
+        self.export_samples();
+        if self.samples.is_some() {
+            let s = self.sample_stats();
+            eprintln!(
+                "ddshark: otlp: {} SAMPLE spans ({} sent early: --otlp-sample-memory full)",
+                s.finalised, s.evicted_capacity
+            );
+        }
         if self.metrics {
             self.handle.export_metrics(Self::metrics_of(snapshot));
         }

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use common::fixture;
 
-/// DATA/DATA_FRAG submessages of tests/pcaps/a_small_reliable/a.pcap.
-const SPANS: u64 = 214;
+/// Spans of tests/pcaps/a_small_reliable/a.pcap: its DATA/DATA_FRAG submessages and samples.
+const SPANS: u64 = 422;
 
 fn stack_bin_dir() -> PathBuf {
     std::env::var_os("DDSHARK_STACK_DIR")

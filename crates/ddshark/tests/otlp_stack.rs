@@ -217,6 +217,7 @@ impl Stack {
         let rows = self.flux(&format!(
             r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
+  |> filter(fn: (r) => r["span.name"] != "SAMPLE")
   |> group() |> count()"#
         ));
         rows.first()
@@ -239,12 +240,17 @@ impl Stack {
         }
     }
 
-    /// Every span of `host`, one row each (tags and typed fields as columns), with
-    /// `t_ns` = start.
-    fn spans(&self, host: &str) -> Vec<SpanRow> {
+    /// Every DATA/DATA_FRAG span of `host` (`kind` "!SAMPLE"; "SAMPLE": the SAMPLE
+    /// spans), one row each (tags and typed fields as columns), with `t_ns` = start.
+    fn spans_of(&self, host: &str, kind: &str) -> Vec<SpanRow> {
+        let kind = match kind.strip_prefix('!') {
+            Some(k) => format!(r#"r["span.name"] != "{k}""#),
+            None => format!(r#"r["span.name"] == "{kind}""#),
+        };
         let rows = self.flux(&format!(
             r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}")
+  |> filter(fn: (r) => {kind})
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))
   |> group()"#
@@ -259,6 +265,10 @@ impl Stack {
                 SpanRow { cols: r }
             })
             .collect()
+    }
+
+    fn spans(&self, host: &str) -> Vec<SpanRow> {
+        self.spans_of(host, "!SAMPLE")
     }
 }
 
@@ -698,6 +708,13 @@ fn stack_two_hosts_every_submessage_exactly_once() {
             check_host(&stack, host, path, tsv, "ddshark-e2e", *shift),
         ));
     }
+    check_sample_spans(
+        &stack,
+        "small-a",
+        "small-b",
+        &fixture("a_small_reliable/a.pcap"),
+        &fixture("a_small_reliable/b.pcap"),
+    );
     // Span ids are unique over all hosts; trace id ↔ (writer, sn) is one to one.
     let mut span_ids = HashSet::new();
     let mut trace_of: HashMap<(String, String), String> = HashMap::new();
@@ -773,15 +790,15 @@ fn stack_two_hosts_every_submessage_exactly_once() {
     let err = String::from_utf8_lossy(&out.stderr);
     let want = small_a_topics(&stack, "^(rt/c.*|DCPSPub.*)$");
     assert!(want > 0);
-    assert!(
-        err.contains(&format!("214 spans: {want} sent, {} filtered", 214 - want)),
-        "{err}"
-    );
+    // (offered = the 214 submessage spans + one SAMPLE span per sample)
+    let counts = regex_lite_counts(&err);
+    assert_eq!(counts.1 + counts.2, counts.0, "{err}");
+    assert!(counts.0 > 214, "{err}");
     assert_eq!(stack.wait_spans("filtered", want), want);
     let rows = stack.flux(&format!(
         r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "filtered" and r._field == "end_time_unix_nano")
-  |> filter(fn: (r) => not (r.topic_name =~ /^(rt\/c.*|DCPSPub.*)$/))
+  |> filter(fn: (r) => not exists r.topic_name or not (r.topic_name =~ /^(rt\/c.*|DCPSPub.*)$/))
   |> group() |> count()"#
     ));
     assert!(
@@ -820,6 +837,85 @@ fn stack_two_hosts_every_submessage_exactly_once() {
             .collect();
         assert_eq!(have, want, "{host}: ddshark.topic.samples");
     }
+}
+
+/// (offered, sent, filtered) of the exporter's summary line on stderr.
+fn regex_lite_counts(stderr: &str) -> (u64, u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(" spans: ") && l.contains(" sent, "))
+        .unwrap_or_else(|| panic!("no exporter summary in {stderr}"));
+    let num_before = |word: &str| -> u64 {
+        let i = line
+            .find(word)
+            .unwrap_or_else(|| panic!("{word} in {line}"));
+        line[..i]
+            .trim_end()
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{word} in {line}"))
+    };
+    (
+        num_before(" spans:"),
+        num_before(" sent,"),
+        num_before(" filtered,"),
+    )
+}
+
+/// SAMPLE spans: on the two small fixture hosts, every sample `ddshark latency` matches
+/// has its sender's SAMPLE span starting at t_send and its receiver's ending at t_recv,
+/// complete, with typed fields.
+fn check_sample_spans(stack: &Stack, a_host: &str, b_host: &str, a: &Path, b: &Path) {
+    let out = ddshark(&[
+        "latency",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-F",
+        "tsv",
+        "-q",
+    ]);
+    let tsv = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = tsv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let samples = |host: &str| -> HashMap<(String, String), SpanRow> {
+        stack
+            .spans_of(host, "SAMPLE")
+            .into_iter()
+            .map(|s| ((s.tag("writer_id").to_string(), s.tag("sn").to_string()), s))
+            .collect()
+    };
+    let (sa, sb) = (samples(a_host), samples(b_host));
+    let mut checked = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f[col("direction")] != "A->B" || f[col("status")] != "ok" {
+            continue;
+        }
+        let key = (f[col("writer_guid")].to_string(), f[col("sn")].to_string());
+        let s = sa
+            .get(&key)
+            .unwrap_or_else(|| panic!("{key:?}: no SAMPLE span on {a_host}"));
+        let r = sb
+            .get(&key)
+            .unwrap_or_else(|| panic!("{key:?}: no SAMPLE span on {b_host}"));
+        assert_eq!(s.tag("t_ns"), f[col("t_send_ns")], "{key:?}: t_send");
+        assert_eq!(s.tag("start_ns"), f[col("t_send_ns")], "{key:?}: start_ns");
+        assert_eq!(
+            r.tag("end_time_unix_nano"),
+            f[col("t_recv_ns")],
+            "{key:?}: t_recv"
+        );
+        assert_eq!(r.int("fragments_missing"), Some(0), "{key:?}");
+        assert_eq!(
+            s.tag("repairs"),
+            f[col("repairs_sender")],
+            "{key:?}: repairs"
+        );
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} samples checked");
 }
 
 /// One replay: capture, oracle TSV, host.name, protocol, compression, time shift.
@@ -869,7 +965,7 @@ fn small_a_topics(stack: &Stack, re: &str) -> usize {
     let rows = stack.flux(&format!(
         r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "small-a" and r._field == "end_time_unix_nano")
-  |> filter(fn: (r) => exists r.topic_name and r.topic_name =~ /{}/)
+  |> filter(fn: (r) => r["span.name"] != "SAMPLE" and exists r.topic_name and r.topic_name =~ /{}/)
   |> group() |> count()"#,
         re.replace('/', "\\/")
     ));
@@ -1115,12 +1211,12 @@ service:
         ]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("214 spans: 214 sent, 0 filtered, 0 dropped (queue full), 0 failed"),
+            err.contains("422 spans: 422 sent, 0 filtered, 0 dropped (queue full), 0 failed"),
             "{proto} over TLS:\n{err}"
         );
         let transport = if proto == "grpc" { "grpc" } else { "http" };
         let t = Instant::now();
-        while collector_metric(metrics, "otelcol_receiver_accepted_spans", transport) < 214 {
+        while collector_metric(metrics, "otelcol_receiver_accepted_spans", transport) < 422 {
             assert!(
                 t.elapsed() < Duration::from_secs(10),
                 "collector did not count {proto} spans"
@@ -1142,7 +1238,7 @@ service:
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("214 spans: 0 sent"),
+        err.contains("422 spans: 0 sent"),
         "untrusted TLS server accepted:\n{err}"
     );
 }

@@ -1,7 +1,8 @@
 //! The span schema: how one DATA or DATA_FRAG submessage seen on one host becomes
-//! one span. See `docs/span-schema.md` for the user-facing description.
+//! one span, and one whole sample seen on one host a `SAMPLE` span. See
+//! `docs/span-schema.md` for the user-facing description.
 //!
-//! * name: `DATA` or `DATA_FRAG`;
+//! * name: `DATA` or `DATA_FRAG` (`SAMPLE`: see [`SpanMapper::sample`]);
 //! * start: capture time of the datagram's first IP fragment, end: of its last (ns);
 //! * trace id: `SHA-256(writer GUID (16 bytes) ‖ SN (8 bytes, big-endian, two's
 //!   complement))[0..16]`, so every host that captures the same sample (and every
@@ -54,11 +55,16 @@ pub mod attr {
     pub const IP_FRAGMENTS: &str = "ip_fragments";
     pub const SUBMESSAGE_INDEX: &str = "submessage_index";
     pub const SLOT: &str = "slot";
+    pub const START_NS: &str = "start_ns";
+    pub const FRAGMENTS: &str = "fragments";
+    pub const FRAGMENTS_MISSING: &str = "fragments_missing";
+    pub const SUBMESSAGES: &str = "submessages";
+    pub const REPAIRS: &str = "repairs";
 }
 
 /// Keys every span may carry itself. A resource attribute with one of these keys
 /// is refused (an InfluxDB dimension present twice makes the exporter drop the batch).
-pub const SPAN_ATTRIBUTE_KEYS: [&str; 24] = [
+pub const SPAN_ATTRIBUTE_KEYS: [&str; 29] = [
     attr::TRAFFIC_TYPE,
     attr::TOPIC_NAME,
     attr::TYPE_NAME,
@@ -83,6 +89,11 @@ pub const SPAN_ATTRIBUTE_KEYS: [&str; 24] = [
     attr::IP_FRAGMENTS,
     attr::SUBMESSAGE_INDEX,
     attr::SLOT,
+    attr::START_NS,
+    attr::FRAGMENTS,
+    attr::FRAGMENTS_MISSING,
+    attr::SUBMESSAGES,
+    attr::REPAIRS,
 ];
 
 /// The default InfluxDB span dimensions (tags) for this schema, as in
@@ -98,11 +109,12 @@ pub const INFLUX_SPAN_DIMENSIONS: [&str; 8] = [
     attr::FRAGMENT_STARTING_NUM,
 ];
 
-/// `DATA` or `DATA_FRAG`: the span name.
+/// The span name: `DATA` or `DATA_FRAG` (one submessage), `SAMPLE` (one whole sample).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SampleKind {
     Data,
     DataFrag,
+    Sample,
 }
 
 impl SampleKind {
@@ -110,8 +122,47 @@ impl SampleKind {
         match self {
             SampleKind::Data => "DATA",
             SampleKind::DataFrag => "DATA_FRAG",
+            SampleKind::Sample => "SAMPLE",
         }
     }
+}
+
+/// What one host saw of one whole sample (a `SAMPLE` span's own attributes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleTotals {
+    /// DDS fragments that make the sample (DATA: 1).
+    pub fragments: u32,
+    /// Of those, how many never arrived in a complete datagram (0: complete).
+    pub fragments_missing: u32,
+    /// DATA/DATA_FRAG submessages that carried it.
+    pub submessages: u32,
+    /// Of those, retransmissions: the same fragment again to the same destination or
+    /// after a multicast send (`ddshark latency`'s `repairs_sender`).
+    pub repairs: u32,
+}
+
+/// One whole sample as one host saw it, finalised after a quiet period (the input of
+/// [`SpanMapper::sample`]).
+#[derive(Debug, Clone)]
+pub struct SampleSummary {
+    pub writer: Guid,
+    pub sn: i64,
+    pub topic: Option<Arc<str>>,
+    pub sample_size: u64,
+    /// First IP fragment of the earliest datagram carrying any part of it.
+    pub first_ns: u64,
+    /// When it was complete (per fragment the earliest complete datagram, then the
+    /// latest of those); while incomplete, the end of the latest datagram seen.
+    pub end_ns: u64,
+    pub frame_first: u64,
+    /// Frame that completed it (incomplete: the latest).
+    pub frame: u64,
+    /// Slot of the span that carried it first.
+    pub slot: u16,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub pcp: Option<u8>,
+    pub totals: SampleTotals,
 }
 
 /// `traffic_type`: discovery (built-in writers: SPDP, SEDP, participant messages) or user.
@@ -170,6 +221,8 @@ pub struct SpanRecord {
     /// interface, 1 for the next, …: with the writer and the start time it names the
     /// span, so a store keyed by (series, time) keeps every span (see `SpanMapper`).
     pub slot: u16,
+    /// `SAMPLE` spans only.
+    pub sample: Option<SampleTotals>,
 }
 
 /// Trace id of a sample: the first 16 bytes of SHA-256(writer GUID ‖ SN big-endian).
@@ -206,6 +259,35 @@ pub fn span_id(
     h.update(ts_last_ns.to_be_bytes());
     h.update(frame_last.to_be_bytes());
     h.update(index.to_be_bytes());
+    let digest = h.finalize();
+    let mut out = [0u8; 8];
+    for (o, d) in out.iter_mut().zip(digest.iter()) {
+        *o = *d;
+    }
+    if out == [0u8; 8] {
+        out[7] = 1;
+    }
+    out
+}
+
+/// Span id of one sample on one host: `SHA-256("ddshark-sample" ‖ host.name ‖ 0 ‖
+/// capture.interface ‖ 0 ‖ writer GUID ‖ SN ‖ first_ns)[0..8]`.
+pub fn sample_span_id(
+    host: &str,
+    interface: &str,
+    writer: &Guid,
+    sn: i64,
+    first_ns: u64,
+) -> [u8; 8] {
+    let mut h = Sha256::new();
+    h.update(b"ddshark-sample");
+    h.update(host.as_bytes());
+    h.update([0u8]);
+    h.update(interface.as_bytes());
+    h.update([0u8]);
+    h.update(writer.to_bytes());
+    h.update(sn.to_be_bytes());
+    h.update(first_ns.to_be_bytes());
     let digest = h.finalize();
     let mut out = [0u8; 8];
     for (o, d) in out.iter_mut().zip(digest.iter()) {
@@ -403,7 +485,66 @@ impl SpanMapper {
                 ip_fragments: d.ip_fragments,
                 submessage_index: index,
                 slot,
+                sample: None,
             });
+        }
+    }
+
+    /// The `SAMPLE` span of a sample this host saw: start = its first IP fragment, end =
+    /// when it was complete here (`fragments_missing` = 0; else the latest datagram),
+    /// trace id that of its submessages. On the writer's host start is `t_send`, on a
+    /// receiving host end is `t_recv` (`ddshark latency`'s definitions), so a database
+    /// joins hosts on one row per sample and host instead of one per submessage.
+    pub fn sample(&mut self, s: &SampleSummary) -> SpanRecord {
+        let iface = self.interface.clone();
+        let iface = iface.as_deref().unwrap_or("");
+        let traffic = if s.writer.entity.is_builtin() {
+            TrafficType::Discovery
+        } else {
+            TrafficType::User
+        };
+        let builtin = s.writer.entity.builtin_topic();
+        let topic = s
+            .topic
+            .clone()
+            .or_else(|| builtin.map(|b| self.builtin_name(b.name)));
+        // (user types are not kept per sample: the DATA spans carry them)
+        let type_name = builtin.map(|b| self.builtin_name(b.type_name));
+        let domain_id = self
+            .domains
+            .get(&s.writer.prefix)
+            .copied()
+            .or_else(|| domain_from_port(s.dst.port()));
+        SpanRecord {
+            trace_id: trace_id(&s.writer, s.sn),
+            span_id: sample_span_id(&self.host, iface, &s.writer, s.sn, s.first_ns),
+            kind: SampleKind::Sample,
+            start_ns: s.first_ns,
+            end_ns: s.end_ns.max(s.first_ns),
+            traffic,
+            topic,
+            type_name,
+            writer: s.writer,
+            sn: s.sn,
+            fragment_starting_num: 0,
+            frags_in_submessage: 0,
+            fragment_size: None,
+            sample_size: s.sample_size,
+            payload_size: 0,
+            pcp: s.pcp,
+            vlan_id: None,
+            vendor: VendorId([0, 0]),
+            src: s.src,
+            dst: s.dst,
+            domain_id,
+            source_timestamp_ns: None,
+            interface: self.interface.clone(),
+            frame: s.frame,
+            frame_first: s.frame_first,
+            ip_fragments: 0,
+            submessage_index: 0,
+            slot: s.slot,
+            sample: Some(s.totals),
         }
     }
 }
@@ -462,6 +603,9 @@ impl SpanDataBuilder {
             i64::try_from(v).unwrap_or(i64::MAX)
         }
         let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
+        if let Some(t) = &r.sample {
+            return self.sample_attributes(r, t, a);
+        }
         a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
         if let Some(t) = &r.topic {
             a.push(s(attr::TOPIC_NAME, t.clone()));
@@ -505,6 +649,60 @@ impl SpanDataBuilder {
         a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
         a.push(i(attr::IP_FRAGMENTS, r.ip_fragments));
         a.push(i(attr::SUBMESSAGE_INDEX, r.submessage_index));
+        a.push(i(attr::SLOT, r.slot));
+        a
+    }
+
+    /// A `SAMPLE` span's attributes: the writer's, the sample's and its totals (no
+    /// submessage-level ones).
+    fn sample_attributes(
+        &mut self,
+        r: &SpanRecord,
+        t: &SampleTotals,
+        mut a: Vec<KeyValue>,
+    ) -> Vec<KeyValue> {
+        fn s(key: &'static str, v: impl Into<Value>) -> KeyValue {
+            KeyValue::new(Key::from_static_str(key), v.into())
+        }
+        fn i(key: &'static str, v: impl Into<i64>) -> KeyValue {
+            KeyValue::new(Key::from_static_str(key), v.into())
+        }
+        fn sat(v: u64) -> i64 {
+            i64::try_from(v).unwrap_or(i64::MAX)
+        }
+        a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
+        if let Some(v) = &r.topic {
+            a.push(s(attr::TOPIC_NAME, v.clone()));
+        }
+        if let Some(v) = &r.type_name {
+            a.push(s(attr::TYPE_NAME, v.clone()));
+        }
+        let writer = shared_string(&mut self.writers, r.writer, |g| guid_hex(&g));
+        a.push(s(attr::WRITER_ID, writer));
+        a.push(i(attr::SN, r.sn));
+        // (the start time again, as a number: a database query joining hosts needs it
+        // as one, and converting a timestamp per row is what costs there)
+        a.push(i(attr::START_NS, sat(r.start_ns)));
+        a.push(i(attr::SAMPLE_SIZE, sat(r.sample_size)));
+        a.push(i(attr::FRAGMENTS, t.fragments));
+        a.push(i(attr::FRAGMENTS_MISSING, t.fragments_missing));
+        a.push(i(attr::SUBMESSAGES, t.submessages));
+        a.push(i(attr::REPAIRS, t.repairs));
+        if let Some(v) = r.pcp {
+            a.push(i(attr::PCP, v));
+        }
+        let src = shared_string(&mut self.addresses, r.src, |a| a.to_string());
+        a.push(s(attr::SRC, src));
+        let dst = shared_string(&mut self.addresses, r.dst, |a| a.to_string());
+        a.push(s(attr::DST, dst));
+        if let Some(v) = r.domain_id {
+            a.push(i(attr::DOMAIN_ID, v));
+        }
+        if let Some(v) = &r.interface {
+            a.push(s(attr::CAPTURE_INTERFACE, v.clone()));
+        }
+        a.push(i(attr::FRAME, sat(r.frame)));
+        a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
         a.push(i(attr::SLOT, r.slot));
         a
     }
@@ -586,9 +784,13 @@ mod tests {
 #[cfg(test)]
 mod size_bound {
     /// The queue's memory bound is `queue_capacity × size_of::<SpanRecord>()`
-    /// (65536 × 264 B = 17 MiB by default); keep the record from growing unnoticed.
+    /// (65536 × 288 B = 18 MiB by default); keep the record from growing unnoticed.
     #[test]
     fn span_record_stays_small() {
-        assert!(std::mem::size_of::<super::SpanRecord>() <= 264);
+        assert!(
+            std::mem::size_of::<super::SpanRecord>() <= 288,
+            "{}",
+            std::mem::size_of::<super::SpanRecord>()
+        );
     }
 }

@@ -51,6 +51,7 @@ fn span(i: u64, topic: &str) -> SpanRecord {
         ip_fragments: 1,
         submessage_index: 0,
         slot: 0,
+        sample: None,
     }
 }
 

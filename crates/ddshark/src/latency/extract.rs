@@ -41,6 +41,10 @@ pub struct Obs {
     pub dst: SocketAddr,
     pub pcp: Option<u8>,
     pub topic: Option<Arc<str>>,
+    /// Index of the submessage in its RTPS message.
+    pub index: u32,
+    /// The span's `slot` (see `otel_export::SpanMapper`) when the exporter tracks samples; 0 otherwise.
+    pub slot: u16,
 }
 
 /// Why a DATA/DATA_FRAG submessage was not used.
@@ -120,6 +124,8 @@ pub fn observations(
             dst: d.dst,
             pcp: d.pcp,
             topic: d.topic_of(&writer).map(|t| t.topic.clone()),
+            index: u32::try_from(sm.index).unwrap_or(u32::MAX),
+            slot: 0,
         });
     }
 }

@@ -86,6 +86,41 @@ pub struct SampleRow {
     pub pcp: Option<u8>,
 }
 
+/// What one capture saw of one sample: the per-host half of a [`SampleRow`]. A join
+/// of a single capture ([`JoinConfig::captures`] = 1) finalises samples into these
+/// (the live exporter's `SAMPLE` spans, which the database then joins across hosts).
+#[derive(Debug, Clone)]
+pub struct LocalSample {
+    pub key: Key,
+    pub topic: Option<Arc<str>>,
+    pub fragmented: bool,
+    pub sample_size: u64,
+    /// DDS fragments that make the sample (DATA: 1).
+    pub units: u32,
+    /// Of those, how many arrived in a complete datagram.
+    pub units_seen: u32,
+    /// First IP fragment of the earliest datagram carrying any part of it (`t_send` on
+    /// the writer's host).
+    pub t_first: i64,
+    pub frame_first: u64,
+    /// Slot of the span that carried it first.
+    pub slot: u16,
+    /// When every fragment had arrived in a complete datagram: per fragment the
+    /// earliest, then the latest of those (`t_recv` on a receiving host); None while
+    /// incomplete.
+    pub t_complete: Option<i64>,
+    pub frame_complete: Option<u64>,
+    /// Latest end (last IP fragment) of any datagram carrying part of it.
+    pub t_last: i64,
+    /// DATA/DATA_FRAG submessages that carried it.
+    pub submessages: u32,
+    /// Of those, retransmissions (as `repairs_sender`).
+    pub repairs: u32,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    pub pcp: Option<u8>,
+}
+
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct JoinStats {
     pub observations: u64,
@@ -142,6 +177,8 @@ struct CapObs {
     src: Option<SocketAddr>,
     dst: Option<SocketAddr>,
     pcp: Option<u8>,
+    slot: u16,
+    t_last: i64,
     subs: u32,
     /// Per unit: the earliest complete datagram carrying it.
     done: Vec<Done>,
@@ -163,6 +200,8 @@ impl CapObs {
             src: None,
             dst: None,
             pcp: None,
+            slot: 0,
+            t_last: i64::MIN,
             subs: 0,
             done: Vec::new(),
             filled: 0,
@@ -240,6 +279,34 @@ fn completed_by_repair(s: &CapObs, r: &CapObs) -> bool {
     })
 }
 
+fn local_sample(key: Key, p: &Pending, c: &CapObs) -> LocalSample {
+    let complete = c.filled >= p.units && p.units > 0;
+    let last_needed = c.done.iter().max_by_key(|d| (d.t_last, d.frame));
+    let (t_complete, frame_complete) = match last_needed {
+        Some(d) if complete => (Some(d.t_last), Some(d.frame)),
+        _ => (None, None),
+    };
+    LocalSample {
+        key,
+        topic: p.topic.clone(),
+        fragmented: p.fragmented,
+        sample_size: p.sample_size,
+        units: p.units,
+        units_seen: c.filled.min(p.units),
+        t_first: c.t_first,
+        frame_first: c.frame_first,
+        slot: c.slot,
+        t_complete,
+        frame_complete,
+        t_last: c.t_last,
+        submessages: c.subs,
+        repairs: c.repairs,
+        src: c.src,
+        dst: c.dst,
+        pcp: c.pcp,
+    }
+}
+
 /// Votes for the capture that is a participant's (or address's) own host.
 #[derive(Debug)]
 struct Homes<K: std::hash::Hash + Eq> {
@@ -288,6 +355,8 @@ pub struct Join {
     dst_ips: Vec<HashSet<IpAddr>>,
     stats: JoinStats,
     now: i64,
+    /// Single-capture join: finalised samples, until [`Join::take_local`].
+    local: Vec<LocalSample>,
 }
 
 impl Join {
@@ -302,6 +371,7 @@ impl Join {
             dst_ips: vec![HashSet::new(); cfg.captures],
             stats: JoinStats::default(),
             now: i64::MIN,
+            local: Vec::new(),
         }
     }
 
@@ -377,12 +447,14 @@ impl Join {
         };
         c.seen = true;
         c.subs = c.subs.saturating_add(1);
+        c.t_last = c.t_last.max(o.ts_last);
         if o.ts_first < c.t_first {
             c.t_first = o.ts_first;
             c.frame_first = o.frame_first;
             c.src = Some(o.src);
             c.dst = Some(o.dst);
             c.pcp = o.pcp;
+            c.slot = o.slot;
         }
         if c.done.len() < units {
             c.done.resize(units, NOT_DONE);
@@ -535,6 +607,12 @@ impl Join {
         };
         self.stats.bytes_held = self.stats.bytes_held.saturating_sub(p.bytes as u64);
         self.stats.finalised = self.stats.finalised.saturating_add(1);
+        if self.cfg.captures == 1 {
+            if let Some(c) = p.caps.first().filter(|c| c.seen) {
+                self.local.push(local_sample(key, &p, c));
+            }
+            return true;
+        }
         let Some(home) = self.home_of(&key, &p) else {
             return true;
         };
@@ -600,6 +678,11 @@ impl Join {
             });
         }
         true
+    }
+
+    /// Moves the samples a single-capture join finalised so far into `out`.
+    pub fn take_local(&mut self, out: &mut Vec<LocalSample>) {
+        out.append(&mut self.local);
     }
 
     /// Should capture `r` have seen a sample its writer's capture saw as `s`?

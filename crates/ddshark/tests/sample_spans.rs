@@ -1,0 +1,139 @@
+//! The per-host half of the latency join (what `--otlp` exports as SAMPLE spans):
+//! a join over ONE capture must give, for every row `ddshark latency` computes from two
+//! captures, the sender's t_send and repairs and the receiver's t_recv (or its missing
+//! fragments), on every two-host fixture. The database joins hosts on these.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::fixtures;
+use ddshark::capture::file::FileSource;
+use ddshark::capture::PacketSource;
+use ddshark::latency::extract::{observations, ExtractStats, Key};
+use ddshark::latency::join::{Join, JoinConfig, LocalSample, SampleRow, Status};
+use ddshark::latency::{join_captures, LatencyArgs, LatencyFormat, Level};
+use rtps_dissect::{Dissector, FrameOutcome};
+
+const WINDOW_NS: i64 = 10_000_000_000;
+
+fn local_samples(path: &Path) -> HashMap<Key, Vec<LocalSample>> {
+    let mut src = FileSource::open(path).unwrap();
+    let mut dissector = Dissector::default();
+    let mut join = Join::new(JoinConfig {
+        captures: 1,
+        window_ns: WINDOW_NS,
+        max_pending: 1_000_000,
+        max_bytes: 1 << 30,
+        lost_grace_ns: 0,
+    });
+    let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
+    while let Ok(Some(frame)) = src.next_frame() {
+        let ts = i64::try_from(frame.ts_ns).unwrap();
+        if let FrameOutcome::Rtps(d) = dissector.process(&frame) {
+            observations(&d, Level::Sample, 0, &mut stats, &mut obs);
+        }
+        for o in obs.drain(..) {
+            join.push(0, o, &mut rows);
+        }
+        join.advance(ts, &mut rows);
+    }
+    join.finish(&mut rows);
+    assert!(
+        rows.is_empty(),
+        "a join of one capture has no sender/receiver rows"
+    );
+    let mut out = Vec::new();
+    join.take_local(&mut out);
+    let mut by_key: HashMap<Key, Vec<LocalSample>> = HashMap::new();
+    for s in out {
+        by_key.entry(s.key).or_default().push(s);
+    }
+    by_key
+}
+
+fn latency_rows(a: &Path, b: &Path) -> Vec<SampleRow> {
+    let args = LatencyArgs {
+        sender: a.to_path_buf(),
+        receivers: vec![b.to_path_buf()],
+        level: Level::Sample,
+        format: LatencyFormat::Tsv,
+        offset_ns: 0,
+        html: None,
+        discovery: Vec::new(),
+        summary: false,
+        user_only: false,
+        window_ns: WINDOW_NS,
+        max_pending: 1_000_000,
+        max_bytes: 1 << 30,
+        lost_grace_ns: 1_000_000_000,
+        quiet: true,
+    };
+    let mut rows = Vec::new();
+    join_captures(&args, |r| {
+        rows.push(r.clone());
+        Ok(())
+    })
+    .unwrap();
+    rows
+}
+
+/// The local sample of `key` whose first copy is at `t_first`.
+fn at(samples: &HashMap<Key, Vec<LocalSample>>, key: &Key, t_first: i64) -> Option<LocalSample> {
+    samples
+        .get(key)?
+        .iter()
+        .find(|s| s.t_first == t_first)
+        .cloned()
+}
+
+#[test]
+fn one_capture_halves_give_every_two_capture_row() {
+    let mut fixtures_seen = 0;
+    let mut rows_seen = 0;
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let dir: PathBuf = entry.unwrap().path();
+        let (a, b) = (dir.join("a.pcap"), dir.join("b.pcap"));
+        if !a.exists() || !b.exists() {
+            continue;
+        }
+        fixtures_seen += 1;
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let local = [local_samples(&a), local_samples(&b)];
+        for r in latency_rows(&a, &b) {
+            rows_seen += 1;
+            let what = format!(
+                "{name} {:?} sn {} {}",
+                r.key.writer,
+                r.key.sn,
+                r.status.name()
+            );
+            let sender = at(&local[r.sender], &r.key, r.t_send)
+                .unwrap_or_else(|| panic!("{what}: no local sample at t_send on the sender"));
+            assert_eq!(sender.repairs, r.repairs_sender, "{what}: repairs");
+            assert_eq!(sender.submessages, r.tx_sender, "{what}: submessages");
+            assert_eq!(sender.sample_size, r.sample_size, "{what}: size");
+            let received = local[r.receiver]
+                .get(&r.key)
+                .into_iter()
+                .flatten()
+                .find(|s| s.t_first >= r.t_send && s.t_first.saturating_sub(r.t_send) < WINDOW_NS);
+            match r.status {
+                Status::Ok => {
+                    let s = received.unwrap_or_else(|| panic!("{what}: not on the receiver"));
+                    assert_eq!(s.t_complete, r.t_recv, "{what}: t_recv");
+                    assert_eq!(s.units_seen, s.units, "{what}: complete");
+                }
+                Status::Incomplete => {
+                    let s = received.unwrap_or_else(|| panic!("{what}: not on the receiver"));
+                    assert!(s.units_seen < s.units && s.t_complete.is_none(), "{what}");
+                }
+                Status::Lost => assert!(received.is_none(), "{what}: seen on the receiver"),
+            }
+        }
+    }
+    assert!(fixtures_seen >= 8, "two-host fixtures: {fixtures_seen}");
+    assert!(rows_seen > 1000, "rows: {rows_seen}");
+}
