@@ -106,19 +106,12 @@ def ad_hoc_body(task):
     for start, stop in (("liveStart", "emitStop"), ("emitStart", "fragReadStop")):
         body = replace_once(body, f"    |> range(start: {start}, stop: {stop})\n",
                             "    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)\n")
-    body = replace_once(body, '''sent = samples
-    |> filter(fn: (r) => r._time >= emitStart and r._time < emitStop)
-    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "start", "size", "repairs", "subs"])
-    |> withReceivers()
-    |> filter(fn: (r) => r.host == r.home)''', '''sent = samples
-    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "start", "size", "repairs", "subs"])
-    |> withReceivers()
+    body = replace_once(body, '''sent = samplesH
+    |> filter(fn: (r) => r.host == r.home and r._time >= emitStart and r._time < emitStop)''', '''sent = samplesH
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)''')
-    body = replace_once(body, '''    |> withHome()
-    |> filter(fn: (r) => r.host != r.home)
-    |> map(fn: (r) => ({_time: r._time, writer_id: r.writer_id, receiver: r.host,''', '''    |> withHome()
-    |> filter(fn: (r) => r.host == "${receiver}" and r.host != r.home)
-    |> map(fn: (r) => ({_time: r._time, writer_id: r.writer_id, receiver: r.host,''')
+    body = replace_once(body, '''received = samplesH
+    |> filter(fn: (r) => r.host != r.home)''', '''received = samplesH
+    |> filter(fn: (r) => r.host == "${receiver}" and r.host != r.home)''')
     body = replace_once(body, '''        fragFirst
             |> filter(fn: (r) => r.host != r.home)''', '''        fragFirst
             |> filter(fn: (r) => r.host == "${receiver}")''')

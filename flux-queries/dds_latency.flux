@@ -34,11 +34,10 @@ markTime = experimental.subDuration(d: 1h, from: v.timeRangeStart)
 // their record types (union() wants one type).
 untyped = (tables=<-) => tables |> drop(columns: ["~"])
 
-// One row per sample and host that saw it (its SAMPLE span): host, writer_id,
-// topic_name, slot, sn, _time and start (first IP fragment), end (complete), missing
+// One row per sample and host that saw it (its SAMPLE span): host, writer_id, slot, sn, _time and start (first IP fragment), end (complete), missing
 // (DDS fragments that never arrived), size, repairs, subs (DATA/DATA_FRAG carrying it).
 // (pivot() right after the storage read: InfluxDB's sorted pivot)
-samples = from(bucket: "${bucket}")
+samplesRead = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "spans" and r["span.name"] == "SAMPLE")
     |> filter(fn: (r) => r["host.name"] == "${sender}" or r["host.name"] == "${receiver}")
@@ -49,11 +48,12 @@ samples = from(bucket: "${bucket}")
             or r._field == "submessages",
     )
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+// (plain column references only: a vectorized map)
+samples = samplesRead
     |> map(fn: (r) => ({
         _time: r._time,
         host: r["host.name"],
         writer_id: r.writer_id,
-        topic_name: if exists r.topic_name then r.topic_name else "",
         slot: r.slot,
         sn: r.sn,
         start: r.start_ns,
@@ -99,11 +99,11 @@ writerHosts = join(
 // Topic of each writer as its own host names it (receivers may not know it).
 writerTopics = join(
     tables: {
-        t: samples
-            |> filter(fn: (r) => r.topic_name != "")
-            |> group(columns: ["writer_id", "host"])
+        t: samplesRead
+            |> filter(fn: (r) => exists r.topic_name)
+            |> group(columns: ["writer_id", "host.name"])
             |> first(column: "sn")
-            |> map(fn: (r) => ({writer_id: r.writer_id, host: r.host, topic_name: r.topic_name}))
+            |> map(fn: (r) => ({writer_id: r.writer_id, host: r["host.name"], topic_name: r.topic_name}))
             |> group(),
         h: writerHosts,
     },
@@ -189,10 +189,11 @@ withStartNs = (tables=<-) => union(
     |> map(fn: (r) => ({r with ts: r.base + r.sinceMark}))
     |> drop(columns: ["anchor", "base", "sinceMark"])
 
-// The samples first sent in the emit window, on their writer's host.
-sent = samples
-    |> keep(columns: ["_time", "host", "writer_id", "slot", "sn", "start", "size", "repairs", "subs"])
+// Every row with its writer's home, topic and receivers.
+samplesH = samples
     |> withReceivers()
+// The samples first sent in the emit window, on their writer's host.
+sent = samplesH
     |> filter(fn: (r) => r.host == "${sender}" and r.host == r.home)
 
 // A receiver that saw nothing of a sample lost it only while its capture was running
@@ -232,9 +233,7 @@ capturing = (h, t) => dict.get(dict: liveFrom, key: h, default: 9223372036854775
     and t <= dict.get(dict: liveTo, key: h, default: 0) - lostGraceNs
 
 // Every other host's SAMPLE spans of a writer (k = 1).
-received = samples
-    |> keep(columns: ["_time", "host", "writer_id", "sn", "start", "end", "missing"])
-    |> withHome()
+received = samplesH
     |> filter(fn: (r) => r.host == "${receiver}" and r.host != r.home)
     |> map(fn: (r) => ({_time: r._time, writer_id: r.writer_id, receiver: r.host, rsn: r.sn, sn: r.sn, rstart: r.start, rt: r.end, rmiss: r.missing, k: 1}))
 
