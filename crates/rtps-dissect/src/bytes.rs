@@ -22,6 +22,17 @@ impl<'a> Bytes<'a> {
         }
     }
 
+    /// The same layer and endianness over other bytes (a fixed-length prefix, whose
+    /// reads the compiler can then check once).
+    #[inline(always)]
+    pub fn with<'b>(&self, data: &'b [u8]) -> Bytes<'b> {
+        Bytes {
+            data,
+            layer: self.layer,
+            little_endian: self.little_endian,
+        }
+    }
+
     pub fn big(data: &'a [u8], layer: Layer) -> Self {
         Self::new(data, layer, false)
     }

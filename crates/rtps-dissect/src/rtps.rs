@@ -28,6 +28,8 @@ mod field {
         pub const FIRST_SN: Field = 8;
         pub const LAST_SN: Field = 16;
         pub const COUNT: Field = 24;
+        /// The fields above, all fixed.
+        pub const LEN: usize = 28;
     }
     pub mod gap {
         use super::Field;
@@ -41,6 +43,7 @@ mod field {
         use super::Field;
         pub const SECONDS: Field = 0;
         pub const FRACTION: Field = 4;
+        pub const LEN: usize = 8;
     }
     pub mod info_src {
         use super::Field;
@@ -88,6 +91,8 @@ mod field {
         pub const WRITER_SN: Field = 12;
         /// octetsToInlineQos counts from here (the end of its own field).
         pub const INLINE_QOS_BASE: Field = 4;
+        /// extraFlags to writerSN: the fixed fields.
+        pub const FIXED_LEN: usize = 20;
     }
     pub mod data_frag {
         pub use super::data::{INLINE_QOS_BASE, OCTETS_TO_INLINE_QOS, READER, WRITER, WRITER_SN};
@@ -230,6 +235,7 @@ pub enum SubmessageKind {
 }
 
 impl SubmessageKind {
+    #[inline]
     pub fn from_id(id: u8) -> Self {
         match id {
             0x01 => Self::Pad,
@@ -720,12 +726,14 @@ impl<'a> Submessage<'a> {
     }
 }
 
+#[inline(always)]
 fn read_sn(b: &Bytes<'_>, offset: usize) -> Result<SequenceNumber> {
     let high = b.i32(offset)?;
     let low = b.u32(offset.saturating_add(4))?;
     Ok(i64::from(high).wrapping_shl(32) | i64::from(low))
 }
 
+#[inline(always)]
 fn read_entity(b: &Bytes<'_>, offset: usize) -> Result<EntityId> {
     Ok(EntityId(b.array::<4>(offset)?))
 }
@@ -814,6 +822,45 @@ fn read_valid_sn(b: &Bytes<'_>, offset: usize, what: &'static str) -> Result<Seq
     Ok(sn)
 }
 
+// The fixed fields of the commonest submessages are read through these, once from a
+// fixed-length prefix of the body (whose bounds checks the compiler then removes) and,
+// when the body is shorter, from the body itself (for the same errors as any field).
+
+#[inline(always)]
+fn heartbeat<'a>(b: &Bytes<'_>, flags: u8) -> Result<SubmessageBody<'a>> {
+    use field::heartbeat as f;
+    Ok(SubmessageBody::Heartbeat {
+        reader: read_entity(b, f::READER)?,
+        writer: read_entity(b, f::WRITER)?,
+        first_sn: read_sn(b, f::FIRST_SN)?,
+        last_sn: read_sn(b, f::LAST_SN)?,
+        count: b.i32(f::COUNT)?,
+        final_flag: flags & 0x02 != 0,
+        liveliness_flag: flags & 0x04 != 0,
+    })
+}
+
+#[inline(always)]
+fn info_ts(b: &Bytes<'_>) -> Result<Time> {
+    use field::info_ts as f;
+    Ok(Time {
+        seconds: b.i32(f::SECONDS)?,
+        fraction: b.u32(f::FRACTION)?,
+    })
+}
+
+/// DATA's octetsToInlineQos, reader, writer and writerSN.
+#[inline(always)]
+fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
+    use field::data as f;
+    Ok((
+        usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?),
+        read_entity(b, f::READER)?,
+        read_entity(b, f::WRITER)?,
+        read_sn(b, f::WRITER_SN)?,
+    ))
+}
+
 /// Decode a submessage body. `body` is exactly the submessage's bytes after its header;
 /// `vendor` is the sender's (it gives vendor-specific ids their meaning).
 pub fn parse_body(
@@ -836,18 +883,10 @@ pub fn parse_body(
                 final_flag: flags & 0x02 != 0,
             }
         }
-        SubmessageKind::Heartbeat => {
-            use field::heartbeat as f;
-            SubmessageBody::Heartbeat {
-                reader: read_entity(&b, f::READER)?,
-                writer: read_entity(&b, f::WRITER)?,
-                first_sn: read_sn(&b, f::FIRST_SN)?,
-                last_sn: read_sn(&b, f::LAST_SN)?,
-                count: b.i32(f::COUNT)?,
-                final_flag: flags & 0x02 != 0,
-                liveliness_flag: flags & 0x04 != 0,
-            }
-        }
+        SubmessageKind::Heartbeat => match body.first_chunk::<{ field::heartbeat::LEN }>() {
+            Some(fixed) => heartbeat(&b.with(fixed), flags)?,
+            None => heartbeat(&b, flags)?,
+        },
         SubmessageKind::Gap => {
             use field::gap as f;
             // A GAP that starts at or below SN 0 names no sample (SNs start at 1); taking
@@ -870,15 +909,15 @@ pub fn parse_body(
             }
         }
         SubmessageKind::InfoTs => {
-            use field::info_ts as f;
             if flags & 0x02 != 0 {
                 SubmessageBody::InfoTs { timestamp: None }
             } else {
+                let timestamp = match body.first_chunk::<{ field::info_ts::LEN }>() {
+                    Some(fixed) => info_ts(&b.with(fixed))?,
+                    None => info_ts(&b)?,
+                };
                 SubmessageBody::InfoTs {
-                    timestamp: Some(Time {
-                        seconds: b.i32(f::SECONDS)?,
-                        fraction: b.u32(f::FRACTION)?,
-                    }),
+                    timestamp: Some(timestamp),
                 }
             }
         }
@@ -926,10 +965,10 @@ pub fn parse_body(
         }
         SubmessageKind::Data => {
             use field::data as f;
-            let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
-            let reader = read_entity(&b, f::READER)?;
-            let writer = read_entity(&b, f::WRITER)?;
-            let writer_sn = read_sn(&b, f::WRITER_SN)?;
+            let (otiq, reader, writer, writer_sn) = match body.first_chunk::<{ f::FIXED_LEN }>() {
+                Some(fixed) => data_fixed(&b.with(fixed))?,
+                None => data_fixed(&b)?,
+            };
             let mut pos = f::INLINE_QOS_BASE.saturating_add(otiq);
             let mut inline_qos = None;
             if flags & FLAG_DATA_Q != 0 {

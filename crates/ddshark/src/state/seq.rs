@@ -173,10 +173,12 @@ pub struct SeqTracker {
     low: SequenceNumber,
     slots: VecDeque<Slot>,
     frags: Vec<FragSample>,
+    /// Recently finalized lost SNs, ascending (`low` only moves up), so searched by bisection.
     recent_lost: VecDeque<SequenceNumber>,
     /// Recently finalized samples that were seen, with their destination and flags: a
     /// copy that arrives just after its SN left the window (a HEARTBEAT moved past it
     /// while the fan-out to other readers was still going on) is judged like one inside.
+    /// Ascending by SN, like `recent_lost`.
     recent_seen: VecDeque<(SequenceNumber, Slot)>,
     /// Last SN repeated below the window (to count an old repeat once per sample).
     last_old_repeat: Option<SequenceNumber>,
@@ -360,10 +362,15 @@ impl SeqTracker {
                         ts_ns,
                     });
                 }
-            } else if let Some(pos) = self.recent_lost.iter().position(|&l| l == sn) {
+            } else if let Ok(pos) = self.recent_lost.binary_search(&sn) {
                 self.recent_lost.remove(pos);
                 return (Observed::NewSample { late_fill: true }, fin);
-            } else if let Some((_, slot)) = self.recent_seen.iter_mut().find(|(s, _)| *s == sn) {
+            } else if let Some((_, slot)) = self
+                .recent_seen
+                .binary_search_by_key(&sn, |(s, _)| *s)
+                .ok()
+                .and_then(|pos| self.recent_seen.get_mut(pos))
+            {
                 return (repeat(slot, dst), fin);
             } else {
                 let first = self.last_old_repeat != Some(sn);
