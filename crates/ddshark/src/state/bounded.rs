@@ -34,15 +34,16 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
 
     /// The entry of `key`, made by `make` if absent (after making room as
     /// [`Bounded::insert`] does). One hash lookup when the key is present and the
-    /// map is not full. `evicted` receives what had to go.
+    /// map is not full. `evicted` is called with each entry that had to go (a
+    /// callback, so that the common case builds nothing).
     pub fn get_or_insert_with(
         &mut self,
         key: K,
         make: impl FnOnce() -> V,
-        evicted: &mut Vec<V>,
+        evicted: impl FnMut(V),
     ) -> &mut V {
         if self.map.len() >= self.cap && !self.map.contains_key(&key) {
-            evicted.extend(self.make_room());
+            self.make_room().into_iter().for_each(evicted);
         }
         self.map.entry(key).or_insert_with(make)
     }

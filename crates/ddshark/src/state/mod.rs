@@ -452,7 +452,6 @@ impl State {
             counters,
             ..
         } = self;
-        let mut evicted = Vec::new();
         let w = writers.get_or_insert_with(
             guid,
             || {
@@ -463,14 +462,14 @@ impl State {
                 }
                 w
             },
-            &mut evicted,
+            |old| {
+                counters.writers_evicted_capacity =
+                    counters.writers_evicted_capacity.saturating_add(1);
+                counters.samples_of_evicted_writers = counters
+                    .samples_of_evicted_writers
+                    .saturating_add(old.stats.total.samples);
+            },
         );
-        for old in evicted {
-            counters.writers_evicted_capacity = counters.writers_evicted_capacity.saturating_add(1);
-            counters.samples_of_evicted_writers = counters
-                .samples_of_evicted_writers
-                .saturating_add(old.stats.total.samples);
-        }
         w.last_seen_ns = ts;
         Some(w)
     }
@@ -483,7 +482,6 @@ impl State {
             counters,
             ..
         } = self;
-        let mut evicted = Vec::new();
         let r = readers.get_or_insert_with(
             guid,
             || {
@@ -494,11 +492,11 @@ impl State {
                 }
                 r
             },
-            &mut evicted,
+            |_| {
+                counters.readers_evicted_capacity =
+                    counters.readers_evicted_capacity.saturating_add(1);
+            },
         );
-        counters.readers_evicted_capacity = counters
-            .readers_evicted_capacity
-            .saturating_add(evicted.len() as u64);
         r.last_seen_ns = ts;
         Some(r)
     }
@@ -510,7 +508,6 @@ impl State {
             counters,
             ..
         } = self;
-        let mut evicted = Vec::new();
         let p = participants.get_or_insert_with(
             prefix,
             || Participant {
@@ -527,11 +524,11 @@ impl State {
                 bytes: 0,
                 gone: None,
             },
-            &mut evicted,
+            |_| {
+                counters.participants_evicted_capacity =
+                    counters.participants_evicted_capacity.saturating_add(1);
+            },
         );
-        counters.participants_evicted_capacity = counters
-            .participants_evicted_capacity
-            .saturating_add(evicted.len() as u64);
         Some(p)
     }
 
