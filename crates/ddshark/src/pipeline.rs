@@ -177,7 +177,7 @@ impl Engine {
                 for s in sinks.iter_mut() {
                     s.on_datagram(&d, &ctx);
                 }
-                Some(SpareSubmessages::from_datagram(d))
+                Some(SpareSubmessages::from_list(d.submessages))
             }
             _ => {
                 state.advance(frame.ts_ns);

@@ -195,9 +195,8 @@ pub struct Dissector {
 pub struct SpareSubmessages(Vec<Result<Submessage<'static>, SubmessageError>>);
 
 impl SpareSubmessages {
-    /// Keep the allocation of `d`'s submessage list, drop the rest of `d`.
-    pub fn from_datagram(d: Datagram<'_>) -> Self {
-        let mut list = d.submessages;
+    /// Keep the allocation of a datagram's submessage list (`d.submessages`).
+    pub fn from_list(mut list: Vec<Result<Submessage<'_>, SubmessageError>>) -> Self {
         // The elements own nothing, so this is O(1), and the re-typing below then
         // walks an empty list.
         list.clear();
