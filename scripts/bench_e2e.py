@@ -193,8 +193,10 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                     continue
                 if level == "submessage" and not r["frag_start"]:
                     continue
-                k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ())
-                want[k] = (int(r["t_send_ns"]), int(r["latency_ns"]))
+                # (with t_send: a sample re-sent after a quiet window, as SPDP is, is one of its own)
+                k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ()) \
+                    + (int(r["t_send_ns"]),)
+                want[k] = int(r["latency_ns"])
             for f in files:
                 text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
                 q = bind_flux(text, start, stop, "1s", {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
@@ -205,8 +207,9 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                     res, secs, err = influx.timed(q)
                     got = {}
                     for r in res or []:
-                        k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ())
-                        got[k] = (parse_time_ns(r["_time"]), int(r["_value"]))
+                        k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ()) \
+                            + (parse_time_ns(r["_time"]),)
+                        got[k] = int(r["_value"])
                     if err or len(got) >= len(want) or time.time() > deadline:
                         break
                     time.sleep(5)

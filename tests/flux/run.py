@@ -274,15 +274,17 @@ def check_latency(influx, binary, scen, hosts, start, stop):
     a_pcap, b_pcap = (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))
     for level, qfiles, keyf in (
             ("sample", ("dds_latency_materialised.flux", "dds_latency.flux"),
-             lambda r: (r["writer_guid"], r["sn"])),
+             lambda r: (r["writer_guid"], r["sn"], int(r["t_send_ns"]))),
             ("submessage", ("dds_submessage_latency_materialised.flux", "dds_submessage_latency.flux"),
-             lambda r: (r["writer_guid"], r["sn"], r["frag_start"]))):
+             lambda r: (r["writer_guid"], r["sn"], r["frag_start"], int(r["t_send_ns"])))):
         rows = latency_rows(binary, a_pcap, b_pcap, level)
         for qfile, direction, snd, rcv in ((q, d, s, r) for q in qfiles for d, s, r in (
                 ("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0]))):
             text = open(os.path.join(FLUX_DIR, qfile)).read()
             # The submessage level is per DATA_FRAG (DATA is the sample level).
-            want = {keyf(r): (int(r["t_send_ns"]), int(r["latency_ns"]))
+            # (keyed with t_send: a sample re-sent after a quiet window, as SPDP is, is one of
+            # its own, for `ddshark latency` as for the task)
+            want = {keyf(r): int(r["latency_ns"])
                     for r in rows if r["direction"] == direction and r["status"] == "ok"
                     and (level == "sample" or r["frag_start"])}
             q = bind_flux(text, start, stop, "1s",
@@ -295,9 +297,9 @@ def check_latency(influx, binary, scen, hosts, start, stop):
                 continue
             got = {}
             for r in res:
-                k = (r["writer_id"], r["sn"]) if level == "sample" else \
-                    (r["writer_id"], r["sn"], r["fragment_starting_num"])
-                got[k] = (parse_time_ns(r["_time"]), int(r["_value"]))
+                k = (r["writer_id"], r["sn"], parse_time_ns(r["_time"])) if level == "sample" else \
+                    (r["writer_id"], r["sn"], r["fragment_starting_num"], parse_time_ns(r["_time"]))
+                got[k] = int(r["_value"])
             missing = sorted(set(want) - set(got))
             extra = sorted(set(got) - set(want))
             diff = sorted(k for k in set(want) & set(got) if want[k] != got[k])
@@ -358,30 +360,30 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
         mine = [r for r in rows if r["direction"] == direction]
         v = dict(values, sender=snd, receiver=rcv)
         # Loss: `ddshark latency`'s lost and incomplete rows, each sample once, same t_send.
-        want = {(r["writer_guid"], r["sn"]): (int(r["t_send_ns"]), int(r["status"] == "incomplete"))
+        want = {(r["writer_guid"], r["sn"], int(r["t_send_ns"])): int(r["status"] == "incomplete")
                 for r in mine if r["status"] in ("lost", "incomplete")}
-        got = {(p["writer_id"], p["sn"]): (parse_time_ns(p["_time"]), int(p["incomplete"]))
+        got = {(p["writer_id"], p["sn"], parse_time_ns(p["_time"])): int(p["incomplete"])
                for p in long_points(influx, "dds_lost", snd, start, stop, rcv)}
         compare(scen, f"dds_lost {direction}", want, got)
         # Sample sizes: every sample ddshark reports (any status), same t_send and size; the
         # task also has the samples the receiver was not expected to see.
-        want = {(r["writer_guid"], r["sn"]): (int(r["t_send_ns"]), int(r["sample_size"])) for r in mine}
+        want = {(r["writer_guid"], r["sn"], int(r["t_send_ns"])): int(r["sample_size"]) for r in mine}
         points = long_points(influx, "dds_samples", snd, start, stop)
-        got = {(p["writer_id"], p["sn"]): (parse_time_ns(p["_time"]), int(p["sample_size"])) for p in points}
+        got = {(p["writer_id"], p["sn"], parse_time_ns(p["_time"])): int(p["sample_size"]) for p in points}
         check(len(got) == len(points), f"{scen} dds_samples {direction}: {len(points)} points, "
                                        f"{len(got)} samples")
         extra_samples += len(set(got) - set(want))
         compare(scen, f"dds_samples {direction} (samples ddshark reports)", want,
                 {k: x for k, x in got.items() if k in want})
         if adhoc:
-            raw = {(r["writer_id"], r["sn"]): (parse_time_ns(r["_time"]), int(r["_value"]))
+            raw = {(r["writer_id"], r["sn"], parse_time_ns(r["_time"])): int(r["_value"])
                    for r in flux_rows(influx, "payload_size.flux", start, stop, "1s", v)}
             compare(scen, f"payload_size.flux {direction} = dds_samples", got, raw)
         # (the panel's rows carry no sn: compared as a multiset of (writer, t_send, size))
         mat = Counter((r["writer_id"], parse_time_ns(r["_time"]), int(r["_value"]))
                       for r in flux_rows(influx, "payload_size_materialised.flux", start, stop, "1s", v))
         compare(scen, f"payload_size_materialised.flux {direction} = dds_samples",
-                Counter((k[0],) + x for k, x in got.items()), mat)
+                Counter((k[0], k[2], x) for k, x in got.items()), mat)
         # Repairs: per writer, the sum of ddshark's repairs_sender.
         want = {}
         for r in mine:
