@@ -23,7 +23,7 @@ use crate::rtps::{
     is_rtps_magic, RtpsHeader, SerializedPayload, Submessage, SubmessageBody, SubmessageError,
     SubmessageIter,
 };
-use crate::types::{Guid, VendorId};
+use crate::types::{Guid, SequenceNumber, VendorId};
 
 /// One captured frame, as any packet source hands it over.
 #[derive(Debug, Clone, Copy)]
@@ -182,6 +182,7 @@ impl DissectorStats {
 pub struct Dissector {
     fragments: FragmentTracker,
     discovery_fragments: DiscoveryReassembly,
+    decoded: DecodedDiscovery,
     topics: TopicMap,
     stats: DissectorStats,
     /// The allocation of a returned datagram's submessage list, for the next one.
@@ -241,6 +242,7 @@ impl Dissector {
         Self {
             fragments: FragmentTracker::new(config.fragments),
             discovery_fragments: DiscoveryReassembly::new(config.discovery_fragments),
+            decoded: DecodedDiscovery::default(),
             topics: TopicMap::new(config.max_endpoints),
             stats: DissectorStats::default(),
             spare: SpareSubmessages::default(),
@@ -283,12 +285,19 @@ impl Dissector {
         let Dissector {
             fragments,
             discovery_fragments,
+            decoded,
             topics,
             stats: s,
             spare,
         } = self;
         let submessages = relifetime(std::mem::take(&mut spare.0));
-        let outcome = process_frame(fragments, discovery_fragments, topics, frame, submessages);
+        let outcome = process_frame(
+            fragments,
+            (discovery_fragments, decoded),
+            topics,
+            frame,
+            submessages,
+        );
         inc(&mut s.frames);
         if u64::from(frame.orig_len) > frame.data.len() as u64 {
             inc(&mut s.frames_truncated);
@@ -322,7 +331,7 @@ impl Dissector {
 
 fn process_frame<'a>(
     fragments: &'a mut FragmentTracker,
-    discovery_fragments: &mut DiscoveryReassembly,
+    (discovery_fragments, decoded): (&mut DiscoveryReassembly, &mut DecodedDiscovery),
     topics: &'a mut TopicMap,
     frame: &Frame<'a>,
     mut submessages: Vec<Result<Submessage<'a>, SubmessageError>>,
@@ -415,9 +424,13 @@ fn process_frame<'a>(
         submessages.extend(SubmessageIter::with_wire_len(udp.payload, &header, on_wire));
         let mut discovery = Vec::new();
         for sm in submessages.iter().flatten() {
-            if let Some(rec) =
-                discovery_of(sm, header.vendor, envelope.ts_last_ns, discovery_fragments)
-            {
+            if let Some(rec) = discovery_of(
+                sm,
+                header.vendor,
+                envelope.ts_last_ns,
+                discovery_fragments,
+                decoded,
+            ) {
                 if let DiscoveryRecord::Endpoint(e) = &rec {
                     topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
                 }
@@ -445,6 +458,86 @@ fn process_frame<'a>(
     }
 }
 
+/// What a discovery DATA's record is decoded from.
+struct DecodeInput<'a> {
+    writer: Guid,
+    sn: SequenceNumber,
+    vendor: VendorId,
+    status: u32,
+    key: Option<Guid>,
+    payload: Option<&'a [u8]>,
+}
+
+/// Discovery DATA decoded lately, by writer and SN, in a fixed number of slots (a
+/// newer entry takes its slot's place): periodic SPDP announcements and SEDP repairs
+/// repeat the same bytes, and cloning the record costs a fraction of decoding it again.
+#[derive(Default)]
+struct DecodedDiscovery {
+    slots: Vec<Option<Decoded>>,
+    hasher: crate::types::KeyHasher,
+}
+
+struct Decoded {
+    writer: Guid,
+    sn: SequenceNumber,
+    vendor: VendorId,
+    status: u32,
+    key: Option<Guid>,
+    payload: Option<Vec<u8>>,
+    record: Option<DiscoveryRecord>,
+}
+
+impl Decoded {
+    fn matches(&self, i: &DecodeInput<'_>) -> bool {
+        self.writer == i.writer
+            && self.sn == i.sn
+            && self.vendor == i.vendor
+            && self.status == i.status
+            && self.key == i.key
+            && self.payload.as_deref() == i.payload
+    }
+}
+
+/// Slots of [`DecodedDiscovery`].
+const DECODED_SLOTS: usize = 64;
+/// Larger payloads are decoded every time (the cache holds at most 64 × 4 KiB).
+const DECODED_MAX_PAYLOAD: usize = 4096;
+
+impl DecodedDiscovery {
+    fn get_or_decode(
+        &mut self,
+        input: &DecodeInput<'_>,
+        decode: impl FnOnce() -> Option<DiscoveryRecord>,
+    ) -> Option<DiscoveryRecord> {
+        if input.payload.map_or(0, <[u8]>::len) > DECODED_MAX_PAYLOAD {
+            return decode();
+        }
+        if self.slots.is_empty() {
+            self.slots.resize_with(DECODED_SLOTS, || None);
+        }
+        let index = (std::hash::BuildHasher::hash_one(&self.hasher, (input.writer, input.sn))
+            as usize)
+            % DECODED_SLOTS;
+        let Some(slot) = self.slots.get_mut(index) else {
+            return decode();
+        };
+        if let Some(hit) = slot.as_ref().filter(|d| d.matches(input)) {
+            return hit.record.clone();
+        }
+        let record = decode();
+        *slot = Some(Decoded {
+            writer: input.writer,
+            sn: input.sn,
+            vendor: input.vendor,
+            status: input.status,
+            key: input.key,
+            payload: input.payload.map(<[u8]>::to_vec),
+            record: record.clone(),
+        });
+        record
+    }
+}
+
 /// The UDP length field counts its own 8-byte header.
 const UDP_HEADER_LEN: usize = 8;
 
@@ -461,6 +554,7 @@ fn discovery_of(
     vendor: VendorId,
     ts_ns: u64,
     reassembly: &mut DiscoveryReassembly,
+    decoded: &mut DecodedDiscovery,
 ) -> Option<DiscoveryRecord> {
     let vendor = if sm.ctx.src_vendor == VendorId::default() {
         vendor
@@ -470,6 +564,7 @@ fn discovery_of(
     match &sm.body {
         SubmessageBody::Data {
             writer,
+            writer_sn,
             inline_qos,
             payload,
             ..
@@ -482,8 +577,18 @@ fn discovery_of(
             let key = inline_qos
                 .and_then(|q| q.find(PID_KEY_HASH))
                 .and_then(|p| p.guid().ok());
-            let plist = payload.and_then(|p| p.parameter_list());
-            decode_discovery(role, vendor, plist, status, key)
+            let input = DecodeInput {
+                writer: Guid::new(sm.ctx.src_prefix, *writer),
+                sn: *writer_sn,
+                vendor,
+                status,
+                key,
+                payload: payload.map(|p| p.bytes),
+            };
+            decoded.get_or_decode(&input, || {
+                let plist = payload.and_then(|p| p.parameter_list());
+                decode_discovery(role, vendor, plist, status, key)
+            })
         }
         SubmessageBody::DataFrag {
             writer,
@@ -514,6 +619,35 @@ fn discovery_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decoded_discovery_is_reused_only_for_the_same_input() {
+        let mut cache = DecodedDiscovery::default();
+        let gone = |status_info| {
+            Some(DiscoveryRecord::Gone {
+                role: crate::types::BuiltinWriter::Participant,
+                guid: None,
+                status_info,
+            })
+        };
+        let input = DecodeInput {
+            writer: Guid::default(),
+            sn: 7,
+            vendor: VendorId::default(),
+            status: 1,
+            key: None,
+            payload: Some(&[0, 3, 0, 0]),
+        };
+        assert_eq!(cache.get_or_decode(&input, || gone(1)), gone(1));
+        // Same input: the cached record, the decoder is not called.
+        assert_eq!(cache.get_or_decode(&input, || gone(9)), gone(1));
+        // Other bytes under the same writer and SN: decoded again.
+        let other = DecodeInput {
+            payload: Some(&[0, 3, 0, 1]),
+            ..input
+        };
+        assert_eq!(cache.get_or_decode(&other, || gone(2)), gone(2));
+    }
 
     #[test]
     fn relifetime_keeps_the_allocation() {
