@@ -653,8 +653,9 @@ impl SpanDataBuilder {
         a
     }
 
-    /// A `SAMPLE` span's attributes: the writer's, the sample's and its totals (no
-    /// submessage-level ones).
+    /// A `SAMPLE` span's attributes: the writer's, the sample's and its totals. Nothing
+    /// its DATA/DATA_FRAG spans (same trace) already say per datagram — addresses, frames,
+    /// PCP: every attribute costs the collector, Telegraf and InfluxDB per span.
     fn sample_attributes(
         &mut self,
         r: &SpanRecord,
@@ -688,21 +689,12 @@ impl SpanDataBuilder {
         a.push(i(attr::FRAGMENTS_MISSING, t.fragments_missing));
         a.push(i(attr::SUBMESSAGES, t.submessages));
         a.push(i(attr::REPAIRS, t.repairs));
-        if let Some(v) = r.pcp {
-            a.push(i(attr::PCP, v));
-        }
-        let src = shared_string(&mut self.addresses, r.src, |a| a.to_string());
-        a.push(s(attr::SRC, src));
-        let dst = shared_string(&mut self.addresses, r.dst, |a| a.to_string());
-        a.push(s(attr::DST, dst));
         if let Some(v) = r.domain_id {
             a.push(i(attr::DOMAIN_ID, v));
         }
         if let Some(v) = &r.interface {
             a.push(s(attr::CAPTURE_INTERFACE, v.clone()));
         }
-        a.push(i(attr::FRAME, sat(r.frame)));
-        a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
         a.push(i(attr::SLOT, r.slot));
         a
     }
