@@ -11,28 +11,9 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use common::{fixtures, ns_of, read_tsv};
+use common::{fixtures, latency_args, ns_of, read_tsv};
 use ddshark::latency::join::{SampleRow, Status};
-use ddshark::latency::{direction, join_captures, LatencyArgs, LatencyFormat, Level, RunSummary};
-
-fn args(sender: &Path, receivers: &[PathBuf], level: Level) -> LatencyArgs {
-    LatencyArgs {
-        sender: sender.to_path_buf(),
-        receivers: receivers.to_vec(),
-        level,
-        format: LatencyFormat::Tsv,
-        offset_ns: 0,
-        html: None,
-        discovery: Vec::new(),
-        summary: false,
-        user_only: false,
-        window_ns: 10_000_000_000,
-        max_pending: 1_000_000,
-        max_bytes: 1 << 30,
-        lost_grace_ns: 1_000_000_000,
-        quiet: true,
-    }
-}
+use ddshark::latency::{direction, join_captures, LatencyArgs, Level, RunSummary};
 
 fn run(a: &LatencyArgs) -> (Vec<SampleRow>, RunSummary) {
     let mut rows = Vec::new();
@@ -73,7 +54,7 @@ fn sample_latency_matches_oracle_on_every_two_host_fixture() {
     let mut total = 0usize;
     for dir in pair_fixtures() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+        let a = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
         let (rows, _) = run(&a);
         let mut mine: HashMap<(String, i64), Vec<&SampleRow>> = HashMap::new();
         for r in &rows {
@@ -226,7 +207,7 @@ fn submessage_latency_matches_oracle_per_data_frag() {
         if fa.is_empty() {
             continue;
         }
-        let a = args(
+        let a = latency_args(
             &dir.join("a.pcap"),
             &[dir.join("b.pcap")],
             Level::Submessage,
@@ -274,7 +255,7 @@ fn late_start_shows_the_injected_delay_and_topics_from_a_discovery_capture() {
     let dir = fixtures().join("i_late_start");
     let disc = dir.join("discovery.pcap");
     assert!(disc.exists(), "fixture {} is missing", disc.display());
-    let mut a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+    let mut a = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
     a.discovery = vec![disc];
     let (rows, _) = run(&a);
     let topics: HashMap<String, String> = read_tsv(&dir.join("oracle_writer_topics.tsv"))
@@ -305,7 +286,7 @@ fn dropped_ip_fragments_make_samples_incomplete_not_latencies() {
     let big = fixtures().join("b_large_frag/a.pcap");
     let cut = fixtures().join("e_mixed_robustness/derived/large_first600_dropped_ipfrags.pcap");
     assert!(big.exists() && cut.exists(), "fixtures missing");
-    let (rows, _) = run(&args(&big, &[cut], Level::Sample));
+    let (rows, _) = run(&latency_args(&big, &[cut], Level::Sample));
     let incomplete: Vec<_> = rows
         .iter()
         .filter(|r| r.status == Status::Incomplete)
@@ -318,14 +299,14 @@ fn dropped_ip_fragments_make_samples_incomplete_not_latencies() {
 #[test]
 fn the_join_is_bounded_and_counts_its_evictions() {
     let dir = fixtures().join("a_small_reliable");
-    let mut a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+    let mut a = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
     a.max_pending = 8;
     let (rows, s) = run(&a);
     assert!(s.join.pending_peak <= 8, "{:?}", s.join);
     assert!(s.join.evicted_capacity > 0, "{:?}", s.join);
     assert!(!rows.is_empty());
     // A short window finalises early without capacity evictions.
-    let mut a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+    let mut a = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
     a.window_ns = 200_000_000; // longer than the largest latency (65 ms)
     let (rows_w, s) = run(&a);
     assert_eq!(s.join.evicted_capacity, 0);
@@ -347,12 +328,12 @@ fn the_join_is_bounded_and_counts_its_evictions() {
 #[test]
 fn offset_shifts_every_latency_and_both_directions_come_out() {
     let dir = fixtures().join("a_small_reliable");
-    let (base, _) = run(&args(
+    let (base, _) = run(&latency_args(
         &dir.join("a.pcap"),
         &[dir.join("b.pcap")],
         Level::Sample,
     ));
-    let mut a = args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+    let mut a = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
     a.offset_ns = 40_000; // B's clock 40 µs ahead: A->B 40 µs shorter, B->A 40 µs longer
     let (shifted, _) = run(&a);
     let by_key: HashMap<_, _> = shifted.iter().map(|r| ((r.key, r.sender), r)).collect();
@@ -371,12 +352,16 @@ fn several_receivers_get_one_row_each() {
     // The receiver capture given twice stands for two receiving hosts on one segment.
     let dir = fixtures().join("b_large_frag");
     let b = dir.join("b.pcap");
-    let (two, _) = run(&args(
+    let (two, _) = run(&latency_args(
         &dir.join("a.pcap"),
         std::slice::from_ref(&b),
         Level::Sample,
     ));
-    let (three, s) = run(&args(&dir.join("a.pcap"), &[b.clone(), b], Level::Sample));
+    let (three, s) = run(&latency_args(
+        &dir.join("a.pcap"),
+        &[b.clone(), b],
+        Level::Sample,
+    ));
     assert_eq!(s.captures.len(), 3);
     let ab: HashMap<_, _> = two
         .iter()
@@ -397,7 +382,7 @@ fn several_receivers_get_one_row_each() {
 fn datagrams_sent_twice_are_counted_as_repairs() {
     // e_mixed_robustness: noise.py sends each hand-built RTPS datagram twice.
     let dir = fixtures().join("e_mixed_robustness");
-    let (rows, _) = run(&args(
+    let (rows, _) = run(&latency_args(
         &dir.join("a.pcap"),
         &[dir.join("b.pcap")],
         Level::Sample,
@@ -465,12 +450,12 @@ fn a_sample_completed_by_its_retransmission_is_marked_repaired() {
         .expect("the duplicated DATA is in the fixture");
     let tmp = std::env::temp_dir().join(format!("ddshark-lat-{}.pcap", std::process::id()));
     pcap_without(&dir.join("b.pcap"), &[first_copy], &tmp);
-    let (full, _) = run(&args(
+    let (full, _) = run(&latency_args(
         &dir.join("a.pcap"),
         &[dir.join("b.pcap")],
         Level::Sample,
     ));
-    let (cut, _) = run(&args(
+    let (cut, _) = run(&latency_args(
         &dir.join("a.pcap"),
         std::slice::from_ref(&tmp),
         Level::Sample,

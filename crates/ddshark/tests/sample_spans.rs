@@ -9,12 +9,12 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::fixtures;
+use common::{fixtures, latency_args};
 use ddshark::capture::file::FileSource;
 use ddshark::capture::PacketSource;
 use ddshark::latency::extract::{observations, ExtractStats, Key};
 use ddshark::latency::join::{Join, JoinConfig, LocalSample, SampleRow, Status};
-use ddshark::latency::{join_captures, LatencyArgs, LatencyFormat, Level};
+use ddshark::latency::{join_captures, Level};
 use rtps_dissect::{Dissector, FrameOutcome};
 
 const WINDOW_NS: i64 = 10_000_000_000;
@@ -55,22 +55,7 @@ fn local_samples(path: &Path) -> HashMap<Key, Vec<LocalSample>> {
 }
 
 fn latency_rows(a: &Path, b: &Path) -> Vec<SampleRow> {
-    let args = LatencyArgs {
-        sender: a.to_path_buf(),
-        receivers: vec![b.to_path_buf()],
-        level: Level::Sample,
-        format: LatencyFormat::Tsv,
-        offset_ns: 0,
-        html: None,
-        discovery: Vec::new(),
-        summary: false,
-        user_only: false,
-        window_ns: WINDOW_NS,
-        max_pending: 1_000_000,
-        max_bytes: 1 << 30,
-        lost_grace_ns: 1_000_000_000,
-        quiet: true,
-    };
+    let args = latency_args(a, &[b.to_path_buf()], Level::Sample);
     let mut rows = Vec::new();
     join_captures(&args, |r| {
         rows.push(r.clone());

@@ -250,15 +250,29 @@ pub fn span_id(
     frame_last: u64,
     index: u32,
 ) -> [u8; 8] {
+    host_span_id(
+        b"ddshark-span",
+        host,
+        interface,
+        &[
+            &ts_last_ns.to_be_bytes(),
+            &frame_last.to_be_bytes(),
+            &index.to_be_bytes(),
+        ],
+    )
+}
+
+/// `SHA-256(kind ‖ host ‖ 0 ‖ interface ‖ 0 ‖ parts…)[0..8]`, never all-zero (invalid in OTLP).
+fn host_span_id(kind: &[u8], host: &str, interface: &str, parts: &[&[u8]]) -> [u8; 8] {
     let mut h = Sha256::new();
-    h.update(b"ddshark-span");
+    h.update(kind);
     h.update(host.as_bytes());
     h.update([0u8]);
     h.update(interface.as_bytes());
     h.update([0u8]);
-    h.update(ts_last_ns.to_be_bytes());
-    h.update(frame_last.to_be_bytes());
-    h.update(index.to_be_bytes());
+    for p in parts {
+        h.update(p);
+    }
     let digest = h.finalize();
     let mut out = [0u8; 8];
     for (o, d) in out.iter_mut().zip(digest.iter()) {
@@ -279,24 +293,16 @@ pub fn sample_span_id(
     sn: i64,
     first_ns: u64,
 ) -> [u8; 8] {
-    let mut h = Sha256::new();
-    h.update(b"ddshark-sample");
-    h.update(host.as_bytes());
-    h.update([0u8]);
-    h.update(interface.as_bytes());
-    h.update([0u8]);
-    h.update(writer.to_bytes());
-    h.update(sn.to_be_bytes());
-    h.update(first_ns.to_be_bytes());
-    let digest = h.finalize();
-    let mut out = [0u8; 8];
-    for (o, d) in out.iter_mut().zip(digest.iter()) {
-        *o = *d;
-    }
-    if out == [0u8; 8] {
-        out[7] = 1;
-    }
-    out
+    host_span_id(
+        b"ddshark-sample",
+        host,
+        interface,
+        &[
+            &writer.to_bytes(),
+            &sn.to_be_bytes(),
+            &first_ns.to_be_bytes(),
+        ],
+    )
 }
 
 /// Lower-case hex of a GUID: the `writer_id` attribute (32 characters).
@@ -561,6 +567,21 @@ pub struct SpanDataBuilder {
     vendors: HashMap<VendorId, Value, KeyHasher>,
 }
 
+/// A string attribute.
+fn s(key: &'static str, v: impl Into<Value>) -> KeyValue {
+    KeyValue::new(Key::from_static_str(key), v.into())
+}
+
+/// An integer attribute.
+fn i(key: &'static str, v: impl Into<i64>) -> KeyValue {
+    KeyValue::new(Key::from_static_str(key), v.into())
+}
+
+/// A count as an OTLP integer (saturating: OTLP has no unsigned 64-bit type).
+fn sat(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// Most distinct strings one builder keeps per kind; a batch has far fewer.
 const MAX_CACHED_STRINGS: usize = 4096;
 
@@ -593,15 +614,6 @@ impl SpanDataBuilder {
     /// The span → attribute mapping: every attribute a span carries, in order, as
     /// OpenTelemetry key-values (absent values are left out). Change the schema here.
     pub fn attributes(&mut self, r: &SpanRecord) -> Vec<KeyValue> {
-        fn s(key: &'static str, v: impl Into<Value>) -> KeyValue {
-            KeyValue::new(Key::from_static_str(key), v.into())
-        }
-        fn i(key: &'static str, v: impl Into<i64>) -> KeyValue {
-            KeyValue::new(Key::from_static_str(key), v.into())
-        }
-        fn sat(v: u64) -> i64 {
-            i64::try_from(v).unwrap_or(i64::MAX)
-        }
         let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
         if let Some(t) = &r.sample {
             return self.sample_attributes(r, t, a);
@@ -662,15 +674,6 @@ impl SpanDataBuilder {
         t: &SampleTotals,
         mut a: Vec<KeyValue>,
     ) -> Vec<KeyValue> {
-        fn s(key: &'static str, v: impl Into<Value>) -> KeyValue {
-            KeyValue::new(Key::from_static_str(key), v.into())
-        }
-        fn i(key: &'static str, v: impl Into<i64>) -> KeyValue {
-            KeyValue::new(Key::from_static_str(key), v.into())
-        }
-        fn sat(v: u64) -> i64 {
-            i64::try_from(v).unwrap_or(i64::MAX)
-        }
         a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
         if let Some(v) = &r.topic {
             a.push(s(attr::TOPIC_NAME, v.clone()));

@@ -147,3 +147,27 @@ pub fn ns_of(s: &str) -> Option<u64> {
     let frac: String = format!("{b:0<9}").chars().take(9).collect();
     Some(a.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
 }
+
+/// `ddshark latency SENDER RECEIVERS… --level LEVEL -F tsv -q` with its default bounds.
+pub fn latency_args(
+    sender: &Path,
+    receivers: &[PathBuf],
+    level: ddshark::latency::Level,
+) -> ddshark::latency::LatencyArgs {
+    ddshark::latency::LatencyArgs {
+        sender: sender.to_path_buf(),
+        receivers: receivers.to_vec(),
+        level,
+        format: ddshark::latency::LatencyFormat::Tsv,
+        offset_ns: 0,
+        html: None,
+        discovery: Vec::new(),
+        summary: false,
+        user_only: false,
+        window_ns: 10_000_000_000,
+        max_pending: 1_000_000,
+        max_bytes: 1 << 30,
+        lost_grace_ns: 1_000_000_000,
+        quiet: true,
+    }
+}
