@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::fixtures;
+use common::{fixtures, latency_args};
 use ddshark::latency::{html, join_captures, LatencyArgs, LatencyFormat, Level};
 
 fn chromium() -> String {
@@ -86,20 +86,10 @@ fn console_errors(log: &str) -> Vec<String> {
 fn html_report_renders_offline_without_console_errors() {
     let dir = fixtures().join("i_late_start");
     let args = LatencyArgs {
-        sender: dir.join("a.pcap"),
-        receivers: vec![dir.join("b.pcap")],
-        level: Level::Sample,
         format: LatencyFormat::Text,
-        offset_ns: 0,
-        html: None,
         discovery: vec![dir.join("discovery.pcap")],
         summary: true,
-        user_only: false,
-        window_ns: 10_000_000_000,
-        max_pending: 1_000_000,
-        max_bytes: 1 << 30,
-        lost_grace_ns: 1_000_000_000,
-        quiet: true,
+        ..latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample)
     };
     let run = join_captures(&args, |_| Ok(())).unwrap();
     let page = html::report(&run);
