@@ -508,7 +508,11 @@ impl State {
                 .map(|v| v.iter().map(|p| p.to_string()).collect())
                 .unwrap_or_default()
         };
-        for w in self.writers.values() {
+        // In GUID order, not the map's (seeded per process): the topics' floating-point
+        // sums (rates) and first-noted types then come out the same on every run.
+        let mut by_guid: Vec<&Writer> = self.writers.values().collect();
+        by_guid.sort_unstable_by_key(|w| w.guid);
+        for w in by_guid {
             let (topic, type_name, builtin) = Self::writer_topic(w);
             let t = &w.stats.total;
             let win = w.stats.window(now);
