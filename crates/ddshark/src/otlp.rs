@@ -420,6 +420,8 @@ impl OtlpSink {
             total.bytes_held = total.bytes_held.saturating_add(s.bytes_held);
             total.finalised = total.finalised.saturating_add(s.finalised);
             total.evicted_capacity = total.evicted_capacity.saturating_add(s.evicted_capacity);
+            total.pending_peak = total.pending_peak.saturating_add(s.pending_peak);
+            total.bytes_peak = total.bytes_peak.saturating_add(s.bytes_peak);
         }
         total
     }
@@ -561,8 +563,11 @@ impl Sink for OtlpSink {
         if self.samples.is_some() {
             let s = self.sample_stats();
             eprintln!(
-                "ddshark: otlp: {} SAMPLE spans ({} sent early: --otlp-sample-memory full)",
-                s.finalised, s.evicted_capacity
+                "ddshark: otlp: {} SAMPLE spans ({} sent early: --otlp-sample-memory full); at most {} samples awaiting theirs, ~{} MiB",
+                s.finalised,
+                s.evicted_capacity,
+                s.pending_peak,
+                s.bytes_peak >> 20
             );
         }
         if self.metrics {
