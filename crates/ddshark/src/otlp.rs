@@ -259,10 +259,16 @@ impl SampleTracker {
         }
     }
 
-    fn observe(&mut self, d: &Datagram<'_>) {
+    /// Tracks the samples of `d` whose topic the exporter `wants` (`--otlp-topic`: the
+    /// others' SAMPLE spans would only be filtered, so they take no memory).
+    fn observe(&mut self, d: &Datagram<'_>, wants: impl Fn(Option<&str>) -> bool) {
         self.obs.clear();
         observations(d, Level::Sample, 0, &mut self.extract, &mut self.obs);
         for mut o in self.obs.drain(..) {
+            let builtin = o.key.writer.entity.builtin_topic().map(|b| b.name);
+            if !wants(o.topic.as_deref().or(builtin)) {
+                continue;
+            }
             if let Some(&(_, slot)) = self.slots.iter().find(|(i, _)| *i == o.index) {
                 o.slot = slot;
             }
@@ -525,7 +531,7 @@ impl Sink for OtlpSink {
             None => src.mapper.map(d, |rec| export(&handle, wait, rec)),
         }
         if let Some(t) = src.samples.as_mut() {
-            t.observe(d);
+            t.observe(d, |topic| handle.wants(topic));
             if !t.finalised.is_empty() {
                 self.export_samples();
             }
