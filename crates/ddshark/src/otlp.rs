@@ -342,6 +342,11 @@ pub struct OtlpSink {
 impl OtlpSink {
     /// Starts the exporter. `live`: the capture must never wait for it.
     pub fn start(args: &OtlpArgs, live: bool) -> Result<Self> {
+        if !args.otlp_no_samples && args.otlp_sample_window.ns() == 0 {
+            anyhow::bail!(
+                "--otlp-sample-window must be more than 0 seconds (or use --otlp-no-samples)"
+            );
+        }
         let cfg = args.config()?;
         let endpoint = endpoint_label(&cfg.traces, |k| std::env::var(k).ok());
         let timeout = cfg.traces.timeout;
