@@ -615,19 +615,10 @@ impl SpanDataBuilder {
     /// OpenTelemetry key-values (absent values are left out). Change the schema here.
     pub fn attributes(&mut self, r: &SpanRecord) -> Vec<KeyValue> {
         let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
+        self.sample_identity(r, &mut a);
         if let Some(t) = &r.sample {
             return self.sample_attributes(r, t, a);
         }
-        a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
-        if let Some(t) = &r.topic {
-            a.push(s(attr::TOPIC_NAME, t.clone()));
-        }
-        if let Some(t) = &r.type_name {
-            a.push(s(attr::TYPE_NAME, t.clone()));
-        }
-        let writer = shared_string(&mut self.writers, r.writer, |g| guid_hex(&g));
-        a.push(s(attr::WRITER_ID, writer));
-        a.push(i(attr::SN, r.sn));
         a.push(i(attr::FRAGMENT_STARTING_NUM, r.fragment_starting_num));
         a.push(i(attr::FRAGS_IN_SUBMESSAGE, r.frags_in_submessage));
         if let Some(v) = r.fragment_size {
@@ -665,7 +656,21 @@ impl SpanDataBuilder {
         a
     }
 
-    /// A `SAMPLE` span's attributes: the writer's, the sample's and its totals. Nothing
+    /// What every span carries first: its traffic type, topic, type, writer and SN.
+    fn sample_identity(&mut self, r: &SpanRecord, a: &mut Vec<KeyValue>) {
+        a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
+        if let Some(t) = &r.topic {
+            a.push(s(attr::TOPIC_NAME, t.clone()));
+        }
+        if let Some(t) = &r.type_name {
+            a.push(s(attr::TYPE_NAME, t.clone()));
+        }
+        let writer = shared_string(&mut self.writers, r.writer, |g| guid_hex(&g));
+        a.push(s(attr::WRITER_ID, writer));
+        a.push(i(attr::SN, r.sn));
+    }
+
+    /// A `SAMPLE` span's attributes, after its identity: the writer's, the sample's and its totals. Nothing
     /// its DATA/DATA_FRAG spans (same trace) already say per datagram — addresses, frames,
     /// PCP: every attribute costs the collector, Telegraf and InfluxDB per span.
     fn sample_attributes(
@@ -674,16 +679,6 @@ impl SpanDataBuilder {
         t: &SampleTotals,
         mut a: Vec<KeyValue>,
     ) -> Vec<KeyValue> {
-        a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
-        if let Some(v) = &r.topic {
-            a.push(s(attr::TOPIC_NAME, v.clone()));
-        }
-        if let Some(v) = &r.type_name {
-            a.push(s(attr::TYPE_NAME, v.clone()));
-        }
-        let writer = shared_string(&mut self.writers, r.writer, |g| guid_hex(&g));
-        a.push(s(attr::WRITER_ID, writer));
-        a.push(i(attr::SN, r.sn));
         // (the start time again, as a number: a database query joining hosts needs it
         // as one, and converting a timestamp per row is what costs there)
         a.push(i(attr::START_NS, sat(r.start_ns)));
