@@ -615,7 +615,7 @@ impl SpanDataBuilder {
     /// OpenTelemetry key-values (absent values are left out). Change the schema here.
     pub fn attributes(&mut self, r: &SpanRecord) -> Vec<KeyValue> {
         let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
-        self.sample_identity(r, &mut a);
+        self.common_attributes(r, &mut a);
         if let Some(t) = &r.sample {
             return self.sample_attributes(r, t, a);
         }
@@ -657,7 +657,7 @@ impl SpanDataBuilder {
     }
 
     /// What every span carries first: its traffic type, topic, type, writer and SN.
-    fn sample_identity(&mut self, r: &SpanRecord, a: &mut Vec<KeyValue>) {
+    fn common_attributes(&mut self, r: &SpanRecord, a: &mut Vec<KeyValue>) {
         a.push(s(attr::TRAFFIC_TYPE, r.traffic.name()));
         if let Some(t) = &r.topic {
             a.push(s(attr::TOPIC_NAME, t.clone()));
