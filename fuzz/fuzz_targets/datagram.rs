@@ -28,9 +28,20 @@ fuzz_target!(|data: &[u8]| {
         let f = Frame { number, ts_ns: number * 1000, link, data: frame, orig_len: frame.len() as u32 };
         if let FrameOutcome::Rtps(d) = dissector.process(&f) {
             for sm in d.submessages.iter().flatten() {
+                // Bodies are checked on the walk and decoded on demand: whatever the
+                // walk let through must decode.
+                assert!(rtps_dissect::rtps::parse_body(
+                    sm.kind,
+                    sm.flags,
+                    sm.body_bytes(),
+                    sm.ctx.src_vendor
+                )
+                .is_ok());
+                let _ = sm.sample_piece();
+                let _ = sm.heartbeat_sns();
                 let _ = sm.writer_guid();
                 let _ = sm.payload_size();
-                if let rtps_dissect::SubmessageBody::AckNack { reader_sn_state, .. } = &sm.body {
+                if let rtps_dissect::SubmessageBody::AckNack { reader_sn_state, .. } = &sm.body() {
                     let _ = reader_sn_state.iter().count();
                 }
             }

@@ -130,7 +130,7 @@ impl SubmessageRecord {
         if matches!(sm.kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
             r.info_ts_ns = sm.ctx.timestamp.and_then(|t| t.to_ns());
         }
-        match &sm.body {
+        match &sm.body() {
             SubmessageBody::AckNack {
                 reader_sn_state,
                 count,

@@ -21,7 +21,7 @@ use crate::net::{
 use crate::plist::{PID_KEY_HASH, PID_STATUS_INFO};
 use crate::rtps::{
     is_rtps_magic, RtpsHeader, SerializedPayload, Submessage, SubmessageBody, SubmessageError,
-    SubmessageIter,
+    SubmessageIter, SubmessageKind,
 };
 use crate::types::{Guid, SequenceNumber, VendorId};
 
@@ -559,12 +559,17 @@ fn discovery_of(
     reassembly: &mut DiscoveryReassembly,
     decoded: &mut DecodedDiscovery,
 ) -> Option<DiscoveryRecord> {
+    if !matches!(sm.kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
+        return None;
+    }
+    // Most DATA is user data: its body is not decoded here.
+    sm.writer_entity()?.builtin_writer_role()?;
     let vendor = if sm.ctx.src_vendor == VendorId::default() {
         vendor
     } else {
         sm.ctx.src_vendor
     };
-    match &sm.body {
+    match &sm.body() {
         SubmessageBody::Data {
             writer,
             writer_sn,

@@ -57,7 +57,7 @@ fn acknack_little_endian_with_bitmap() {
     // reader 00000004 writer 00000003, base SN 5, 3 bits: 1,0,1 → SNs 5 and 7, count 9
     let msg = message("06 03 1c00 00000407 00000302 00000000 05000000 03000000 000000a0 09000000");
     let sm = one(&msg);
-    match &sm.body {
+    match &sm.body() {
         SubmessageBody::AckNack {
             reader_sn_state,
             count,
@@ -96,7 +96,7 @@ fn acknack_addressed_by_info_dst_names_the_remote_writer() {
 fn heartbeat_big_endian() {
     let msg = message("07 00 001c 00000000 00000302 00000000 00000001 00000000 0000000a 00000003");
     let sm = one(&msg);
-    match sm.body {
+    match sm.body() {
         SubmessageBody::Heartbeat {
             first_sn,
             last_sn,
@@ -116,7 +116,7 @@ fn heartbeat_big_endian() {
 #[test]
 fn gap() {
     let msg = message("08 01 1c00 00000000 00000302 00000000 04000000 00000000 06000000 00000000");
-    match one(&msg).body {
+    match one(&msg).body() {
         SubmessageBody::Gap {
             gap_start,
             gap_list,
@@ -165,7 +165,7 @@ fn info_reply_ip4_and_info_reply() {
     let msg = message("0d 01 0800 0a00c801 f11c0000 0f 01 0400 00000000");
     let v: Vec<_> = parse(&msg).into_iter().map(Result::unwrap).collect();
     assert_eq!(
-        v[0].body,
+        v[0].body(),
         SubmessageBody::InfoReplyIp4 {
             address: [0x0a, 0, 0xc8, 0x01],
             port: 7409
@@ -181,7 +181,7 @@ fn nack_frag_and_heartbeat_frag() {
         "13 01 1800 00000000 00000302 00000000 07000000 0a000000 02000000"
     ));
     let v: Vec<_> = parse(&msg).into_iter().map(Result::unwrap).collect();
-    match &v[0].body {
+    match &v[0].body() {
         SubmessageBody::NackFrag {
             writer_sn,
             fragment_number_state,
@@ -194,7 +194,7 @@ fn nack_frag_and_heartbeat_frag() {
         }
         b => panic!("{b:?}"),
     }
-    match &v[1].body {
+    match &v[1].body() {
         SubmessageBody::HeartbeatFrag {
             writer_sn,
             last_fragment_num,
@@ -215,7 +215,7 @@ fn data_with_inline_qos_status_info() {
         "00010000 01020304"
     ));
     let sm = one(&msg);
-    match &sm.body {
+    match &sm.body() {
         SubmessageBody::Data {
             inline_qos,
             payload,
@@ -245,7 +245,7 @@ fn data_frag_fields() {
         "0102030405060708"
     ));
     let sm = one(&msg);
-    match &sm.body {
+    match &sm.body() {
         SubmessageBody::DataFrag {
             fragment_starting_num,
             fragments_in_submessage,
@@ -273,12 +273,12 @@ fn security_and_vendor_submessages_are_kept_and_do_not_stop_the_rest() {
     ));
     let v: Vec<_> = parse(&msg).into_iter().map(Result::unwrap).collect();
     assert_eq!(v[0].kind, SubmessageKind::SrtpsPrefix);
-    assert!(matches!(v[0].body, SubmessageBody::Security { .. }));
+    assert!(matches!(v[0].body(), SubmessageBody::Security { .. }));
     // 0x80 from Cyclone (the header's vendor) has no meaning we know: vendor-specific.
     assert_eq!(v[1].kind, SubmessageKind::VendorSpecific(0x80));
     assert_eq!(v[1].kind.name(), "VENDOR_SPECIFIC");
     assert!(matches!(
-        v[1].body,
+        v[1].body(),
         SubmessageBody::VendorSpecific { known: None, .. }
     ));
     assert_eq!(v[2].kind, SubmessageKind::Unknown(0x70));
@@ -301,9 +301,9 @@ fn vendor_submessages_take_their_meaning_from_the_sender_vendor() {
     let SubmessageBody::VendorSpecific {
         known: Some(VendorSubmessage::FastDdsStatistics(st)),
         bytes,
-    } = &sm.body
+    } = &sm.body()
     else {
-        panic!("{:?}", sm.body)
+        panic!("{:?}", sm.body())
     };
     assert_eq!(bytes.len(), 56);
     assert_eq!(st.destination.to_string(), "udpv4:10.200.0.2:7411");
@@ -315,7 +315,7 @@ fn vendor_submessages_take_their_meaning_from_the_sender_vendor() {
     // The same id from RTI Connext is its CRC submessage.
     let rti = hexb("52545053 0201 0101 0102030405060708090a0b0c 80 00 0008 0000000112345678");
     let sm = one(&rti);
-    match &sm.body {
+    match &sm.body() {
         SubmessageBody::VendorSpecific { known: Some(k), .. } => assert_eq!(k.name(), "RTI_CRC"),
         b => panic!("{b:?}"),
     }
@@ -396,7 +396,7 @@ fn a_bad_submessage_does_not_lose_the_others() {
         Some("00000000".into())
     );
     assert!(matches!(
-        v[1].as_ref().unwrap().body,
+        v[1].as_ref().unwrap().body(),
         SubmessageBody::Heartbeat { last_sn: 2, .. }
     ));
 }

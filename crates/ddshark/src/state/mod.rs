@@ -32,7 +32,8 @@ use rtps_dissect::rtps::SequenceNumberSet;
 use rtps_dissect::types::BuiltinWriter;
 use rtps_dissect::{
     Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, KeyHasher,
-    ParticipantInfo, SamplePiece, SequenceNumber, Submessage, SubmessageBody, VendorId,
+    ParticipantInfo, SamplePiece, SequenceNumber, Submessage, SubmessageBody, SubmessageKind,
+    VendorId,
 };
 use serde::Serialize;
 
@@ -676,19 +677,28 @@ impl State {
 
     fn submessage(&mut self, d: &Datagram<'_>, sm: &Submessage<'_>, dst: u32) {
         self.counters.submessages = self.counters.submessages.saturating_add(1);
-        match &sm.body {
-            SubmessageBody::Data { .. } | SubmessageBody::DataFrag { .. } => {
+        // The kinds that matter here are picked before any body is decoded.
+        match sm.kind {
+            SubmessageKind::Data | SubmessageKind::DataFrag => {
                 if let Some(piece) = sm.sample_piece() {
                     self.sample_piece(d, &piece, dst);
                 }
+                return;
             }
-            SubmessageBody::Heartbeat {
-                first_sn, last_sn, ..
-            } => {
-                if let Some(writer) = sm.writer_guid() {
-                    self.heartbeat(writer, *first_sn, *last_sn);
+            SubmessageKind::Heartbeat => {
+                if let (Some(writer), Some((first, last))) = (sm.writer_guid(), sm.heartbeat_sns())
+                {
+                    self.heartbeat(writer, first, last);
                 }
+                return;
             }
+            SubmessageKind::HeartbeatFrag
+            | SubmessageKind::Gap
+            | SubmessageKind::AckNack
+            | SubmessageKind::NackFrag => {}
+            _ => return,
+        }
+        match &sm.body() {
             SubmessageBody::HeartbeatFrag { .. } => {
                 if let Some(writer) = sm.writer_guid() {
                     self.heartbeat_frag(writer);
