@@ -932,6 +932,22 @@ fn info_ts(b: &Bytes<'_>) -> Result<Time> {
     })
 }
 
+const FLAG_INFO_TS_INVALIDATE: u8 = 0x02;
+
+/// INFO_TS's timestamp; `None` when the invalidate flag is set.
+#[inline(always)]
+fn info_ts_timestamp(b: &Bytes<'_>, flags: u8) -> Result<Option<Time>> {
+    if flags & FLAG_INFO_TS_INVALIDATE != 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        match b.data().first_chunk::<{ field::info_ts::LEN }>() {
+            Some(fixed) => info_ts(&b.with(fixed))?,
+            None => info_ts(b)?,
+        },
+    ))
+}
+
 /// DATA's octetsToInlineQos, reader, writer and writerSN.
 #[inline(always)]
 fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
@@ -991,19 +1007,9 @@ pub fn parse_body(
                 gap_list: set,
             }
         }
-        SubmessageKind::InfoTs => {
-            if flags & 0x02 != 0 {
-                SubmessageBody::InfoTs { timestamp: None }
-            } else {
-                let timestamp = match body.first_chunk::<{ field::info_ts::LEN }>() {
-                    Some(fixed) => info_ts(&b.with(fixed))?,
-                    None => info_ts(&b)?,
-                };
-                SubmessageBody::InfoTs {
-                    timestamp: Some(timestamp),
-                }
-            }
-        }
+        SubmessageKind::InfoTs => SubmessageBody::InfoTs {
+            timestamp: info_ts_timestamp(&b, flags)?,
+        },
         SubmessageKind::InfoSrc => {
             use field::info_src as f;
             SubmessageBody::InfoSrc {
@@ -1310,7 +1316,12 @@ impl<'a> Iterator for SubmessageIter<'a> {
         // INFO_* bodies are decoded for the context they set; the commonest kinds are
         // only checked (decoded when a consumer asks); the rest are decoded to check.
         let checked = match kind {
-            SubmessageKind::InfoTs | SubmessageKind::InfoDst | SubmessageKind::InfoSrc => {
+            // (the commonest: read here rather than through the whole decoder)
+            SubmessageKind::InfoTs => {
+                let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
+                info_ts_timestamp(&b, flags).map(|t| self.ctx.timestamp = t)
+            }
+            SubmessageKind::InfoDst | SubmessageKind::InfoSrc => {
                 match parse_body(kind, flags, body, self.ctx.src_vendor) {
                     // Context applies to what follows; an INFO_* submessage itself
                     // carries the context it establishes.
