@@ -5,8 +5,8 @@ library only; the docker-free stack has no `influx` CLI).
   influx_setup.py seconds DURATION
       print DURATION (e.g. 6h, 30d, 90m, 3600, 0 = forever) in seconds
   influx_setup.py provision --url U --org O --token T --bucket RAW --long-bucket LONG
-                            --long-retention DUR --tasks DIR
-      create the long bucket and one task per DIR/*.flux (${bucket} and ${long_bucket}
+                            --long-retention DUR [--tasks DIR]
+      create the long bucket and (--tasks) one task per DIR/*.flux (${bucket} and ${long_bucket}
       replaced by RAW and LONG); a task of the same name is replaced
   influx_setup.py run-task --url U --org O --token T --name NAME --at TIME [--at TIME ...]
       run the task now as if scheduled at each TIME (RFC 3339 or ns since the epoch), in
@@ -73,7 +73,7 @@ def provision(a):
     else:
         api.call("POST", "/api/v2/buckets", {"orgID": org_id, "name": a.long_bucket, "retentionRules": rules})
     print(f"[influx] bucket {a.long_bucket}: retention {a.long_retention}", file=sys.stderr)
-    for path in sorted(glob.glob(os.path.join(a.tasks, "*.flux"))):
+    for path in sorted(glob.glob(os.path.join(a.tasks, "*.flux"))) if a.tasks else ():
         flux = open(path).read().replace("${bucket}", a.bucket).replace("${long_bucket}", a.long_bucket)
         m = re.search(r'option task = \{name: "([^"]+)"', flux)
         if not m:
@@ -141,7 +141,7 @@ def main():
             q.add_argument("--bucket", required=True)
             q.add_argument("--long-bucket", required=True)
             q.add_argument("--long-retention", required=True)
-            q.add_argument("--tasks", required=True)
+            q.add_argument("--tasks")
         else:
             q.add_argument("--name", required=True)
             q.add_argument("--at", action="append", required=True)

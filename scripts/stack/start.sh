@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Start the docker-free ddshark telemetry stack on loopback:
 #   influxd (fresh throwaway data dir, set up non-interactively with org/token, the
-#     raw-span bucket (short retention), the long bucket (materialised latencies,
-#     per-topic counters) and the latency task flux-queries/tasks/materialise_latency.flux)
-#   telegraf with deploy/telegraf/telegraf.conf, writing that influxd
+#     raw-span bucket (short retention) and the long bucket (materialised latencies,
+#     per-topic counters))
+#   telegraf with deploy/telegraf/telegraf.conf, writing that influxd; its latency join
+#     (deploy/telegraf/latency_join.star) materialises the latencies
 #   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that telegraf
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
 # Binaries come from scripts/stack/build.sh (run it first, or pass --build).
 #
 # Usage: scripts/stack/start.sh [--run-dir DIR] [--with-prometheus] [--auto-ports] [--build]
+#                              [--flux-task]
+#   --flux-task   also create the InfluxDB task flux-queries/tasks/materialise_latency.flux,
+#                 the Flux version of the latency join (it writes the same points; it
+#                 costs ~20x the Telegraf join's CPU per sample, see docs/bench-e2e.md)
 #   --auto-ports  every port whose variable below is unset gets a free
 #                 ephemeral port instead of its default (for parallel tests)
 #
@@ -44,7 +49,7 @@
 # pass through.
 set -euo pipefail
 
-usage() { sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
@@ -53,11 +58,13 @@ RUN_DIR="${DDSHARK_STACK_RUN_DIR:-$STACK_DIR/run}"
 WITH_PROMETHEUS=0
 DO_BUILD=0
 AUTO_PORTS=0
+FLUX_TASK=0
 while (($#)); do
   case "$1" in
     --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
     --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
     --with-prometheus) WITH_PROMETHEUS=1 ;;
+    --flux-task) FLUX_TASK=1 ;;
     --build) DO_BUILD=1 ;;
     --auto-ports) AUTO_PORTS=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -267,17 +274,20 @@ fi
 curl -fsS -o /dev/null -H "Authorization: Token $INFLUX_TOKEN" \
   "$INFLUX_URL/api/v2/buckets?org=$INFLUX_ORG&name=$INFLUX_BUCKET" \
   || die "InfluxDB token check failed"
+task_args=()
+if [ "$FLUX_TASK" = 1 ]; then task_args=(--tasks "$REPO_ROOT/flux-queries/tasks"); fi
 python3 "$REPO_ROOT/scripts/stack/influx_setup.py" provision \
   --url "$INFLUX_URL" --org "$INFLUX_ORG" --token "$INFLUX_TOKEN" \
   --bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET" --long-retention "$LONG_RETENTION" \
-  --tasks "$REPO_ROOT/flux-queries/tasks" >&2 \
-  || die "creating the long bucket and the tasks failed"
+  "${task_args[@]}" >&2 \
+  || die "creating the long bucket (and the task) failed"
 
 # ---- telegraf (InfluxDB writer) -----------------------------------------------
 export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
 export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_LONG_BUCKET="$INFLUX_LONG_BUCKET"
 export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
 export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
+export DDSHARK_TELEGRAF_JOIN_SCRIPT="$REPO_ROOT/deploy/telegraf/latency_join.star"
 launch telegraf "$RUN_DIR" "$TELEGRAF_BIN" --strict-env-handling --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
 wait_tcp telegraf "$HOST" "$TELEGRAF_OTLP_PORT"
 

@@ -9,11 +9,12 @@
 3. Schema: the raw bucket's series count is bounded (hosts × writers × kinds × slots,
    far below the span count), only the bounded tags exist, and the per-span values are
    typed fields (sn & co. long, ids strings), no JSON `attributes` field.
-4. Materialisation: the latency task (flux-queries/tasks/) is run by InfluxDB for
-   scheduled times stepping over each capture (overlapping windows, as live); its
-   points (dds_latency_materialised.flux, dds_submessage_latency_materialised.flux)
-   must be exactly the per-sample / per-DATA_FRAG latencies of `ddshark latency` (both
-   directions), to the nanosecond, each sample once.
+4. Materialisation: Telegraf's latency join (deploy/telegraf/latency_join.star) joins
+   the spans as they stream in (here every second, 15 pushes after a sample's first
+   span); its points (dds_latency_materialised.flux,
+   dds_submessage_latency_materialised.flux, dds_lost, dds_samples, dds_repairs) must be
+   exactly the per-sample / per-DATA_FRAG latencies, losses, sizes and repairs of
+   `ddshark latency` (both directions), to the nanosecond, each sample once.
 5. The ad-hoc joins flux-queries/dds_latency.flux and dds_submessage_latency.flux, with
    Grafana's variables bound (`option v = {…}` plus ${bucket}/${sender}/${receiver}/
    ${topic}), must give the same.
@@ -53,11 +54,13 @@ PORTS = {
     "DDSHARK_OTELCOL_METRICS_PORT": "24788", "DDSHARK_OTELCOL_PROM_PORT": "24789",
     "DDSHARK_PROMETHEUS_PORT": "24790", "DDSHARK_NODE_EXPORTER_PORT": "24791",
     "DDSHARK_TELEGRAF_OTLP_PORT": "24719",
+    # The latency join every second, 15 s after a sample's first span (the exports of a
+    # fixture's two hosts follow each other within seconds).
+    "DDSHARK_JOIN_PERIOD": "1s", "DDSHARK_JOIN_SETTLE_PUSHES": "15",
     # The fixtures are old captures: InfluxDB refuses points older than a bucket's retention.
     "DDSHARK_INFLUX_RAW_RETENTION": "0", "DDSHARK_INFLUX_LONG_RETENTION": "0",
 }
 STACK_DIR = os.environ.get("DDSHARK_STACK_DIR", os.path.expanduser("~/.cache/ddshark-stack"))
-LATENCY_TASK = "ddshark-latency"
 # Bounded tags of measurement `spans` (deploy/telegraf/telegraf.conf); everything else is a field.
 SPAN_TAGS = {"service.name", "host.name", "capture.interface", "traffic_type", "topic_name",
              "type_name", "writer_id", "vendor_id", "vendor_name", "domain_id", "slot", "span.name"}
@@ -154,17 +157,6 @@ class Influx:
             rows.append(row)
         return rows
 
-    def run_task(self, name, times_ns):
-        """Let InfluxDB run task `name` as if scheduled at each time (in order)."""
-        cmd = [sys.executable, os.path.join(ROOT, "scripts", "stack", "influx_setup.py"), "run-task",
-               "--url", self.url, "--org", self.org, "--token", self.token, "--name", name]
-        for t in times_ns:
-            cmd += ["--at", str(t)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"task {name}: {p.stderr[-3000:]}")
-        return p.stderr
-
 
 def prom_query_range(url, expr, start, end, step=15):
     q = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
@@ -254,22 +246,6 @@ def parse_time_ns(s):
 
 
 # ------------------------------------------------------------------ checks
-# Settle/emit/horizon of flux-queries/tasks/materialise_latency.flux, and its period.
-TASK_EVERY_NS = 10_000_000_000
-TASK_SETTLE_NS = 30_000_000_000
-
-
-def task_times(t_first, t_last):
-    """Scheduled times of the task runs that cover samples sent in [t_first, t_last]: the
-    runs a live stack would make (aligned to the period), with overlapping windows."""
-    t = (t_first + TASK_SETTLE_NS) // TASK_EVERY_NS * TASK_EVERY_NS
-    out = []
-    while t <= t_last + TASK_SETTLE_NS + 2 * TASK_EVERY_NS:
-        out.append(t)
-        t += TASK_EVERY_NS
-    return out
-
-
 def check_latency(influx, binary, scen, hosts, start, stop):
     a_pcap, b_pcap = (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))
     for level, qfiles, keyf in (
@@ -283,7 +259,7 @@ def check_latency(influx, binary, scen, hosts, start, stop):
             text = open(os.path.join(FLUX_DIR, qfile)).read()
             # The submessage level is per DATA_FRAG (DATA is the sample level).
             # (keyed with t_send: a sample re-sent after a quiet window, as SPDP is, is one of
-            # its own, for `ddshark latency` as for the task)
+            # its own, for `ddshark latency` as for the join)
             want = {keyf(r): int(r["latency_ns"])
                     for r in rows if r["direction"] == direction and r["status"] == "ok"
                     and (level == "sample" or r["frag_start"])}
@@ -349,7 +325,7 @@ def compare(scen, what, want, got):
 
 
 def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=True):
-    """Lost samples, sample sizes and repairs: the task's dds_lost / dds_samples /
+    """Lost samples, sample sizes and repairs: the join's dds_lost / dds_samples /
     dds_repairs points against `ddshark latency` on the same captures (the fixture's, or
     `pcaps`), and (adhoc) the ad-hoc queries over the raw spans against the materialised
     ones. Also used by scripts/bench_e2e.py."""
@@ -366,7 +342,7 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
                for p in long_points(influx, "dds_lost", snd, start, stop, rcv)}
         compare(scen, f"dds_lost {direction}", want, got)
         # Sample sizes: every sample ddshark reports (any status), same t_send and size; the
-        # task also has the samples the receiver was not expected to see.
+        # join also has the samples the receiver was not expected to see.
         want = {(r["writer_guid"], r["sn"], int(r["t_send_ns"])): int(r["sample_size"]) for r in mine}
         points = long_points(influx, "dds_samples", snd, start, stop)
         got = {(p["writer_id"], p["sn"], parse_time_ns(p["_time"])): int(p["sample_size"]) for p in points}
@@ -629,6 +605,33 @@ def wait_for_spans(influx, expected, start, stop, timeout=120):
     check(not pending, f"spans never all arrived in InfluxDB: {pending}")
 
 
+def join_state(influx):
+    """The latency join's latest counters (its `ddshark_join` point), or {}."""
+    rows = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: -10m) '
+                        f'|> filter(fn: (r) => r._measurement == "ddshark_join") |> last() '
+                        f'|> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")')
+    return {k: int(v) for k, v in rows[-1].items() if re.fullmatch(r"-?\d+", v or "")} if rows else {}
+
+
+def wait_for_join(influx, spans, timeout=180):
+    """Until Telegraf's latency join has taken every span and joined every sample."""
+    t0 = time.time()
+    deadline = t0 + timeout
+    st = {}
+    while time.time() < deadline:
+        st = join_state(influx)
+        if st.get("spans", 0) >= spans and st.get("pending_samples") == 0 and st.get("pending_frags") == 0:
+            break
+        time.sleep(1)
+    ok = check(st.get("spans", 0) >= spans and st.get("pending_samples") == 0 and st.get("pending_frags") == 0,
+               f"the latency join did not finish within {timeout} s: {st} ({spans} spans exported)")
+    # (its points are written by Telegraf's next flush)
+    time.sleep(3)
+    if ok:
+        log(f"latency join done in {time.time() - t0:.0f} s: {st}")
+    check(st.get("early", 0) == 0, f"the latency join joined {st.get('early')} samples early (bound)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stack-env", help="stack.env of a running stack (default: start a private one)")
@@ -664,14 +667,7 @@ def main():
         hi = max(r[2] for r in ranges.values())
         wait_for_spans(influx, spans, lo, hi)
         check_schema(influx, spans, lo, hi)
-        for s, (hosts, start, stop, t_first, t_last) in ranges.items():
-            t0_task = time.time()
-            try:
-                influx.run_task(LATENCY_TASK, task_times(t_first, t_last))
-            except RuntimeError as e:
-                fail(f"{s}: {e}")
-            log(f"{s}: latency task runs for {len(task_times(t_first, t_last))} scheduled times "
-                f"in {time.time() - t0_task:.1f} s")
+        wait_for_join(influx, sum(spans.values()))
         for s, (hosts, start, stop, _, _) in ranges.items():
             check_latency(influx, binary, s, hosts, start, stop)
             check_outcomes(influx, binary, s, hosts, start, stop)
