@@ -2,7 +2,7 @@
 # End-to-end bench of the live path at Autoware scale: two hosts in network namespaces,
 # their captured traffic (the Autoware-mix two-host capture j_autoware_mix) replayed live
 # by tcpreplay at 1×, 2×, 4× …, `ddshark -i` on each host exporting OTLP to the real
-# stack (collector → Telegraf → InfluxDB, the latency task), then a soak of
+# stack (collector → Telegraf with its latency join → InfluxDB), then a soak of
 # --soak-seconds at --soak-rate on j_autoware_soak, the same mix captured for 300 s (so
 # no sequence number repeats during the soak).
 #
@@ -12,9 +12,10 @@
 # Per rate it reports (scripts/bench_e2e.py): spans sent / dropped by ddshark, accepted /
 # exported / failed by the collector, written / dropped by Telegraf, stored in InfluxDB
 # (each DATA/DATA_FRAG once?), series cardinality of both buckets, influxd RSS over time,
-# the time of every dashboard panel query ("last 5 minutes", all topics), the latency
-# task's run times, and the materialised latencies, lost samples, sample sizes and
-# repairs (and, on the single replays, the ad-hoc Flux join) against `ddshark latency`
+# the time of every dashboard panel query ("last 5 minutes", all topics), the stack's CPU
+# time per span, the latency join's counters, and the materialised latencies, lost
+# samples, sample sizes and repairs (and, on the single replays, the ad-hoc Flux join)
+# against `ddshark latency`
 # on the two captures tcpdump took during the run (count and values to the ns). The
 # soak also reports all of that every 15 s while it runs. The table goes to --report
 # (default docs/bench-e2e.md); raw results (JSON, CSV, pcaps, logs) stay in --out.
@@ -173,6 +174,7 @@ run_rate() {
   done
   PIDS+=("${pids[@]}")
   sleep 3
+  python3 "$REPO/scripts/bench_e2e.py" cpu --stack-env "$STACK_RUN/stack.env" --out "$d/stack_cpu_start"
   local t0; t0=$(date +%s%N)
   log "$name: replaying both sides at ${rate}× (loops: $loops)"
   ip netns exec "$NS_A" tcpreplay -i ddse_wa --multiplier "$rate" --loop "$loops" "${limit[@]}" "$a_tx" \

@@ -9,6 +9,7 @@
                                    latencies equal)
   bench_e2e.py sample --stack-env F --out CSV --pids "P1 P2"
       every 15 s while the pids run: series cardinality, influxd RSS, spans stored
+  bench_e2e.py cpu --stack-env F --out FILE   CPU seconds so far of the stack's processes
   bench_e2e.py report --out DIR --report FILE [--others TEXT]   the Markdown table
 """
 import argparse
@@ -23,13 +24,12 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "flux"))
-import run as fluxcheck  # noqa: E402  (the suite's comparisons of the task's output with `ddshark latency`)
+import run as fluxcheck  # noqa: E402  (the suite's comparisons of the join's output with `ddshark latency`)
 from run import bind_flux, latency_rows, parse_time_ns, read_env, rfc3339  # noqa: E402
 FLUX_DIR = os.path.join(ROOT, "flux-queries")
 DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
-# flux-queries/tasks/materialise_latency.flux: a sample sent at t is written by the runs
-# scheduled in (t + settle, t + settle + emit]; runs every 10 s.
-TASK_DONE_AFTER_S = 30 + 10 + 10 + 5
+# The stack's processes whose CPU time per span is reported.
+STACK_PROCESSES = ("otelcol", "telegraf", "influxd")
 
 
 def log(msg):
@@ -61,24 +61,9 @@ class Influx(fluxcheck.Influx):
                        f'and r["host.name"] == "{host}") |> group() |> count()')
         return int(r[0]["_value"]) if r else 0
 
-    def task_runs(self, n=5, name="ddshark-latency"):
-        """(duration s, status) of the latency task's latest n finished runs, newest first:
-        does the task keep up with its 10 s period?"""
-        def get(path):
-            req = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"Token {self.token}"})
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return json.load(r)
-        tasks = [x for x in get(f"/api/v2/tasks?org={self.org}")["tasks"] if x["name"] == name]
-        if not tasks:
-            return []
-        runs = [x for x in get(f"/api/v2/tasks/{tasks[0]['id']}/runs?limit={n}")["runs"] if x.get("finishedAt")]
-        runs.sort(key=lambda x: x["finishedAt"], reverse=True)
-        return [(round((parse_time_ns(x["finishedAt"]) - parse_time_ns(x["startedAt"])) / 1e9, 2), x["status"])
-                for x in runs]
-
-    def last_task_run(self):
-        runs = self.task_runs()
-        return runs[0] if runs else ("", "no run")
+    def join_state(self):
+        """The latency join's latest counters (deploy/telegraf/latency_join.star)."""
+        return fluxcheck.join_state(self)
 
     def writer_counters(self):
         """Telegraf's cumulative internal_write counters per output alias."""
@@ -90,6 +75,30 @@ class Influx(fluxcheck.Influx):
         for x in r:
             out.setdefault(x.get("alias", ""), {})[x["_field"]] = int(float(x["_value"]))
         return out
+
+
+def stack_cpu(env):
+    """CPU seconds (user + system) so far of the stack's processes."""
+    out = {}
+    tck = os.sysconf("SC_CLK_TCK")
+    for n in STACK_PROCESSES:
+        try:
+            pid = int(open(os.path.join(env["DDSHARK_STACK_RUN_DIR"], "pids", f"{n}.pid")).read().split()[0])
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            out[n] = (int(f[11]) + int(f[12])) / tck
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def stack_cpu_since(env, start_file):
+    """CPU seconds of the stack's processes since `bench_e2e.py cpu` wrote start_file."""
+    try:
+        start = json.load(open(start_file))
+    except (OSError, ValueError):
+        return {}
+    now = stack_cpu(env)
+    return {n: round(now[n] - start[n], 2) for n in now if n in start}
 
 
 def collector_counters(url):
@@ -201,7 +210,7 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                 text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
                 q = bind_flux(text, start, stop, "1s", {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
                                                         "sender": snd, "receiver": rcv, "topic": ".*"})
-                # The task may still be catching up: the materialised points are awaited.
+                # (the join is done before this runs; the wait is a safety net)
                 deadline = time.time() + (600 if f.endswith("_materialised") else 0)
                 while True:
                     res, secs, err = influx.timed(q)
@@ -266,24 +275,29 @@ def cmd_rate(a):
     res["ingest_wait_s"] = round(time.time() - t0, 1)
     log(f"{a.name}: sent {want}, stored {stored} (waited {res['ingest_wait_s']} s)")
     res["collector"] = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
-    # Let the latency task cover the last samples before reading its output.
-    wait = a.t_end / 1e9 + TASK_DONE_AFTER_S - time.time()
-    if wait > 0:
-        log(f"{a.name}: waiting {wait:.0f} s for the latency task")
-        time.sleep(wait)
+    # Let the latency join take the last samples before reading its output: until one of
+    # its pushes after every span arrived finds nothing pending.
+    t_stored = time.time_ns()
+    t0 = time.time()
+    join = {}
+    while time.time() - t0 < 600:
+        join = influx.join_state()
+        if join.get("time_ns", 0) > t_stored and join.get("pending_samples") == 0 and join.get("pending_frags") == 0:
+            break
+        time.sleep(2)
+    res["join"] = join
+    res["join_wait_s"] = round(time.time() - t0, 1)
+    log(f"{a.name}: latency join done {res['join_wait_s']} s after the spans were stored: {join}")
+    time.sleep(3)
     res["writer"] = influx.writer_counters()
-    runs = influx.task_runs(n=20)
-    res["task_runs"] = {"n": len(runs), "max_s": max((x[0] for x in runs), default=None),
-                        "mean_s": round(sum(x[0] for x in runs) / len(runs), 2) if runs else None,
-                        "failed": sum(1 for x in runs if x[1] != "success")}
+    res["stack_cpu_s"] = stack_cpu_since(env, os.path.join(a.dir, "stack_cpu_start"))
     now_ns = time.time_ns()
     res["cardinality"] = {"raw": influx.cardinality(influx.bucket, "-1h"),
                           "long": influx.cardinality(influx.long_bucket, "-30d")}
     res["influxd_rss"] = rss_between(os.path.join(os.path.dirname(a.dir), "influxd_rss.csv"),
                                      a.t_start // 1_000_000_000, int(time.time()))
     if a.equality == "yes":
-        # First: it waits until the task has materialised the run, so the panels below
-        # are timed on complete data.
+        # The join is done: the panels below are timed on complete data.
         res["latency"] = compare(influx, a.ddshark, a.dir, hosts, a.t_start - 10_000_000_000,
                                  a.t_end + 10_000_000_000, adhoc=a.adhoc == "yes")
         # Lost samples, sample sizes, repairs per writer against `ddshark latency`.
@@ -343,21 +357,27 @@ def cmd_sample(a):
     pids = [int(p) for p in a.pids.split()]
     influxd_pid = int(open(os.path.join(env["DDSHARK_STACK_RUN_DIR"], "pids", "influxd.pid")).read())
     with open(a.out, "w") as fh:
-        fh.write("t_s,raw_series,long_series,influxd_rss_mib,spans_last_min,telegraf_buffer,task_run_s,task_status\n")
+        fh.write("t_s,raw_series,long_series,influxd_rss_mib,spans_last_min,telegraf_buffer,join_pending,join_early\n")
         while any(os.path.exists(f"/proc/{p}") for p in pids):
             try:
                 rss = int(re.search(r"VmRSS:\s+(\d+)", open(f"/proc/{influxd_pid}/status").read()).group(1))
                 r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: -1m) |> filter(fn: (r) => '
                                  f'r._measurement == "spans" and r._field == "end_time_unix_nano") |> group() |> count()')
                 w = influx.writer_counters().get("raw", {})
-                run_s, status = influx.last_task_run()
+                j = influx.join_state()
                 fh.write(f"{int(time.time())},{influx.cardinality(influx.bucket, '-1h')},"
                          f"{influx.cardinality(influx.long_bucket, '-30d')},{rss / 1024:.1f},"
-                         f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')},{run_s},{status}\n")
+                         f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')},"
+                         f"{j.get('pending_samples', '')},{j.get('early', '')}\n")
                 fh.flush()
             except (RuntimeError, OSError, AttributeError) as e:
                 log(f"sample: {e}")
             time.sleep(15)
+    return 0
+
+
+def cmd_cpu(a):
+    json.dump(stack_cpu(read_env(a.stack_env)), open(a.out, "w"))
     return 0
 
 
@@ -424,23 +444,31 @@ def cmd_report(a):
         qlines.append("| `dds_latency_materialised.flux` over the run (A→B) | " + " | ".join(
             f"{r.get('latency', {}).get('dds_latency_materialised A->B', {}).get('seconds', '—')} s" for r in results) + " |")
     if results:
-        qlines += ["", "Latency task (every 10 s), its last 20 runs before the panel queries: " + "; ".join(
-            f"{r['name']} mean {r.get('task_runs', {}).get('mean_s')} s, max {r.get('task_runs', {}).get('max_s')} s, "
-            f"{r.get('task_runs', {}).get('failed')} failed" for r in results) + "."]
+        qlines += ["", "Stack CPU from the replay's start until the latency join was done (seconds; "
+                   "µs per span ddshark sent): " + "; ".join(
+                       f"{r['name']} " + ", ".join(
+                           f"{n} {v} s ({v / max(1, sum(r['ddshark'][s].get('sent', 0) for s in 'ab')) * 1e6:.0f} µs)"
+                           for n, v in r.get("stack_cpu_s", {}).items())
+                       for r in results) + ".",
+                   "", "Latency join (Telegraf), when it was done: " + "; ".join(
+                       f"{r['name']} {r.get('join', {}).get('samples', '?')} samples and "
+                       f"{r.get('join', {}).get('frags', '?')} DATA_FRAGs joined since the stack started, "
+                       f"{r.get('join', {}).get('early', '?')} early, {r.get('join_wait_s', '?')} s after "
+                       f"the spans were stored" for r in results) + "."]
     soak_lines = []
     samples = os.path.join(a.out, "soak", "samples.csv")
     if os.path.exists(samples):
         rows = list(csv.DictReader(open(samples)))
         if rows:
             t0 = int(rows[0]["t_s"])
-            soak_lines = ["| soak time | raw series | long series | influxd RSS | spans stored in the last minute | Telegraf buffer | latency task: last run |",
+            soak_lines = ["| soak time | raw series | long series | influxd RSS | spans stored in the last minute | Telegraf buffer | latency join: samples pending / joined early |",
                           "|---|---|---|---|---|---|---|"]
             step = max(1, len(rows) // 12)
             for x in rows[::step] + ([rows[-1]] if (len(rows) - 1) % step else []):
                 soak_lines.append(f"| {int(x['t_s']) - t0} s | {x['raw_series']} | {x['long_series']} | "
                                   f"{x['influxd_rss_mib']} MiB | {x['spans_last_min']} | {x['telegraf_buffer']} | "
-                                  f"{x.get('task_run_s', '')} s {x.get('task_status', '')} |")
-    text = ["# End-to-end bench: live capture → OTLP → collector → Telegraf → InfluxDB → task → panels",
+                                  f"{x.get('join_pending', '')} / {x.get('join_early', '')} |")
+    text = ["# End-to-end bench: live capture → OTLP → collector → Telegraf (latency join) → InfluxDB → panels",
             "",
             f"`scripts/bench-e2e.sh` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): both sides of the "
             "Autoware-mix capture (j_autoware_mix) replayed live by tcpreplay into two network namespaces, "
@@ -475,12 +503,15 @@ def main():
     s.add_argument("--stack-env", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--pids", required=True)
+    c = sub.add_parser("cpu")
+    c.add_argument("--stack-env", required=True)
+    c.add_argument("--out", required=True)
     rep = sub.add_parser("report")
     rep.add_argument("--out", required=True)
     rep.add_argument("--report", required=True)
     rep.add_argument("--others", default="")
     a = p.parse_args()
-    return {"rate": cmd_rate, "held": cmd_held, "sample": cmd_sample,
+    return {"rate": cmd_rate, "held": cmd_held, "sample": cmd_sample, "cpu": cmd_cpu,
             "report": cmd_report}[a.cmd](a)
 
 

@@ -7,7 +7,9 @@ library only; the docker-free stack has no `influx` CLI).
   influx_setup.py provision --url U --org O --token T --bucket RAW --long-bucket LONG
                             --long-retention DUR [--tasks DIR]
       create the long bucket and (--tasks) one task per DIR/*.flux (${bucket} and ${long_bucket}
-      replaced by RAW and LONG); a task of the same name is replaced
+      replaced by RAW and LONG); a task of the same name is replaced. The stack creates no
+      task: Telegraf's latency join materialises the latencies; --tasks and run-task are
+      for measuring the Flux version, flux-queries/tasks/materialise_latency.flux
   influx_setup.py run-task --url U --org O --token T --name NAME --at TIME [--at TIME ...]
       run the task now as if scheduled at each TIME (RFC 3339 or ns since the epoch), in
       order, waiting for each run; exit 1 if a run fails (its log is printed)
