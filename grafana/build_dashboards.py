@@ -300,8 +300,8 @@ def traffic_board():
 def health_board():
     b = Board("ddshark-health", "ddshark — capture and export health",
               "ddshark's own export counters (via OTLP into InfluxDB) and the collector's "
-              "pipeline metrics (Prometheus), Telegraf's writer counters and the series "
-              "cardinality of both buckets.",
+              "pipeline metrics (Prometheus), Telegraf's writer and latency-join counters and "
+              "the series cardinality of both buckets.",
               [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket()])
     b.panel("ddshark spans enqueued / sent / dropped / failed",
             "Cumulative counters of every ddshark instance, per host. Dropped or failed > 0 "
@@ -334,6 +334,11 @@ def health_board():
             "Series with data in the time range; bounded by the deployment, not the traffic. "
             "flux-queries/series_cardinality.flux",
             [influx_target("series_cardinality")], "short", h=8, w=12, x=12, kind="stat")
+    b.panel("Latency join (Telegraf): pending / joined early / points written",
+            "Samples and DATA_FRAGs waiting in Telegraf's latency join, samples joined early "
+            "because it was full (> 0: latencies may be missing), and the points it wrote "
+            "(cumulative). flux-queries/join_health.flux",
+            [influx_target("join_health")], "short", h=8, legend_calcs=["last"])
     return b
 
 

@@ -386,7 +386,7 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
 # Queries about the stack itself, or over ddshark's OTLP metrics (the SDK stamps them with
 # the time of export): their data is at "now", not in the replayed captures' time range.
 LIVE_QUERIES = {"writer_health.flux", "series_cardinality.flux", "exporter_health.flux",
-                "topic_counters.flux"}
+                "topic_counters.flux", "join_health.flux"}
 
 
 def check_other_queries(influx, hosts, start, stop):
