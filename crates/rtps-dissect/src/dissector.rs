@@ -563,7 +563,7 @@ fn discovery_of(
         return None;
     }
     // Most DATA is user data: its body is not decoded here.
-    sm.writer_entity()?.builtin_writer_role()?;
+    let role = sm.writer_entity()?.builtin_writer_role()?;
     let vendor = if sm.ctx.src_vendor == VendorId::default() {
         vendor
     } else {
@@ -577,7 +577,6 @@ fn discovery_of(
             payload,
             ..
         } => {
-            let role = writer.builtin_writer_role()?;
             let status = inline_qos
                 .and_then(|q| q.find(PID_STATUS_INFO))
                 .and_then(|p| p.status_info().ok())
@@ -607,7 +606,6 @@ fn discovery_of(
             fragments,
             ..
         } => {
-            let role = writer.builtin_writer_role()?;
             let whole = reassembly.push(FragmentPiece {
                 writer: Guid::new(sm.ctx.src_prefix, *writer),
                 sn: *writer_sn,

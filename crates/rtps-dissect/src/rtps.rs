@@ -1321,16 +1321,11 @@ impl<'a> Iterator for SubmessageIter<'a> {
                 let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
                 info_ts_timestamp(&b, flags).map(|t| self.ctx.timestamp = t)
             }
+            // Context applies to what follows; an INFO_* submessage itself carries the
+            // context it establishes.
             SubmessageKind::InfoDst | SubmessageKind::InfoSrc => {
-                match parse_body(kind, flags, body, self.ctx.src_vendor) {
-                    // Context applies to what follows; an INFO_* submessage itself
-                    // carries the context it establishes.
-                    Ok(parsed) => {
-                        self.ctx.apply(&parsed);
-                        Ok(())
-                    }
-                    Err(error) => Err(error),
-                }
+                parse_body(kind, flags, body, self.ctx.src_vendor)
+                    .map(|parsed| self.ctx.apply(&parsed))
             }
             _ if surely_decodes(kind, flags, body) => Ok(()),
             _ => parse_body(kind, flags, body, self.ctx.src_vendor).map(|_| ()),
