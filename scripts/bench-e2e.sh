@@ -15,9 +15,8 @@
 # the time of every dashboard panel query ("last 5 minutes", all topics), the stack's CPU
 # time per span, the latency join's counters, and the materialised latencies, lost
 # samples, sample sizes and repairs (and, on the single replays, the ad-hoc Flux join)
-# against `ddshark latency`
-# on the two captures tcpdump took during the run (count and values to the ns). The
-# soak also reports all of that every 15 s while it runs. The table goes to --report
+# against `ddshark latency` on the two captures tcpdump took during the run (count and
+# values to the ns). The soak also reports all of that every 15 s while it runs. The table goes to --report
 # (default docs/bench-e2e.md); raw results (JSON, CSV, pcaps, logs) stay in --out.
 #
 # Needs root (namespaces), tcpreplay, tcpdump, the built stack (scripts/stack/build.sh)

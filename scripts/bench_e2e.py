@@ -61,10 +61,6 @@ class Influx(fluxcheck.Influx):
                        f'and r["host.name"] == "{host}") |> group() |> count()')
         return int(r[0]["_value"]) if r else 0
 
-    def join_state(self):
-        """The latency join's latest counters (deploy/telegraf/latency_join.star)."""
-        return fluxcheck.join_state(self)
-
     def writer_counters(self):
         """Telegraf's cumulative internal_write counters per output alias."""
         r = self.query(f'from(bucket: "{self.bucket}") |> range(start: -6h) '
@@ -275,19 +271,10 @@ def cmd_rate(a):
     res["ingest_wait_s"] = round(time.time() - t0, 1)
     log(f"{a.name}: sent {want}, stored {stored} (waited {res['ingest_wait_s']} s)")
     res["collector"] = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
-    # Let the latency join take the last samples before reading its output: until one of
-    # its pushes after every span arrived finds nothing pending.
-    t_stored = time.time_ns()
-    t0 = time.time()
-    join = {}
-    while time.time() - t0 < 600:
-        join = influx.join_state()
-        if join.get("time_ns", 0) > t_stored and join.get("pending_samples") == 0 and join.get("pending_frags") == 0:
-            break
-        time.sleep(2)
-    res["join"] = join
-    res["join_wait_s"] = round(time.time() - t0, 1)
-    log(f"{a.name}: latency join done {res['join_wait_s']} s after the spans were stored: {join}")
+    # Let the latency join take the last samples before reading its output.
+    res["join"], _, res["join_wait_s"] = fluxcheck.await_join(influx, timeout=600, poll=2)
+    log(f"{a.name}: latency join done {res['join_wait_s']} s after the spans were stored: {res['join']}")
+    # (its points are written by Telegraf's next flush)
     time.sleep(3)
     res["writer"] = influx.writer_counters()
     res["stack_cpu_s"] = stack_cpu_since(env, os.path.join(a.dir, "stack_cpu_start"))
@@ -364,7 +351,7 @@ def cmd_sample(a):
                 r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: -1m) |> filter(fn: (r) => '
                                  f'r._measurement == "spans" and r._field == "end_time_unix_nano") |> group() |> count()')
                 w = influx.writer_counters().get("raw", {})
-                j = influx.join_state()
+                j = fluxcheck.join_state(influx)
                 fh.write(f"{int(time.time())},{influx.cardinality(influx.bucket, '-1h')},"
                          f"{influx.cardinality(influx.long_bucket, '-30d')},{rss / 1024:.1f},"
                          f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')},"

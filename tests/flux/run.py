@@ -618,23 +618,29 @@ def join_state(influx):
     return st
 
 
-def wait_for_join(influx, timeout=180):
-    """Until a push of Telegraf's latency join after every span arrived finds nothing
-    pending (called once InfluxDB holds every span)."""
-    t_stored = time.time_ns()
+def await_join(influx, timeout, poll):
+    """Waits until a push of Telegraf's latency join made after this call finds nothing
+    pending (call it once InfluxDB holds every span). Returns its last counters, whether
+    it got there, and the seconds waited."""
+    t_called = time.time_ns()
     t0 = time.time()
-    st = {}
-    while time.time() - t0 < timeout:
+    while True:
         st = join_state(influx)
-        if st.get("time_ns", 0) > t_stored and st.get("pending_samples") == 0 and st.get("pending_frags") == 0:
-            break
-        time.sleep(1)
-    ok = check(st.get("time_ns", 0) > t_stored and st.get("pending_samples") == 0 and st.get("pending_frags") == 0,
-               f"the latency join did not finish within {timeout} s: {st}")
+        done = (st.get("time_ns", 0) > t_called and st.get("pending_samples") == 0
+                and st.get("pending_frags") == 0)
+        if done or time.time() - t0 >= timeout:
+            return st, done, round(time.time() - t0, 1)
+        time.sleep(poll)
+
+
+def wait_for_join(influx, timeout=180):
+    """Until Telegraf's latency join has joined every sample (checked)."""
+    st, done, waited = await_join(influx, timeout, poll=1)
+    ok = check(done, f"the latency join did not finish within {timeout} s: {st}")
     # (its points are written by Telegraf's next flush)
     time.sleep(3)
     if ok:
-        log(f"latency join done in {time.time() - t0:.0f} s: {st}")
+        log(f"latency join done in {waited:.0f} s: {st}")
     check(st.get("early", 0) == 0, f"the latency join joined {st.get('early')} samples early (bound)")
 
 
