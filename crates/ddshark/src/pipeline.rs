@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rtps_dissect::{
-    Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType, SpareSubmessages,
+    Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType, SpareLists,
 };
 use thiserror::Error;
 
@@ -177,7 +177,7 @@ impl Engine {
                 for s in sinks.iter_mut() {
                     s.on_datagram(&d, &ctx);
                 }
-                Some(SpareSubmessages::from_list(d.submessages))
+                Some(SpareLists::from_datagram(d))
             }
             _ => {
                 state.advance(frame.ts_ns);

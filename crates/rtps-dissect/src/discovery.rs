@@ -263,8 +263,11 @@ pub const STATUS_UNREGISTERED: u32 = 0x2;
 /// What one discovery DATA announced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiscoveryRecord {
-    Participant(ParticipantInfo),
-    Endpoint(EndpointInfo),
+    /// Shared: the dissector keeps recent records for repeats of the same bytes
+    /// (periodic SPDP, SEDP repairs), and the state keeps the latest of each entity,
+    /// so handing one on is a reference count, not a copy of its strings and lists.
+    Participant(Arc<ParticipantInfo>),
+    Endpoint(Arc<EndpointInfo>),
     /// Topic announcement (SEDP topic writer, sent by some vendors).
     Topic {
         topic: String,
@@ -440,7 +443,7 @@ pub fn decode_discovery(
                 info.domain_id = Some(d);
                 info.domain_id_source = Some(DomainIdSource::PortMapping);
             }
-            have_guid.then_some(DiscoveryRecord::Participant(info))
+            have_guid.then(|| DiscoveryRecord::Participant(Arc::new(info)))
         }
         BuiltinWriter::Publication | BuiltinWriter::Subscription => {
             if disposed {
@@ -496,7 +499,7 @@ pub fn decode_discovery(
             }
             // Some vendors omit PID_ENDPOINT_GUID and rely on the key hash.
             info.guid = guid.or(key)?;
-            Some(DiscoveryRecord::Endpoint(info))
+            Some(DiscoveryRecord::Endpoint(Arc::new(info)))
         }
         BuiltinWriter::Topic => {
             if disposed {

@@ -185,23 +185,35 @@ pub struct Dissector {
     decoded: DecodedDiscovery,
     topics: TopicMap,
     stats: DissectorStats,
-    /// The allocation of a returned datagram's submessage list, for the next one.
-    spare: SpareSubmessages,
+    /// The allocations of a returned datagram's lists, for the next one.
+    spare: SpareLists,
 }
 
-/// The (empty) allocation of a datagram's submessage list, free of the frame's
-/// lifetime, so that a caller can hand it back ([`Dissector::reuse`]) and the next
-/// datagram needs no allocation.
+/// The (empty) allocations of a datagram's submessage and discovery lists, free of
+/// the frame's lifetime, so that a caller can hand them back ([`Dissector::reuse`])
+/// and the next datagram needs no allocation.
 #[derive(Default)]
-pub struct SpareSubmessages(Vec<Result<Submessage<'static>, SubmessageError>>);
+pub struct SpareLists {
+    submessages: Vec<Result<Submessage<'static>, SubmessageError>>,
+    discovery: Vec<DiscoveryRecord>,
+}
 
-impl SpareSubmessages {
-    /// Keep the allocation of a datagram's submessage list (`d.submessages`).
-    pub fn from_list(mut list: Vec<Result<Submessage<'_>, SubmessageError>>) -> Self {
-        // The elements own nothing, so this is O(1), and the re-typing below then
+impl SpareLists {
+    /// Keep the allocations of a datagram's lists, once its consumers are done with it.
+    pub fn from_datagram(d: Datagram<'_>) -> Self {
+        let Datagram {
+            mut submessages,
+            mut discovery,
+            ..
+        } = d;
+        // The submessages own nothing, so this is O(1), and the re-typing below then
         // walks an empty list.
-        list.clear();
-        Self(relifetime(list))
+        submessages.clear();
+        discovery.clear();
+        Self {
+            submessages: relifetime(submessages),
+            discovery,
+        }
     }
 }
 
@@ -245,15 +257,18 @@ impl Dissector {
             decoded: DecodedDiscovery::default(),
             topics: TopicMap::new(config.max_endpoints),
             stats: DissectorStats::default(),
-            spare: SpareSubmessages::default(),
+            spare: SpareLists::default(),
         }
     }
 
-    /// Give back the submessage list of a datagram this dissector made, so that the
-    /// next one reuses its allocation (optional: without it each datagram allocates).
-    pub fn reuse(&mut self, spare: SpareSubmessages) {
-        if spare.0.capacity() > self.spare.0.capacity() {
-            self.spare = spare;
+    /// Give back the lists of a datagram this dissector made, so that the next one
+    /// reuses their allocations (optional: without it each datagram allocates).
+    pub fn reuse(&mut self, spare: SpareLists) {
+        if spare.submessages.capacity() > self.spare.submessages.capacity() {
+            self.spare.submessages = spare.submessages;
+        }
+        if spare.discovery.capacity() > self.spare.discovery.capacity() {
+            self.spare.discovery = spare.discovery;
         }
     }
 
@@ -290,13 +305,12 @@ impl Dissector {
             stats: s,
             spare,
         } = self;
-        let submessages = relifetime(std::mem::take(&mut spare.0));
         let outcome = process_frame(
             fragments,
             (discovery_fragments, decoded),
             topics,
             frame,
-            submessages,
+            spare,
         );
         inc(&mut s.frames);
         if u64::from(frame.orig_len) > frame.data.len() as u64 {
@@ -334,7 +348,7 @@ fn process_frame<'a>(
     (discovery_fragments, decoded): (&mut DiscoveryReassembly, &mut DecodedDiscovery),
     topics: &'a mut TopicMap,
     frame: &Frame<'a>,
-    mut submessages: Vec<Result<Submessage<'a>, SubmessageError>>,
+    spare: &mut SpareLists,
 ) -> FrameOutcome<'a> {
     {
         let link = match parse_link(frame.link, frame.data) {
@@ -421,8 +435,10 @@ fn process_frame<'a>(
             Err(e) => return FrameOutcome::Malformed(e),
         };
         let on_wire = udp.length.saturating_sub(UDP_HEADER_LEN);
+        // Taken only now: a frame that yields no datagram leaves the spare lists in place.
+        let mut submessages = relifetime(std::mem::take(&mut spare.submessages));
+        let mut discovery = std::mem::take(&mut spare.discovery);
         submessages.extend(SubmessageIter::with_wire_len(udp.payload, &header, on_wire));
-        let mut discovery = Vec::new();
         for sm in submessages.iter().flatten() {
             if let Some(rec) = discovery_of(
                 sm,

@@ -569,14 +569,14 @@ impl State {
         match rec {
             DiscoveryRecord::Participant(info) => {
                 if let Some(p) = self.participant_mut(info.guid_prefix) {
-                    p.info = Some(Arc::new(info.clone()));
+                    p.info = Some(Arc::clone(info));
                     p.from_cache = false;
                     p.last_spdp_ns = Some(now);
                     p.last_seen_ns = now;
                     p.gone = None;
                 }
             }
-            DiscoveryRecord::Endpoint(info) => self.endpoint(Arc::new(info.clone()), false),
+            DiscoveryRecord::Endpoint(info) => self.endpoint(Arc::clone(info), false),
             DiscoveryRecord::Topic { .. } => {}
             DiscoveryRecord::Gone {
                 role,
