@@ -22,9 +22,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rtps_dissect::{
-    Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType, SpareLists,
-};
+use rtps_dissect::{Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType};
 use thiserror::Error;
 
 use crate::capture::{CaptureError, KernelStats, PacketSource};
@@ -167,26 +165,19 @@ impl Engine {
             pipeline,
             ..
         } = self;
-        let spare = match dissector.process(&frame) {
+        dissector.process_with(&frame, |outcome| match outcome {
             FrameOutcome::Rtps(d) => {
                 let ctx = SourceCtx {
                     source_index: source,
                     source_name: pipeline.sources.get(source).map_or("", |s| s.name.as_str()),
                 };
-                state.on_datagram(&d, &ctx);
+                state.on_datagram(d, &ctx);
                 for s in sinks.iter_mut() {
-                    s.on_datagram(&d, &ctx);
+                    s.on_datagram(d, &ctx);
                 }
-                Some(SpareLists::from_datagram(d))
             }
-            _ => {
-                state.advance(frame.ts_ns);
-                None
-            }
-        };
-        if let Some(spare) = spare {
-            dissector.reuse(spare);
-        }
+            _ => state.advance(frame.ts_ns),
+        });
         self.clock();
     }
 

@@ -31,7 +31,6 @@ pub mod types;
 pub use discovery::{DiscoveryRecord, EndpointInfo, EndpointKind, ParticipantInfo, TopicMap};
 pub use dissector::{
     Datagram, Dissector, DissectorConfig, DissectorStats, Frame, FrameOutcome, SkipReason,
-    SpareLists,
 };
 pub use error::{DissectError, Layer};
 pub use link::LinkType;
