@@ -16,14 +16,24 @@ pub trait Aged {
 
 #[derive(Debug, Clone)]
 pub struct Bounded<K, V> {
-    map: HashMap<K, V, Hasher>,
+    /// Key → position of its entry in `entries`.
+    index: HashMap<K, usize, Hasher>,
+    /// The entries, dense (a removal moves the last one into the hole).
+    entries: Vec<(K, V)>,
+    /// Position of the entry looked up last: a datagram's submessages mostly name the
+    /// writer of the one before (DATA then HEARTBEAT), and consecutive datagrams often
+    /// come from the same participant, so comparing the key there first saves most
+    /// hash lookups. Only a hint: it is used when the entry there has the key.
+    last: usize,
     cap: usize,
 }
 
 impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
     pub fn new(cap: usize) -> Self {
         Self {
-            map: HashMap::with_hasher(Hasher::default()),
+            index: HashMap::with_hasher(Hasher::default()),
+            entries: Vec::new(),
+            last: 0,
             cap: cap.max(1),
         }
     }
@@ -32,79 +42,127 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
         self.cap
     }
 
+    /// Position of `key`'s entry, the last one looked up first.
+    #[inline]
+    fn position(&mut self, key: &K) -> Option<usize> {
+        if self.entries.get(self.last).is_some_and(|(k, _)| k == key) {
+            return Some(self.last);
+        }
+        let pos = *self.index.get(key)?;
+        self.last = pos;
+        Some(pos)
+    }
+
     /// The entry of `key`, made by `make` if absent (after making room as
-    /// [`Bounded::insert`] does). One hash lookup when the key is present and the
-    /// map is not full. `evicted` is called with each entry that had to go (a
-    /// callback, so that the common case builds nothing).
+    /// [`Bounded::insert`] does). `evicted` is called with each entry that had to go (a
+    /// callback, so that the common case builds nothing). `None` only if the map's
+    /// own bookkeeping were broken.
     pub fn get_or_insert_with(
         &mut self,
         key: K,
         make: impl FnOnce() -> V,
         evicted: impl FnMut(V),
-    ) -> &mut V {
-        if self.map.len() >= self.cap && !self.map.contains_key(&key) {
-            self.make_room().into_iter().for_each(evicted);
-        }
-        self.map.entry(key).or_insert_with(make)
+    ) -> Option<&mut V> {
+        let pos = match self.position(&key) {
+            Some(pos) => pos,
+            None => {
+                if self.index.len() >= self.cap {
+                    self.make_room().into_iter().for_each(evicted);
+                }
+                self.push(key, make())
+            }
+        };
+        self.entries.get_mut(pos).map(|(_, v)| v)
+    }
+
+    /// Append a new entry (the key is absent); returns its position.
+    fn push(&mut self, key: K, value: V) -> usize {
+        let pos = self.entries.len();
+        self.entries.push((key, value));
+        self.index.insert(key, pos);
+        self.last = pos;
+        pos
     }
 
     /// Insert; when at the cap, first evict the oldest sixteenth (at least one)
     /// and return what was evicted.
     pub fn insert(&mut self, key: K, value: V) -> Vec<V> {
+        if let Some(pos) = self.position(&key) {
+            if let Some((_, v)) = self.entries.get_mut(pos) {
+                *v = value;
+            }
+            return Vec::new();
+        }
         let mut evicted = Vec::new();
-        if !self.map.contains_key(&key) && self.map.len() >= self.cap {
+        if self.index.len() >= self.cap {
             evicted = self.make_room();
         }
-        self.map.insert(key, value);
+        self.push(key, value);
         evicted
+    }
+
+    fn remove(&mut self, key: &K) -> Option<V> {
+        let pos = self.index.remove(key)?;
+        if pos >= self.entries.len() {
+            return None;
+        }
+        let (_, v) = self.entries.swap_remove(pos);
+        if let Some((moved, _)) = self.entries.get(pos) {
+            self.index.insert(*moved, pos);
+        }
+        Some(v)
     }
 
     /// Evict the oldest sixteenth (at least one).
     fn make_room(&mut self) -> Vec<V> {
         let n = (self.cap / 16).max(1);
-        let mut ages: Vec<(u64, K)> = self.map.iter().map(|(k, v)| (v.last_seen(), *k)).collect();
+        let mut ages: Vec<(u64, K)> = self
+            .entries
+            .iter()
+            .map(|(k, v)| (v.last_seen(), *k))
+            .collect();
         if n < ages.len() {
             ages.select_nth_unstable_by_key(n, |(t, _)| *t);
         }
         ages.into_iter()
             .take(n)
-            .filter_map(|(_, k)| self.map.remove(&k))
+            .filter_map(|(_, k)| self.remove(&k))
             .collect()
     }
 
     /// Remove and return every entry last seen before `cutoff`.
     pub fn evict_older_than(&mut self, cutoff: u64) -> Vec<V> {
         let old: Vec<K> = self
-            .map
+            .entries
             .iter()
             .filter(|(_, v)| v.last_seen() < cutoff)
             .map(|(k, _)| *k)
             .collect();
-        old.into_iter()
-            .filter_map(|k| self.map.remove(&k))
-            .collect()
+        old.into_iter().filter_map(|k| self.remove(&k)).collect()
     }
 
     pub fn contains(&self, k: &K) -> bool {
-        self.map.contains_key(k)
+        self.index.contains_key(k)
     }
     pub fn get(&self, k: &K) -> Option<&V> {
-        self.map.get(k)
+        let pos = *self.index.get(k)?;
+        self.entries.get(pos).map(|(_, v)| v)
     }
     pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
-        self.map.get_mut(k)
+        let pos = self.position(k)?;
+        self.entries.get_mut(pos).map(|(_, v)| v)
     }
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.entries.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.entries.is_empty()
     }
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.map.values()
+        self.entries.iter().map(|(_, v)| v)
     }
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.map.values_mut()
+        self.entries.iter_mut().map(|(_, v)| v)
     }
 }
 
@@ -131,5 +189,29 @@ mod tests {
         assert_eq!(ev[0].0, 0);
         assert_eq!(b.len(), 4);
         assert_eq!(b.evict_older_than(3).len(), 2);
+    }
+
+    #[test]
+    fn lookups_after_removals_find_the_right_entry() {
+        // Removals move entries; the index and the last-looked-up hint must follow.
+        let mut b = Bounded::new(64);
+        for i in 0..40u64 {
+            b.insert(i, E(i));
+        }
+        assert_eq!(b.get_mut(&39).map(|e| e.0), Some(39));
+        assert_eq!(b.evict_older_than(20).len(), 20);
+        for i in 0..40u64 {
+            let want = (i >= 20).then_some(i);
+            assert_eq!(b.get_mut(&i).map(|e| e.0), want, "key {i}");
+            assert_eq!(b.get(&i).map(|e| e.0), want, "key {i}");
+        }
+        let made = b.get_or_insert_with(5, || E(500), |_| {}).map(|e| e.0);
+        assert_eq!(made, Some(500));
+        assert_eq!(
+            b.get_or_insert_with(5, || E(9), |_| {}).map(|e| e.0),
+            Some(500)
+        );
+        assert_eq!(b.len(), 21);
+        assert_eq!(b.values().count(), 21);
     }
 }

@@ -470,7 +470,7 @@ impl State {
                     .samples_of_evicted_writers
                     .saturating_add(old.stats.total.samples);
             },
-        );
+        )?;
         w.last_seen_ns = ts;
         Some(w)
     }
@@ -497,7 +497,7 @@ impl State {
                 counters.readers_evicted_capacity =
                     counters.readers_evicted_capacity.saturating_add(1);
             },
-        );
+        )?;
         r.last_seen_ns = ts;
         Some(r)
     }
@@ -509,7 +509,7 @@ impl State {
             counters,
             ..
         } = self;
-        let p = participants.get_or_insert_with(
+        participants.get_or_insert_with(
             prefix,
             || Participant {
                 prefix,
@@ -529,8 +529,7 @@ impl State {
                 counters.participants_evicted_capacity =
                     counters.participants_evicted_capacity.saturating_add(1);
             },
-        );
-        Some(p)
+        )
     }
 
     /// Account for one RTPS datagram.
