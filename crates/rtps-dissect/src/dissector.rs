@@ -200,7 +200,7 @@ struct SpareLists {
 
 impl SpareLists {
     /// Keep the allocations of a datagram's lists, once its consumers are done with it.
-    fn from_datagram(d: Datagram<'_>) -> Self {
+    fn keep(&mut self, d: Datagram<'_>) {
         let Datagram {
             mut submessages,
             mut discovery,
@@ -209,10 +209,11 @@ impl SpareLists {
         // The submessages own nothing, so this is O(1), and the re-typing below then
         // walks an empty list.
         submessages.clear();
-        discovery.clear();
-        Self {
-            submessages: relifetime(submessages),
-            discovery,
+        self.submessages = relifetime(submessages);
+        // Most datagrams carry no discovery: their list never took the spare one.
+        if discovery.capacity() > 0 {
+            discovery.clear();
+            self.discovery = discovery;
         }
     }
 }
@@ -332,7 +333,7 @@ impl Dissector {
         count_outcome(stats, frame, &outcome);
         let result = consume(&outcome);
         if let FrameOutcome::Rtps(d) = outcome {
-            *spare = SpareLists::from_datagram(d);
+            spare.keep(d);
         }
         result
     }
@@ -459,9 +460,9 @@ fn process_frame<'a>(
             Err(e) => return FrameOutcome::Malformed(e),
         };
         let on_wire = udp.length.saturating_sub(UDP_HEADER_LEN);
-        // Taken only now: a frame that yields no datagram leaves the spare lists in place.
+        // Taken only now: a frame that yields no datagram leaves the spare list in place.
         let mut submessages = relifetime(std::mem::take(&mut spare.submessages));
-        let mut discovery = std::mem::take(&mut spare.discovery);
+        let mut discovery = Vec::new();
         submessages.extend(SubmessageIter::with_wire_len(udp.payload, &header, on_wire));
         for sm in submessages.iter().flatten() {
             if let Some(rec) = discovery_of(
@@ -473,6 +474,9 @@ fn process_frame<'a>(
             ) {
                 if let DiscoveryRecord::Endpoint(e) = &rec {
                     topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
+                }
+                if discovery.capacity() == 0 {
+                    discovery = std::mem::take(&mut spare.discovery);
                 }
                 discovery.push(rec);
             }
