@@ -124,6 +124,8 @@ pub struct Datagram<'a> {
     pub submessages: Vec<Result<Submessage<'a>, SubmessageError>>,
     /// Discovery records decoded from this datagram (SPDP/SEDP, reassembled DATA_FRAG).
     pub discovery: Vec<DiscoveryRecord>,
+    /// How many of `submessages` are errors (counted on the walk).
+    submessage_errors: usize,
     topics: &'a TopicMap,
 }
 
@@ -357,12 +359,10 @@ fn count_outcome(s: &mut DissectorStats, frame: &Frame<'_>, outcome: &FrameOutco
         FrameOutcome::Rtps(d) => {
             inc(&mut s.rtps_frames);
             inc(&mut s.rtps_datagrams);
-            for sm in &d.submessages {
-                match sm {
-                    Ok(_) => inc(&mut s.submessages),
-                    Err(_) => inc(&mut s.submessage_errors),
-                }
-            }
+            let errors = d.submessage_errors as u64;
+            let ok = (d.submessages.len() as u64).saturating_sub(errors);
+            s.submessages = s.submessages.saturating_add(ok);
+            s.submessage_errors = s.submessage_errors.saturating_add(errors);
             s.discovery_records = s.discovery_records.saturating_add(d.discovery.len() as u64);
         }
     }
@@ -463,7 +463,9 @@ fn process_frame<'a>(
         // Taken only now: a frame that yields no datagram leaves the spare list in place.
         let mut submessages = relifetime(std::mem::take(&mut spare.submessages));
         let mut discovery = Vec::new();
-        submessages.extend(SubmessageIter::with_wire_len(udp.payload, &header, on_wire));
+        let mut walk = SubmessageIter::with_wire_len(udp.payload, &header, on_wire);
+        submessages.extend(&mut walk);
+        let submessage_errors = walk.errors();
         for sm in submessages.iter().flatten() {
             if let Some(rec) = discovery_of(
                 sm,
@@ -497,6 +499,7 @@ fn process_frame<'a>(
             message: udp.payload,
             submessages,
             discovery,
+            submessage_errors,
             topics: &*topics,
         })
     }

@@ -1227,9 +1227,15 @@ pub struct SubmessageIter<'a> {
     index: usize,
     ctx: Context,
     done: bool,
+    errors: usize,
 }
 
 impl<'a> SubmessageIter<'a> {
+    /// Errors handed out so far (the rest were submessages).
+    pub fn errors(&self) -> usize {
+        self.errors
+    }
+
     /// `message` starts at the RTPS header and is whole.
     pub fn new(message: &'a [u8], header: &RtpsHeader) -> Self {
         Self::with_wire_len(message, header, message.len())
@@ -1250,6 +1256,7 @@ impl<'a> SubmessageIter<'a> {
                 timestamp: None,
             },
             done: false,
+            errors: 0,
         }
     }
 }
@@ -1277,6 +1284,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
             }
             Ok(_) | Err(_) => {
                 self.done = true;
+                self.errors = self.errors.saturating_add(1);
                 return Some(Err(SubmessageError {
                     index,
                     offset: start,
@@ -1341,6 +1349,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
             } else {
                 error
             };
+            self.errors = self.errors.saturating_add(1);
             return Some(Err(undecodable(
                 index,
                 start,
