@@ -3,8 +3,9 @@
 #   influxd (fresh throwaway data dir, set up non-interactively with org/token, the
 #     raw-span bucket (short retention) and the long bucket (materialised latencies,
 #     per-topic counters))
-#   telegraf with deploy/telegraf/telegraf.conf, writing that influxd; its latency join
-#     (deploy/telegraf/latency_join.star) materialises the latencies
+#   telegraf with deploy/telegraf/telegraf.conf, writing that influxd; the latency join
+#     it runs (`ddshark join`, this checkout's target/release/ddshark, built if missing)
+#     materialises the latencies
 #   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that telegraf
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
 # Binaries come from scripts/stack/build.sh (run it first, or pass --build).
@@ -38,6 +39,8 @@
 #   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
 #   DDSHARK_TELEGRAF_OTLP_PORT  telegraf's OTLP/gRPC input [4319]
 #   DDSHARK_TELEGRAF_GOGC       telegraf's Go GC target (GOGC) [400]
+#   DDSHARK_JOIN_BIN            the ddshark that runs the latency join [target/release/ddshark]
+#   DDSHARK_JOIN_SOCKET         its points' way back into telegraf [RUN_DIR/join.sock]
 #   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
 #   DDSHARK_NODE_EXPORTER_PORT  node exporter (--with-prometheus) [9100]
 #   DDSHARK_STACK_TIMEOUT       seconds to wait for health [60]
@@ -46,7 +49,7 @@
 # pass through.
 set -euo pipefail
 
-usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; }
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
@@ -279,8 +282,20 @@ export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
 export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_LONG_BUCKET="$INFLUX_LONG_BUCKET"
 export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
 export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
-export DDSHARK_TELEGRAF_JOIN_SCRIPT="$REPO_ROOT/deploy/telegraf/latency_join.star"
-# (GOGC: fewer garbage collections of the latency join's state, ~20 % less CPU for ~2x RSS)
+# The latency join is `ddshark join`, which Telegraf runs (outputs.execd): this
+# checkout's release build unless DDSHARK_JOIN_BIN names one.
+if [ -z "${DDSHARK_JOIN_BIN:-}" ]; then
+  DDSHARK_JOIN_BIN="$REPO_ROOT/target/release/ddshark"
+  if [ ! -x "$DDSHARK_JOIN_BIN" ]; then
+    say "building ddshark (the latency join): cargo build --release -p ddshark"
+    (cd "$REPO_ROOT" && cargo build --release -q -p ddshark >&2) || die "cargo build --release -p ddshark failed"
+  fi
+fi
+[ -x "$DDSHARK_JOIN_BIN" ] || die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN is not an executable"
+export DDSHARK_JOIN_BIN
+export DDSHARK_JOIN_SOCKET="${DDSHARK_JOIN_SOCKET:-$RUN_DIR/join.sock}"
+rm -f "$DDSHARK_JOIN_SOCKET"
+# (GOGC: fewer garbage collections, less CPU for more RSS)
 launch telegraf "$RUN_DIR" env GOGC="${DDSHARK_TELEGRAF_GOGC:-400}" "$TELEGRAF_BIN" --strict-env-handling \
   --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
 wait_tcp telegraf "$HOST" "$TELEGRAF_OTLP_PORT"

@@ -9,6 +9,7 @@ pub mod otlp;
 pub mod output;
 pub mod pipeline;
 pub mod record;
+pub mod spanjoin;
 pub mod state;
 pub mod stats_cmd;
 pub mod tui;

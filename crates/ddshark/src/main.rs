@@ -44,6 +44,9 @@ enum Command {
     Latency(ddshark::latency::LatencyArgs),
     /// Final state and per-topic statistics of a capture (JSON or text).
     Stats(ddshark::stats_cmd::StatsArgs),
+    /// The live latency join: hosts' SAMPLE/DATA_FRAG spans in (line protocol on stdin),
+    /// dds_latency and friends out (run by Telegraf, deploy/telegraf/telegraf.conf).
+    Join(ddshark::spanjoin::JoinArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
             quiet,
         }) => dissect::run(&file, format, quiet),
         Some(Command::Latency(args)) => ddshark::latency::run(&args),
+        Some(Command::Join(args)) => ddshark::spanjoin::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

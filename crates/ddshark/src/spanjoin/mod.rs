@@ -1,0 +1,469 @@
+//! `ddshark join`: the live latency join. It reads the hosts' SAMPLE and DATA_FRAG spans
+//! as InfluxDB line protocol on stdin (Telegraf's stock `outputs.execd` hands them over as
+//! they stream to InfluxDB, deploy/telegraf/telegraf.conf) and writes, every period, the
+//! materialised measurements the dashboards read, as line protocol to `--output`
+//! (Telegraf's `inputs.socket_listener`, which writes them to the long bucket):
+//!
+//! - `dds_latency`: per sample (writer_id, sn) and receiver that completed it:
+//!   latency_ns, t_recv_ns, sn;
+//! - `dds_lost`: per sample and receiver that never completed it: sn, incomplete
+//!   (1 = it saw part of it);
+//! - `dds_samples`: per sample on its writer's host: sn, sample_size;
+//! - `dds_submessage_latency`: per DATA_FRAG (writer_id, sn, fragment_starting_num) and
+//!   receiver: latency_ns, t_recv_ns, sn, fragment_starting_num;
+//! - `dds_repairs`: per second and writer on its own host: repairs, submessages (DATA /
+//!   DATA_FRAG sent) of the samples first sent in that second;
+//!
+//! with _time = t_send (dds_repairs: the second) and tags sender, receiver (host.name),
+//! topic_name, writer_id, slot (the sender's span's). And one `ddshark_join` point per
+//! push with its counters. The definitions are `ddshark latency`'s (and those of the Flux
+//! version, flux-queries/tasks/materialise_latency.flux, the ad-hoc queries' source):
+//!
+//! - t_send: start of the sample's SAMPLE span on its writer's host. The writer's host is,
+//!   per participant (GUID prefix), the host that most often saw its samples first.
+//! - t_recv: end of its SAMPLE span on another host, when complete there; a host's SAMPLE
+//!   span pairs with the sender's that started at most the sample window before it (an SN
+//!   re-sent after a quiet window, as SPDP does, is a sample of its own).
+//! - lost: a receiver of the writer (another host that saw one of its samples within the
+//!   receiver window of t_send) has no SAMPLE span of it while its capture ran.
+//! - DATA_FRAG: earliest start on the writer's host, earliest end on each other host.
+//!
+//! A sample is joined `--settle-pushes` periods after its first span arrived, by when
+//! every host's span has (ddshark sends a SAMPLE span once the sample was quiet for its
+//! sample window; then the batching of ddshark, the collector and Telegraf). Bounded:
+//! `--max-pending` samples and as many DATA_FRAGs wait (beyond, the oldest is joined
+//! early, counted); writers and hosts unseen for `--forget-pushes` periods are forgotten;
+//! output that cannot be delivered is held up to `--max-output-bytes`, then dropped and
+//! counted. At the end of the input everything waiting is joined.
+
+pub mod line;
+pub mod state;
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use line::{Line, LineWriter};
+use state::{FragSpan, JoinSettings, SampleSpan, SpanJoin};
+
+const EXAMPLES: &str = "\
+Examples:
+  (run by Telegraf's outputs.execd, deploy/telegraf/telegraf.conf)
+  ddshark join --output unix:/run/ddshark/join.sock --period 10s
+  ddshark join < spans.lp                  join a file of spans, points on stdout
+  ddshark join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
+";
+
+/// Arguments of `ddshark join`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct JoinArgs {
+    /// Where the points go: unix:PATH or tcp:HOST:PORT (a line-protocol listener such as
+    /// Telegraf's socket_listener), or - for stdout
+    #[arg(long, default_value = "-", value_name = "ADDRESS")]
+    pub output: String,
+    /// How often the join runs: 10s, 500ms, 1m (a bare number is seconds)
+    #[arg(long, default_value = "10s", value_parser = parse_period)]
+    pub period: Duration,
+    /// Periods a sample waits after its first span arrived
+    #[arg(long, default_value_t = 3)]
+    pub settle_pushes: u64,
+    /// Samples (and as many DATA_FRAGs) waiting at most; beyond, the oldest is joined early
+    #[arg(long, default_value_t = 500_000)]
+    pub max_pending: usize,
+    /// Writers and hosts not seen for this many periods are forgotten
+    #[arg(long, default_value_t = 360)]
+    pub forget_pushes: u64,
+    /// Participants whose host votes are kept
+    #[arg(long, default_value_t = 10_000)]
+    pub max_participants: usize,
+    /// A host that cast no vote for a participant in this many periods is not its host
+    #[arg(long, default_value_t = 6)]
+    pub vote_pushes: u64,
+    /// ddshark's --otlp-sample-window, in ns
+    #[arg(long, default_value_t = 10_000_000_000, value_name = "NS")]
+    pub sample_window_ns: i64,
+    /// Another host receives a writer if it saw one of its samples this close to t_send
+    #[arg(long, default_value_t = 12_000_000_000, value_name = "NS")]
+    pub receiver_window_ns: i64,
+    /// A sample sent this close to the end of a host's capture is not called lost
+    #[arg(long, default_value_t = 1_000_000_000, value_name = "NS")]
+    pub lost_grace_ns: i64,
+    /// Output held while --output cannot take it; beyond, points are dropped (counted)
+    #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
+    pub max_output_bytes: usize,
+}
+
+impl JoinArgs {
+    pub fn settings(&self) -> JoinSettings {
+        JoinSettings {
+            settle_pushes: self.settle_pushes,
+            max_pending: self.max_pending,
+            forget_pushes: self.forget_pushes,
+            max_participants: self.max_participants,
+            vote_pushes: self.vote_pushes,
+            sample_window_ns: self.sample_window_ns,
+            receiver_window_ns: self.receiver_window_ns,
+            lost_grace_ns: self.lost_grace_ns,
+        }
+    }
+}
+
+/// `10s`, `500ms`, `1m`, `2h`, `250us`, `1000ns`; a bare number is seconds. More than 0.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?} (ns, us, ms, s, m, h)"
+            ))
+        }
+    };
+    let seconds = number
+        .parse::<f64>()
+        .map_err(|_| format!("expected a duration like 10s, got {text:?}"))?
+        * scale;
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("expected a duration more than 0, got {text:?}"))
+}
+
+/// Feeds one line to the join: a SAMPLE or DATA_FRAG span, else counted as rejected.
+/// Blank lines and comments are nothing.
+pub fn feed_line(join: &mut SpanJoin, text: &str) {
+    match Line::parse(text) {
+        Ok(None) => {}
+        Ok(Some(line)) => {
+            if !feed_span(join, &line) {
+                join.reject();
+            }
+        }
+        Err(_) => join.reject(),
+    }
+}
+
+/// The tags and fields of a span the join reads (everything else on the line is skipped).
+#[derive(Default)]
+struct SpanParts<'a> {
+    span_name: Option<std::borrow::Cow<'a, str>>,
+    host: Option<std::borrow::Cow<'a, str>>,
+    writer: Option<std::borrow::Cow<'a, str>>,
+    topic: Option<std::borrow::Cow<'a, str>>,
+    slot: Option<std::borrow::Cow<'a, str>>,
+    end: Option<i64>,
+    sn: Option<i64>,
+    start_ns: Option<i64>,
+    fragments_missing: Option<i64>,
+    sample_size: Option<i64>,
+    repairs: Option<i64>,
+    submessages: Option<i64>,
+    fragment_starting_num: Option<i64>,
+    frags_in_submessage: Option<i64>,
+    fragment_size: Option<i64>,
+}
+
+fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
+    if line.measurement != "spans" {
+        return false;
+    }
+    let Some(time) = line.timestamp else {
+        return false;
+    };
+    let mut p = SpanParts::default();
+    for tag in line.tags() {
+        let Ok((key, value)) = tag else {
+            return false;
+        };
+        let slot = match &*key {
+            "span.name" => &mut p.span_name,
+            "host.name" => &mut p.host,
+            "writer_id" => &mut p.writer,
+            "topic_name" => &mut p.topic,
+            "slot" => &mut p.slot,
+            _ => continue,
+        };
+        *slot = Some(value);
+    }
+    for field in line.fields() {
+        let Ok((key, value)) = field else {
+            return false;
+        };
+        let slot = match &*key {
+            "end_time_unix_nano" => &mut p.end,
+            "sn" => &mut p.sn,
+            "start_ns" => &mut p.start_ns,
+            "fragments_missing" => &mut p.fragments_missing,
+            "sample_size" => &mut p.sample_size,
+            "repairs" => &mut p.repairs,
+            "submessages" => &mut p.submessages,
+            "fragment_starting_num" => &mut p.fragment_starting_num,
+            "frags_in_submessage" => &mut p.frags_in_submessage,
+            "fragment_size" => &mut p.fragment_size,
+            _ => continue,
+        };
+        *slot = value.as_i64();
+    }
+    let (Some(host), Some(end)) = (p.host.as_deref(), p.end) else {
+        return false;
+    };
+    match p.span_name.as_deref() {
+        Some("SAMPLE") => {
+            let (Some(writer), Some(slot), Some(sn), Some(start_ns)) =
+                (p.writer.as_deref(), p.slot.as_deref(), p.sn, p.start_ns)
+            else {
+                return false;
+            };
+            let (Some(fragments_missing), Some(sample_size), Some(repairs), Some(submessages)) =
+                (p.fragments_missing, p.sample_size, p.repairs, p.submessages)
+            else {
+                return false;
+            };
+            join.add_sample(&SampleSpan {
+                host,
+                writer,
+                topic: p.topic.as_deref(),
+                slot,
+                sn,
+                span_start: time,
+                span_end: end,
+                start_ns,
+                fragments_missing,
+                sample_size,
+                repairs,
+                submessages,
+            });
+            true
+        }
+        Some("DATA_FRAG") => {
+            join.add_frag(&FragSpan {
+                host,
+                writer: p.writer.as_deref().unwrap_or(""),
+                topic: p.topic.as_deref(),
+                slot: p.slot.as_deref().unwrap_or(""),
+                sn: p.sn.unwrap_or(0),
+                start: time,
+                end,
+                fragment_starting_num: p.fragment_starting_num.unwrap_or(0),
+                frags_in_submessage: p.frags_in_submessage.unwrap_or(0),
+                fragment_size: p.fragment_size.unwrap_or(0),
+                sample_size: p.sample_size.unwrap_or(0),
+            });
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Where the points go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Output {
+    Stdout,
+    Unix(String),
+    Tcp(String),
+}
+
+impl Output {
+    fn parse(text: &str) -> Result<Output> {
+        if text == "-" {
+            Ok(Output::Stdout)
+        } else if let Some(path) = text
+            .strip_prefix("unix://")
+            .or_else(|| text.strip_prefix("unix:"))
+        {
+            Ok(Output::Unix(path.to_owned()))
+        } else if let Some(addr) = text
+            .strip_prefix("tcp://")
+            .or_else(|| text.strip_prefix("tcp:"))
+        {
+            Ok(Output::Tcp(addr.to_owned()))
+        } else {
+            bail!("--output {text:?}: expected unix:PATH, tcp:HOST:PORT or -")
+        }
+    }
+
+    fn connect(&self) -> io::Result<Box<dyn Write + Send>> {
+        Ok(match self {
+            Output::Stdout => Box::new(io::stdout()),
+            Output::Unix(path) => Box::new(UnixStream::connect(path)?),
+            Output::Tcp(addr) => Box::new(TcpStream::connect(addr)?),
+        })
+    }
+}
+
+/// One push's points on their way out.
+struct Batch {
+    text: String,
+    points: u64,
+}
+
+/// Delivers batches to the output, reconnecting as needed; a batch it cannot deliver
+/// after `attempts` tries is dropped and its points counted.
+fn deliver(
+    output: Output,
+    batches: mpsc::Receiver<Batch>,
+    held: Arc<AtomicUsize>,
+    dropped: Arc<AtomicU64>,
+) {
+    let mut conn: Option<Box<dyn Write + Send>> = None;
+    let mut complained = false;
+    while let Ok(batch) = batches.recv() {
+        let mut delivered = false;
+        for attempt in 0..30u32 {
+            if attempt > 0 {
+                thread::sleep(Duration::from_secs(1));
+            }
+            if conn.is_none() {
+                match output.connect() {
+                    Ok(c) => conn = Some(c),
+                    Err(e) => {
+                        if !complained {
+                            eprintln!("ddshark join: cannot reach the output ({e}); retrying");
+                            complained = true;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if let Some(c) = conn.as_mut() {
+                if c.write_all(batch.text.as_bytes())
+                    .and_then(|()| c.flush())
+                    .is_ok()
+                {
+                    delivered = true;
+                    complained = false;
+                    break;
+                }
+            }
+            conn = None;
+        }
+        if !delivered {
+            dropped.fetch_add(batch.points, Ordering::Relaxed);
+        }
+        held.fetch_sub(batch.text.len(), Ordering::Relaxed);
+    }
+}
+
+/// Reads whole lines from `input` in blocks (so one channel message carries many spans).
+fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8>>) {
+    const BLOCK: usize = 256 << 10;
+    loop {
+        let mut block = Vec::with_capacity(BLOCK.saturating_add(4096));
+        while block.len() < BLOCK {
+            match input.read_until(b'\n', &mut block) {
+                Ok(0) => {
+                    if !block.is_empty() {
+                        let _ = blocks.send(block);
+                    }
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    eprintln!("ddshark join: reading the input: {e}");
+                    let _ = blocks.send(block);
+                    return;
+                }
+            }
+            // (a block ends early when no more input is buffered, so spans do not sit in
+            // a half-full block while the join pushes)
+            if input.buffer().is_empty() {
+                break;
+            }
+        }
+        if blocks.send(block).is_err() {
+            return;
+        }
+    }
+}
+
+/// `ddshark join`.
+pub fn run(args: &JoinArgs) -> Result<()> {
+    let output = Output::parse(&args.output)?;
+    let mut join = SpanJoin::new(args.settings());
+    let (block_tx, block_rx) = mpsc::sync_channel::<Vec<u8>>(16);
+    // (stdin is read on its own thread so that a push is never late for want of input)
+    let reader = thread::Builder::new()
+        .name("join-input".into())
+        .spawn(move || read_blocks(BufReader::with_capacity(1 << 20, io::stdin()), block_tx))
+        .context("starting the input thread")?;
+    let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
+    let held = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (held, dropped) = (held.clone(), dropped.clone());
+        thread::Builder::new()
+            .name("join-output".into())
+            .spawn(move || deliver(output, batch_rx, held, dropped))
+            .context("starting the output thread")?
+    };
+    let send = |join: &mut SpanJoin, out: LineWriter, points: u64| {
+        let len = out.buf.len();
+        if held.load(Ordering::Relaxed).saturating_add(len) > args.max_output_bytes {
+            dropped.fetch_add(points, Ordering::Relaxed);
+        } else {
+            held.fetch_add(len, Ordering::Relaxed);
+            if batch_tx
+                .send(Batch {
+                    text: out.buf,
+                    points,
+                })
+                .is_err()
+            {
+                dropped.fetch_add(points, Ordering::Relaxed);
+            }
+        }
+        join.counters.points_dropped = dropped.load(Ordering::Relaxed);
+    };
+    let mut next_push = Instant::now() + args.period;
+    loop {
+        let wait = next_push.saturating_duration_since(Instant::now());
+        match block_rx.recv_timeout(wait) {
+            Ok(block) => {
+                for text in block.split(|&b| b == b'\n') {
+                    match std::str::from_utf8(text) {
+                        Ok(text) => feed_line(&mut join, text),
+                        Err(_) => join.reject(),
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if now >= next_push {
+            // (late pushes are not caught up in a burst: that would join samples before
+            // the other hosts' spans could arrive)
+            next_push = (next_push + args.period).max(now + args.period / 2);
+            let mut out = LineWriter::default();
+            join.counters.points_dropped = dropped.load(Ordering::Relaxed);
+            let points = join.push(&mut out);
+            send(&mut join, out, points.saturating_add(1));
+        }
+    }
+    let mut out = LineWriter::default();
+    join.counters.points_dropped = dropped.load(Ordering::Relaxed);
+    let points = join.flush(&mut out);
+    send(&mut join, out, points.saturating_add(1));
+    drop(batch_tx);
+    let _ = reader.join();
+    let _ = writer.join();
+    Ok(())
+}

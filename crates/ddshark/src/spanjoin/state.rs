@@ -1,0 +1,793 @@
+//! The join itself: the hosts' SAMPLE and DATA_FRAG spans of each sample, side by side.
+//!
+//! [`SpanJoin::add`] takes one span as it arrives, [`SpanJoin::push`] (every period)
+//! joins what has waited `settle_pushes` pushes and returns the points. Arrival (the
+//! sequence of `add`s and `push`es) decides when a sample is joined, capture time every
+//! value: the same spans in the same order give the same points, whatever the clock.
+//! The definitions are `ddshark latency`'s, over the spans (module docs of
+//! [`super`]); the suite holds the two equal on every fixture.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::line::LineWriter;
+
+const NS: i64 = 1_000_000_000;
+/// Most distinct strings (hosts, writers, topics, slots) shared instead of copied.
+const MAX_INTERNED: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JoinSettings {
+    /// Pushes a sample (or DATA_FRAG) waits after its first span arrived.
+    pub settle_pushes: u64,
+    /// Samples (and as many DATA_FRAGs) waiting at most; beyond, the oldest is joined early.
+    pub max_pending: usize,
+    /// Writers and hosts not seen for this many pushes are forgotten.
+    pub forget_pushes: u64,
+    /// Participants whose votes are kept (the oldest beyond are forgotten).
+    pub max_participants: usize,
+    /// A host that cast no vote for a participant in the last this many pushes is not its host.
+    pub vote_pushes: u64,
+    /// ddshark's `--otlp-sample-window`: a host's SAMPLE span pairs with the sender's that
+    /// started at most this long before it.
+    pub sample_window_ns: i64,
+    /// Another host is a receiver of a writer if it saw one of its samples this close to t_send.
+    pub receiver_window_ns: i64,
+    /// `ddshark latency --lost-grace-ns`.
+    pub lost_grace_ns: i64,
+}
+
+impl Default for JoinSettings {
+    fn default() -> Self {
+        JoinSettings {
+            settle_pushes: 3,
+            max_pending: 500_000,
+            forget_pushes: 360,
+            max_participants: 10_000,
+            vote_pushes: 6,
+            sample_window_ns: 10 * NS,
+            receiver_window_ns: 12 * NS,
+            lost_grace_ns: NS,
+        }
+    }
+}
+
+/// A SAMPLE span: one host's view of one sample (ddshark's per-host half).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleSpan<'a> {
+    pub host: &'a str,
+    pub writer: &'a str,
+    pub topic: Option<&'a str>,
+    pub slot: &'a str,
+    pub sn: i64,
+    /// The span's own start and end (the host's capture ran at least that long).
+    pub span_start: i64,
+    pub span_end: i64,
+    /// First IP fragment of the first datagram carrying any of it.
+    pub start_ns: i64,
+    pub fragments_missing: i64,
+    pub sample_size: i64,
+    pub repairs: i64,
+    pub submessages: i64,
+}
+
+/// A DATA_FRAG span: one DATA_FRAG submessage seen on one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FragSpan<'a> {
+    pub host: &'a str,
+    pub writer: &'a str,
+    pub topic: Option<&'a str>,
+    pub slot: &'a str,
+    pub sn: i64,
+    pub start: i64,
+    pub end: i64,
+    pub fragment_starting_num: i64,
+    pub frags_in_submessage: i64,
+    pub fragment_size: i64,
+    pub sample_size: i64,
+}
+
+/// Counters, written with every push as the `ddshark_join` point.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct JoinCounters {
+    pub spans: u64,
+    /// Lines that were not a SAMPLE or DATA_FRAG span the join can use (counted, skipped).
+    pub rejected: u64,
+    pub samples: u64,
+    pub frags: u64,
+    /// Joined before their time because `max_pending` were waiting.
+    pub early: u64,
+    pub points: u64,
+    /// Writers, hosts and participants forgotten (not seen for `forget_pushes`, or beyond
+    /// `max_participants`).
+    pub forgotten: u64,
+    /// Points the output could not take (counted by the driver).
+    pub points_dropped: u64,
+}
+
+type Str = Arc<str>;
+
+#[derive(Debug, Clone)]
+struct SampleRow {
+    host: Str,
+    start: i64,
+    end: i64,
+    missing: i64,
+    size: i64,
+    repairs: i64,
+    submessages: i64,
+    slot: Str,
+}
+
+#[derive(Debug, Clone)]
+struct FragRow {
+    host: Str,
+    start: i64,
+    end: i64,
+    slot: Str,
+}
+
+#[derive(Debug)]
+struct Pending<R> {
+    first_tick: u64,
+    rows: Vec<R>,
+    writer: Str,
+    sn: i64,
+    fragment_starting_num: i64,
+}
+
+/// Pending samples (or DATA_FRAGs) in order of arrival, found by (writer, SN[, fragment]).
+/// Entries leave only from the front (due in arrival order, or the oldest when full).
+#[derive(Debug)]
+struct PendingQueue<R> {
+    /// Sequence number of `entries[0]`.
+    base: u64,
+    entries: VecDeque<Pending<R>>,
+    index: HashMap<(Str, i64, i64), u64>,
+}
+
+impl<R> Default for PendingQueue<R> {
+    fn default() -> Self {
+        PendingQueue {
+            base: 0,
+            entries: VecDeque::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+impl<R> PendingQueue<R> {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn get_mut(&mut self, writer: &Str, sn: i64, fsn: i64) -> Option<&mut Pending<R>> {
+        let seq = *self.index.get(&(writer.clone(), sn, fsn))?;
+        let at = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        self.entries.get_mut(at)
+    }
+
+    fn insert(&mut self, entry: Pending<R>) {
+        let seq = self.base.saturating_add(self.entries.len() as u64);
+        self.index.insert(
+            (entry.writer.clone(), entry.sn, entry.fragment_starting_num),
+            seq,
+        );
+        self.entries.push_back(entry);
+    }
+
+    fn pop_front(&mut self) -> Option<Pending<R>> {
+        let entry = self.entries.pop_front()?;
+        self.base = self.base.saturating_add(1);
+        self.index
+            .remove(&(entry.writer.clone(), entry.sn, entry.fragment_starting_num));
+        Some(entry)
+    }
+
+    fn front_tick(&self) -> Option<u64> {
+        self.entries.front().map(|p| p.first_tick)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Writer {
+    /// Host → first and last start of its SAMPLE spans of this writer.
+    hosts: BTreeMap<Str, (i64, i64)>,
+    /// The topic as each host names it.
+    topics: HashMap<Str, Str>,
+    /// Tick of its last SAMPLE span (None: only DATA_FRAGs seen since the last push).
+    seen_tick: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Capture {
+    first_start: i64,
+    last_end: i64,
+    seen_tick: u64,
+}
+
+#[derive(Debug)]
+struct RepairSecond {
+    tick: u64,
+    topic: Str,
+    repairs: i64,
+    submessages: i64,
+    dirty: bool,
+}
+
+/// The streaming join (see the module docs).
+#[derive(Debug, Default)]
+pub struct SpanJoin {
+    settings: JoinSettings,
+    tick: u64,
+    samples: PendingQueue<SampleRow>,
+    frags: PendingQueue<FragRow>,
+    /// GUID prefix → host → (votes, tick of the last vote); participants in order of arrival.
+    votes: IndexMap<Str, BTreeMap<Str, (u64, u64)>>,
+    writers: HashMap<Str, Writer>,
+    captures: HashMap<Str, Capture>,
+    /// (writer, sender, second of t_send) → what its samples first sent then needed.
+    repairs: IndexMap<(Str, Str, i64), RepairSecond>,
+    interned: HashSet<Str>,
+    /// Points of samples joined early (table full), written at the next push.
+    early_out: LineWriter,
+    early_points: u64,
+    pub counters: JoinCounters,
+}
+
+impl SpanJoin {
+    pub fn new(settings: JoinSettings) -> Self {
+        SpanJoin {
+            settings,
+            ..SpanJoin::default()
+        }
+    }
+
+    pub fn pending_samples(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn pending_frags(&self) -> usize {
+        self.frags.len()
+    }
+
+    fn intern(&mut self, s: &str) -> Str {
+        if let Some(shared) = self.interned.get(s) {
+            return shared.clone();
+        }
+        let shared = Str::from(s);
+        if self.interned.len() < MAX_INTERNED {
+            self.interned.insert(shared.clone());
+        }
+        shared
+    }
+
+    fn note_capture(&mut self, host: &Str, start: i64, end: i64) {
+        let tick = self.tick;
+        let capture = self.captures.entry(host.clone()).or_insert(Capture {
+            first_start: start,
+            last_end: end,
+            seen_tick: tick,
+        });
+        capture.first_start = capture.first_start.min(start);
+        capture.last_end = capture.last_end.max(end);
+        capture.seen_tick = tick;
+    }
+
+    fn note_topic(&mut self, writer: &Str, host: &Str, topic: Option<&str>) {
+        if let Some(topic) = topic {
+            let topic = self.intern(topic);
+            self.writers
+                .entry(writer.clone())
+                .or_default()
+                .topics
+                .insert(host.clone(), topic);
+        }
+    }
+
+    /// Counts a line that is not a span the join can use.
+    pub fn reject(&mut self) {
+        self.counters.spans = self.counters.spans.saturating_add(1);
+        self.counters.rejected = self.counters.rejected.saturating_add(1);
+    }
+
+    pub fn add_sample(&mut self, span: &SampleSpan<'_>) {
+        self.counters.spans = self.counters.spans.saturating_add(1);
+        let host = self.intern(span.host);
+        let writer = self.intern(span.writer);
+        self.note_capture(&host, span.span_start, span.span_end);
+        let start = span.start_ns;
+        let tick = self.tick;
+        let entry = self.writers.entry(writer.clone()).or_default();
+        entry
+            .hosts
+            .entry(host.clone())
+            .and_modify(|seen| {
+                if start < seen.0 {
+                    seen.0 = start;
+                } else if start > seen.1 {
+                    seen.1 = start;
+                }
+            })
+            .or_insert((start, start));
+        entry.seen_tick = Some(tick);
+        self.note_topic(&writer, &host, span.topic);
+        let row = SampleRow {
+            host,
+            start,
+            end: span.span_end,
+            missing: span.fragments_missing,
+            size: span.sample_size,
+            repairs: span.repairs,
+            submessages: span.submessages,
+            slot: self.intern(span.slot),
+        };
+        if let Some(pending) = self.samples.get_mut(&writer, span.sn, 0) {
+            pending.rows.push(row);
+            return;
+        }
+        if self.samples.len() >= self.settings.max_pending {
+            self.join_oldest_sample();
+        }
+        self.samples.insert(Pending {
+            first_tick: tick,
+            rows: vec![row],
+            writer,
+            sn: span.sn,
+            fragment_starting_num: 0,
+        });
+    }
+
+    pub fn add_frag(&mut self, span: &FragSpan<'_>) {
+        self.counters.spans = self.counters.spans.saturating_add(1);
+        let host = self.intern(span.host);
+        self.note_capture(&host, span.start, span.end);
+        if !plausible_fragment(span) {
+            // impossible numbers are ignored, as by ddshark
+            return;
+        }
+        let writer = self.intern(span.writer);
+        self.note_topic(&writer, &host, span.topic);
+        let row = FragRow {
+            host,
+            start: span.start,
+            end: span.end,
+            slot: self.intern(span.slot),
+        };
+        let fsn = span.fragment_starting_num;
+        if let Some(pending) = self.frags.get_mut(&writer, span.sn, fsn) {
+            pending.rows.push(row);
+            return;
+        }
+        if self.frags.len() >= self.settings.max_pending {
+            self.join_oldest_frag();
+        }
+        let tick = self.tick;
+        self.frags.insert(Pending {
+            first_tick: tick,
+            rows: vec![row],
+            writer,
+            sn: span.sn,
+            fragment_starting_num: fsn,
+        });
+    }
+
+    fn join_oldest_sample(&mut self) {
+        if let Some(p) = self.samples.pop_front() {
+            self.counters.early = self.counters.early.saturating_add(1);
+            let mut out = std::mem::take(&mut self.early_out);
+            self.early_points = self
+                .early_points
+                .saturating_add(self.join_sample(&p, &mut out));
+            self.early_out = out;
+        }
+    }
+
+    fn join_oldest_frag(&mut self) {
+        if let Some(p) = self.frags.pop_front() {
+            self.counters.early = self.counters.early.saturating_add(1);
+            let mut out = std::mem::take(&mut self.early_out);
+            self.early_points = self
+                .early_points
+                .saturating_add(self.join_frag(&p, &mut out));
+            self.early_out = out;
+        }
+    }
+
+    /// One period: joins what is due, writes its points (and the `ddshark_join` point,
+    /// without a time: the receiver stamps it) to `out`; returns how many points.
+    pub fn push(&mut self, out: &mut LineWriter) -> u64 {
+        self.tick = self.tick.saturating_add(1);
+        let mut points = self.take_early(out);
+        // samples first: their votes decide the writers' hosts for the DATA_FRAGs
+        while self
+            .samples
+            .front_tick()
+            .is_some_and(|t| self.tick.saturating_sub(t) >= self.settings.settle_pushes)
+        {
+            if let Some(p) = self.samples.pop_front() {
+                points = points.saturating_add(self.join_sample(&p, out));
+            }
+        }
+        while self
+            .frags
+            .front_tick()
+            .is_some_and(|t| self.tick.saturating_sub(t) >= self.settings.settle_pushes)
+        {
+            if let Some(p) = self.frags.pop_front() {
+                points = points.saturating_add(self.join_frag(&p, out));
+            }
+        }
+        points = points.saturating_add(self.write_repairs(out));
+        self.forget();
+        self.finish_push(out, points)
+    }
+
+    /// The end of the input: joins everything still waiting (then a last push).
+    pub fn flush(&mut self, out: &mut LineWriter) -> u64 {
+        self.tick = self.tick.saturating_add(1);
+        let mut points = self.take_early(out);
+        while let Some(p) = self.samples.pop_front() {
+            points = points.saturating_add(self.join_sample(&p, out));
+        }
+        while let Some(p) = self.frags.pop_front() {
+            points = points.saturating_add(self.join_frag(&p, out));
+        }
+        points = points.saturating_add(self.write_repairs(out));
+        self.finish_push(out, points)
+    }
+
+    fn take_early(&mut self, out: &mut LineWriter) -> u64 {
+        out.buf.push_str(&self.early_out.buf);
+        self.early_out.buf.clear();
+        std::mem::take(&mut self.early_points)
+    }
+
+    fn finish_push(&mut self, out: &mut LineWriter, points: u64) -> u64 {
+        self.counters.points = self.counters.points.saturating_add(points);
+        let c = self.counters;
+        let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        out.point("ddshark_join")
+            .int("spans", as_i64(c.spans))
+            .int("rejected", as_i64(c.rejected))
+            .int("samples", as_i64(c.samples))
+            .int("frags", as_i64(c.frags))
+            .int("early", as_i64(c.early))
+            .int("points", as_i64(c.points))
+            .int("points_dropped", as_i64(c.points_dropped))
+            .int("forgotten", as_i64(c.forgotten))
+            .int("pending_samples", as_i64(self.samples.len() as u64))
+            .int("pending_frags", as_i64(self.frags.len() as u64))
+            .int(
+                "writers",
+                as_i64(
+                    self.writers
+                        .values()
+                        .filter(|w| !w.hosts.is_empty())
+                        .count() as u64,
+                ),
+            )
+            .end(None);
+        points
+    }
+
+    // ------------------------------------------------------------------ the join
+
+    /// The writer's host for a sample seen as `rows`: one vote per sample first seen by
+    /// one host (a sample two hosts saw at the same nanosecond casts none); the
+    /// participant's most voted host, else the first. None if nobody saw it.
+    fn home_of(&mut self, writer: &str, rows: &[SampleRow]) -> Option<Str> {
+        let prefix = participant_of(writer);
+        let mut earliest: BTreeMap<&Str, i64> = BTreeMap::new();
+        for r in rows {
+            earliest
+                .entry(&r.host)
+                .and_modify(|t| *t = (*t).min(r.start))
+                .or_insert(r.start);
+        }
+        if earliest.len() >= 2 {
+            let mut first: Option<(&Str, i64)> = None;
+            let mut tie = false;
+            for (&host, &t) in &earliest {
+                match first {
+                    Some((_, best)) if t > best => {}
+                    Some((_, best)) if t == best => tie = true,
+                    _ => {
+                        first = Some((host, t));
+                        tie = false;
+                    }
+                }
+            }
+            let first = first.map(|(h, _)| h.clone());
+            if let (Some(host), false) = (&first, tie) {
+                let tick = self.tick;
+                let prefix = self.intern(prefix);
+                let votes = self.votes.entry(prefix).or_default();
+                let vote = votes.entry(host.clone()).or_insert((0, tick));
+                vote.0 = vote.0.saturating_add(1);
+                vote.1 = tick;
+            }
+            return self.best_vote(prefix, None).or(first);
+        }
+        self.best_vote(prefix, None)
+            .or_else(|| earliest.keys().next().map(|h| (*h).clone()))
+    }
+
+    /// The host with most votes for the participant among those that voted within the
+    /// last `vote_pushes` pushes (a participant's host does not change; host names may,
+    /// when a capture is replayed under other names), restricted to `among` if given.
+    fn best_vote(&self, prefix: &str, among: Option<&BTreeMap<Str, i64>>) -> Option<Str> {
+        let votes = self.votes.get(prefix)?;
+        let recent = self.tick.checked_sub(self.settings.vote_pushes);
+        let mut best: Option<(&Str, u64)> = None;
+        for (host, &(count, tick)) in votes {
+            if recent.is_some_and(|r| tick < r) || among.is_some_and(|a| !a.contains_key(host)) {
+                continue;
+            }
+            if best.is_none_or(|(_, most)| count > most) {
+                best = Some((host, count));
+            }
+        }
+        best.map(|(h, _)| h.clone())
+    }
+
+    fn topic_of(&self, writer: &str, home: &str) -> Str {
+        self.writers
+            .get(writer)
+            .and_then(|w| w.topics.get(home))
+            .cloned()
+            .unwrap_or_else(|| Str::from(""))
+    }
+
+    fn capturing(&self, host: &str, t: i64) -> bool {
+        self.captures.get(host).is_some_and(|c| {
+            c.first_start <= t && t <= c.last_end.saturating_sub(self.settings.lost_grace_ns)
+        })
+    }
+
+    fn join_sample(&mut self, p: &Pending<SampleRow>, out: &mut LineWriter) -> u64 {
+        self.counters.samples = self.counters.samples.saturating_add(1);
+        let Some(home) = self.home_of(&p.writer, &p.rows) else {
+            return 0;
+        };
+        let mut sent: Vec<&SampleRow> = p.rows.iter().filter(|r| r.host == home).collect();
+        sent.sort_by(|a, b| (a.start, &a.slot).cmp(&(b.start, &b.slot)));
+        if sent.is_empty() {
+            return 0;
+        }
+        let topic = self.topic_of(&p.writer, &home);
+        let receivers: Vec<(Str, (i64, i64))> = self
+            .writers
+            .get(&p.writer)
+            .map(|w| {
+                w.hosts
+                    .iter()
+                    .filter(|(h, _)| **h != home)
+                    .map(|(h, seen)| (h.clone(), *seen))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let window = self.settings.sample_window_ns;
+        let receiver_window = self.settings.receiver_window_ns;
+        let mut points = 0u64;
+        for s in sent {
+            let t_send = s.start;
+            out.point("dds_samples")
+                .tag("sender", &home)
+                .tag("slot", &s.slot)
+                .tag("topic_name", &topic)
+                .tag("writer_id", &p.writer)
+                .int("sn", p.sn)
+                .int("sample_size", s.size)
+                .end(Some(t_send));
+            points = points.saturating_add(1);
+            self.count_repairs(&p.writer, &home, &topic, t_send, s.repairs, s.submessages);
+            for (host, seen) in &receivers {
+                // the next of this host's copies that started no earlier than the
+                // sender's, within the sample window
+                let mut got: Option<&SampleRow> = None;
+                for r in &p.rows {
+                    if r.host == *host
+                        && r.start >= t_send
+                        && r.start.saturating_sub(t_send) < window
+                        && got.is_none_or(|g| r.start < g.start)
+                    {
+                        got = Some(r);
+                    }
+                }
+                let point = |out: &mut LineWriter, name: &str| {
+                    out.point(name)
+                        .tag("receiver", host)
+                        .tag("sender", &home)
+                        .tag("slot", &s.slot)
+                        .tag("topic_name", &topic)
+                        .tag("writer_id", &p.writer);
+                };
+                match got {
+                    Some(r) if r.missing == 0 => {
+                        point(out, "dds_latency");
+                        out.int("latency_ns", r.end.saturating_sub(t_send))
+                            .int("t_recv_ns", r.end)
+                            .int("sn", p.sn)
+                            .end(Some(t_send));
+                    }
+                    Some(_) => {
+                        point(out, "dds_lost");
+                        out.int("sn", p.sn).int("incomplete", 1).end(Some(t_send));
+                    }
+                    None if seen.0 <= t_send.saturating_add(receiver_window)
+                        && seen.1 >= t_send.saturating_sub(receiver_window)
+                        && self.capturing(host, t_send) =>
+                    {
+                        point(out, "dds_lost");
+                        out.int("sn", p.sn).int("incomplete", 0).end(Some(t_send));
+                    }
+                    None => continue,
+                }
+                points = points.saturating_add(1);
+            }
+        }
+        points
+    }
+
+    fn count_repairs(
+        &mut self,
+        writer: &Str,
+        home: &Str,
+        topic: &Str,
+        t_send: i64,
+        repairs: i64,
+        submessages: i64,
+    ) {
+        let tick = self.tick;
+        let second = t_send.div_euclid(NS);
+        let acc = self
+            .repairs
+            .entry((writer.clone(), home.clone(), second))
+            .or_insert_with(|| RepairSecond {
+                tick,
+                topic: topic.clone(),
+                repairs: 0,
+                submessages: 0,
+                dirty: true,
+            });
+        acc.tick = tick;
+        acc.repairs = acc.repairs.saturating_add(repairs);
+        acc.submessages = acc.submessages.saturating_add(submessages);
+        acc.dirty = true;
+    }
+
+    fn write_repairs(&mut self, out: &mut LineWriter) -> u64 {
+        let mut points = 0u64;
+        for ((writer, sender, second), acc) in &mut self.repairs {
+            if acc.dirty {
+                acc.dirty = false;
+                out.point("dds_repairs")
+                    .tag("sender", sender)
+                    .tag("topic_name", &acc.topic)
+                    .tag("writer_id", writer)
+                    .int("repairs", acc.repairs)
+                    .int("submessages", acc.submessages)
+                    .end(Some(second.saturating_mul(NS)));
+                points = points.saturating_add(1);
+            }
+        }
+        points
+    }
+
+    fn join_frag(&mut self, p: &Pending<FragRow>, out: &mut LineWriter) -> u64 {
+        self.counters.frags = self.counters.frags.saturating_add(1);
+        // (DATA_FRAG spans come before their sample's SAMPLE span: the sample's vote may
+        // not be cast yet; among the hosts that saw the DATA_FRAG, the voted one, else the
+        // first)
+        let mut hosts: BTreeMap<Str, i64> = BTreeMap::new();
+        let mut first: Option<&FragRow> = None;
+        for r in &p.rows {
+            hosts.insert(r.host.clone(), 0);
+            if first.is_none_or(|f| r.start < f.start) {
+                first = Some(r);
+            }
+        }
+        let Some(first) = first else {
+            return 0;
+        };
+        let home = self
+            .best_vote(participant_of(&p.writer), Some(&hosts))
+            .unwrap_or_else(|| first.host.clone());
+        let mut sender: Option<&FragRow> = None;
+        let mut ends: BTreeMap<&Str, i64> = BTreeMap::new();
+        for r in &p.rows {
+            if r.host == home {
+                if sender.is_none_or(|s| (r.start, &r.slot) < (s.start, &s.slot)) {
+                    sender = Some(r);
+                }
+            } else {
+                ends.entry(&r.host)
+                    .and_modify(|e| *e = (*e).min(r.end))
+                    .or_insert(r.end);
+            }
+        }
+        let Some(sender) = sender else {
+            return 0;
+        };
+        let topic = self.topic_of(&p.writer, &home);
+        let mut points = 0u64;
+        for (receiver, t_recv) in ends {
+            out.point("dds_submessage_latency")
+                .tag("receiver", receiver)
+                .tag("sender", &home)
+                .tag("slot", &sender.slot)
+                .tag("topic_name", &topic)
+                .tag("writer_id", &p.writer)
+                .int("latency_ns", t_recv.saturating_sub(sender.start))
+                .int("t_recv_ns", t_recv)
+                .int("sn", p.sn)
+                .int("fragment_starting_num", p.fragment_starting_num)
+                .end(Some(sender.start));
+            points = points.saturating_add(1);
+        }
+        points
+    }
+
+    /// Drops what was not seen for `forget_pushes` pushes, and the oldest participants'
+    /// votes beyond `max_participants` (bounded maps, counted).
+    fn forget(&mut self) {
+        // (None: nothing is that old yet)
+        let old = self.tick.checked_sub(self.settings.forget_pushes);
+        let stale = |tick: u64| old.is_some_and(|old| tick < old);
+        let mut forgotten = 0u64;
+        self.writers.retain(|_, w| match w.seen_tick {
+            Some(t) if stale(t) => {
+                forgotten = forgotten.saturating_add(1);
+                false
+            }
+            Some(_) => true,
+            // seen only through DATA_FRAGs: their topics are not kept beyond a push
+            None => false,
+        });
+        self.captures.retain(|_, c| {
+            let keep = !stale(c.seen_tick);
+            forgotten = forgotten.saturating_add(u64::from(!keep));
+            keep
+        });
+        self.repairs.retain(|_, acc| !stale(acc.tick));
+        let excess = self
+            .votes
+            .len()
+            .saturating_sub(self.settings.max_participants);
+        if excess > 0 {
+            self.votes.drain(..excess);
+            forgotten = forgotten.saturating_add(excess as u64);
+        }
+        self.counters.forgotten = self.counters.forgotten.saturating_add(forgotten);
+    }
+}
+
+/// The participant (GUID prefix, the first 24 hex digits) of a writer id.
+fn participant_of(writer: &str) -> &str {
+    match writer.char_indices().nth(24) {
+        Some((at, _)) => writer.get(..at).unwrap_or(writer),
+        None => writer,
+    }
+}
+
+/// Numbers a DATA_FRAG can carry: fragments from 1, within the sample's fragment count.
+fn plausible_fragment(span: &FragSpan<'_>) -> bool {
+    let (fsn, count, size, sample) = (
+        span.fragment_starting_num,
+        span.frags_in_submessage,
+        span.fragment_size,
+        span.sample_size,
+    );
+    if fsn < 1 || count < 1 || size <= 0 || sample <= 0 {
+        return false;
+    }
+    let last = fsn.checked_add(count).and_then(|v| v.checked_sub(1));
+    let fragments = sample
+        .checked_add(size)
+        .and_then(|v| v.checked_sub(1))
+        .map(|v| v / size);
+    matches!((last, fragments), (Some(last), Some(fragments)) if last <= fragments)
+}
