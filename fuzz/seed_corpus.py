@@ -6,6 +6,8 @@ datagram land together), as the fuzz target reads them: a link-type selector byt
 then frames each prefixed by a little-endian u16 length.
 parameter_list/: the ParameterList of every SPDP/SEDP DATA (selector byte: bit 0 =
 little endian), found by walking Ethernet/IPv4/UDP/RTPS by hand.
+line_protocol/: SAMPLE and DATA_FRAG spans of two hosts as Telegraf hands them to the
+latency join (`ddshark join`), one sample per input, plus odd escapes.
 """
 import hashlib
 import os
@@ -106,7 +108,27 @@ def main():
                 for pl in plists(f):
                     put("parameter_list", pl)
                     n_pl += 1
+    for blob in span_lines():
+        put("line_protocol", blob)
     print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists", file=sys.stderr)
+
+
+def span_lines():
+    w = "01100defba0fcccdd1656a12000004c2"
+    out = []
+    for sn in range(1, 4):
+        lines = []
+        for host, d in (("a", 0), ("b", 180000)):
+            t = 1795276150345705000 + sn * 1000000 + d
+            for fsn in (1, 2):
+                lines.append(f"spans,host.name={host},slot=0,span.name=DATA_FRAG,topic_name=rt/blob,writer_id={w} "
+                             f"end_time_unix_nano={t + fsn * 10 + 5}i,fragment_size=1000i,fragment_starting_num={fsn}i,"
+                             f"frags_in_submessage=1i,sample_size=2000i,sn={sn}i {t + fsn * 10}")
+            lines.append(f"spans,host.name={host},slot=0,span.name=SAMPLE,topic_name=rt/a\\,b\\ c,writer_id={w} "
+                         f"end_time_unix_nano={t + 50}i,fragments_missing={sn % 2}i,repairs=1i,sample_size=2000i,"
+                         f"sn={sn}i,start_ns={t}i,submessages=2i,trace_id=\"x,\\\" y\" {t}")
+        out.append(("\n".join(lines) + "\n").encode())
+    return out
 
 
 if __name__ == "__main__":

@@ -84,7 +84,36 @@ def stack_cpu(env):
             out[n] = (int(f[11]) + int(f[12])) / tck
         except (OSError, ValueError, IndexError):
             pass
+        if n == "telegraf" and n in out:
+            # the latency join, `ddshark join`, is Telegraf's child (outputs.execd)
+            join = [c for c in children(pid) if "join" in cmdline(c)]
+            for c in join:
+                try:
+                    f = open(f"/proc/{c}/stat").read().rsplit(")", 1)[1].split()
+                    out["join"] = out.get("join", 0) + (int(f[11]) + int(f[12])) / tck
+                except (OSError, ValueError, IndexError):
+                    pass
     return out
+
+
+def children(pid):
+    """The pids whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def cmdline(pid):
+    try:
+        return open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
+    except OSError:
+        return ""
 
 
 def stack_cpu_since(env, start_file):

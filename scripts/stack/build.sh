@@ -28,7 +28,7 @@ INFLUXDB_BUILD_TAGS=sqlite_foreign_keys,sqlite_json
 TELEMETRYGEN_VERSION=v0.161.0         # contrib cmd/telemetrygen
 TELEGRAF_VERSION=v1.37.2              # github.com/influxdata/telegraf
 # Only the plugins deploy/telegraf/telegraf.conf uses ("custom" leaves out all others).
-TELEGRAF_BUILD_TAGS=custom,inputs.opentelemetry,inputs.internal,processors.converter,aggregators.starlark,outputs.influxdb_v2
+TELEGRAF_BUILD_TAGS=custom,inputs.opentelemetry,inputs.internal,inputs.socket_listener,processors.converter,outputs.influxdb_v2,outputs.execd,parsers.influx,serializers.influx
 # github.com/grafana/dashboard-linter has no tagged release; the checksum database has
 # no record of this pseudo-version, so its module hash is pinned here and checked.
 DASHBOARD_LINTER_VERSION=v0.0.0-20241224134444-1765d94aec4a

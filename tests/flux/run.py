@@ -9,7 +9,7 @@
 3. Schema: the raw bucket's series count is bounded (hosts × writers × kinds × slots,
    far below the span count), only the bounded tags exist, and the per-span values are
    typed fields (sn & co. long, ids strings), no JSON `attributes` field.
-4. Materialisation: Telegraf's latency join (deploy/telegraf/latency_join.star) joins
+4. Materialisation: the latency join (`ddshark join`, run by Telegraf) joins
    the spans as they stream in (here every second, 15 pushes after a sample's first
    span); its points (dds_latency_materialised.flux,
    dds_submessage_latency_materialised.flux, dds_lost, dds_samples, dds_repairs) must be

@@ -1,11 +1,43 @@
-//! The join itself: the hosts' SAMPLE and DATA_FRAG spans of each sample, side by side.
+//! The join: the hosts' SAMPLE and DATA_FRAG spans of each sample, side by side.
 //!
-//! [`SpanJoin::add`] takes one span as it arrives, [`SpanJoin::push`] (every period)
-//! joins what has waited `settle_pushes` pushes and returns the points. Arrival (the
-//! sequence of `add`s and `push`es) decides when a sample is joined, capture time every
-//! value: the same spans in the same order give the same points, whatever the clock.
-//! The definitions are `ddshark latency`'s, over the spans (module docs of
-//! [`super`]); the suite holds the two equal on every fixture.
+//! [`SpanJoin::add_sample`] / [`SpanJoin::add_frag`] take one span as it arrives,
+//! [`SpanJoin::push`] (every period) joins what has waited `settle_pushes` pushes and
+//! writes these points:
+//!
+//! - `dds_latency`: per sample (writer_id, sn) and receiver that completed it:
+//!   latency_ns, t_recv_ns, sn;
+//! - `dds_lost`: per sample and receiver that never completed it: sn, incomplete
+//!   (1 = it saw part of it);
+//! - `dds_samples`: per sample on its writer's host: sn, sample_size;
+//! - `dds_submessage_latency`: per DATA_FRAG (writer_id, sn, fragment_starting_num) and
+//!   receiver: latency_ns, t_recv_ns, sn, fragment_starting_num;
+//! - `dds_repairs`: per second and writer on its own host: repairs, submessages (DATA /
+//!   DATA_FRAG sent) of the samples first sent in that second;
+//!
+//! with _time = t_send (dds_repairs: the second) and tags sender, receiver (host.name),
+//! topic_name, writer_id, slot (the sender's span's). And one `ddshark_join` point per
+//! push with its counters. The definitions are `ddshark latency`'s (and those of the Flux
+//! version, flux-queries/tasks/materialise_latency.flux, the ad-hoc queries' source):
+//!
+//! - t_send: start of the sample's SAMPLE span on its writer's host. The writer's host is,
+//!   per participant (GUID prefix), the host that most often saw its samples first.
+//! - t_recv: end of its SAMPLE span on another host, when complete there; a host's SAMPLE
+//!   span pairs with the sender's that started at most the sample window before it (an SN
+//!   re-sent after a quiet window, as SPDP does, is a sample of its own).
+//! - lost: a receiver of the writer (another host that saw one of its samples within the
+//!   receiver window of t_send) has no SAMPLE span of it while its capture ran.
+//! - DATA_FRAG: earliest start on the writer's host, earliest end on each other host.
+//!
+//! Arrival (the sequence of adds and pushes) decides when a sample is joined, capture
+//! time every value: the same spans in the same order give the same points, whatever the
+//! clock. A sample is joined `settle_pushes` pushes after its first span arrived, by when
+//! every host's span has (ddshark sends a SAMPLE span once the sample was quiet for its
+//! sample window; then the batching of ddshark, the collector and Telegraf).
+//!
+//! Bounded: `max_pending` samples and as many DATA_FRAGs wait (beyond, the oldest is
+//! joined early, counted); writers and hosts unseen for `forget_pushes` pushes are
+//! forgotten, the votes of `max_participants` participants kept. The suite
+//! (tests/flux/run.py) holds the points equal to `ddshark latency` on every fixture.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -790,4 +822,256 @@ fn plausible_fragment(span: &FragSpan<'_>) -> bool {
         .and_then(|v| v.checked_sub(1))
         .map(|v| v / size);
     matches!((last, fragments), (Some(last), Some(fragments)) if last <= fragments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feed_line;
+
+    const W: &str = "0110aaaaaaaaaaaaaaaaaaaa000003c2";
+
+    /// A SAMPLE span of writer W as Telegraf hands it over.
+    fn sample(host: &str, sn: i64, start: i64, end: i64, missing: i64) -> String {
+        format!(
+            "spans,host.name={host},slot=0,span.name=SAMPLE,topic_name=rt/chatter,writer_id={W} \
+             end_time_unix_nano={end}i,sn={sn}i,start_ns={start}i,fragments_missing={missing}i,\
+             sample_size=100i,repairs=0i,submessages=1i {start}"
+        )
+    }
+
+    fn frag(host: &str, sn: i64, fsn: i64, start: i64, end: i64) -> String {
+        format!(
+            "spans,host.name={host},slot=0,span.name=DATA_FRAG,topic_name=rt/blob,writer_id={W} \
+             end_time_unix_nano={end}i,sn={sn}i,fragment_starting_num={fsn}i,frags_in_submessage=1i,\
+             fragment_size=1000i,sample_size=3000i {start}"
+        )
+    }
+
+    fn settings() -> JoinSettings {
+        JoinSettings {
+            settle_pushes: 2,
+            ..JoinSettings::default()
+        }
+    }
+
+    fn feed(join: &mut SpanJoin, lines: &[String]) {
+        for l in lines {
+            feed_line(join, l);
+        }
+    }
+
+    /// The points of `measurement` in `out`, without the measurement name.
+    fn points<'a>(out: &'a LineWriter, measurement: &str) -> Vec<&'a str> {
+        out.buf
+            .lines()
+            .filter_map(|l| l.strip_prefix(measurement).filter(|r| r.starts_with(',')))
+            .collect()
+    }
+
+    #[test]
+    fn a_sample_seen_by_two_hosts_has_a_latency_from_the_first() {
+        let mut join = SpanJoin::new(settings());
+        feed(
+            &mut join,
+            &[
+                sample("b", 1, 1_000_500, 1_002_000, 0),
+                sample("a", 1, 1_000_000, 1_000_100, 0),
+            ],
+        );
+        let mut out = LineWriter::default();
+        join.push(&mut out);
+        assert!(
+            points(&out, "dds_latency").is_empty(),
+            "joined before it settled: {}",
+            out.buf
+        );
+        join.push(&mut out);
+        assert_eq!(
+            points(&out, "dds_latency"),
+            vec![",receiver=b,sender=a,slot=0,topic_name=rt/chatter,writer_id=0110aaaaaaaaaaaaaaaaaaaa000003c2 latency_ns=2000i,t_recv_ns=1002000i,sn=1i 1000000"]
+        );
+        assert_eq!(points(&out, "dds_samples").len(), 1);
+        assert_eq!(points(&out, "dds_repairs").len(), 1);
+        assert_eq!(
+            (
+                join.counters.samples,
+                join.counters.spans,
+                join.pending_samples()
+            ),
+            (1, 2, 0)
+        );
+    }
+
+    #[test]
+    fn incomplete_and_missing_copies_are_lost_while_the_receiver_captured() {
+        let mut join = SpanJoin::new(settings());
+        let s = 1_000_000_000;
+        feed(
+            &mut join,
+            &[
+                // b saw sample 1 whole, sample 2 in part, sample 3 not at all, and captured
+                // until 10 s; sample 4 was sent after b's capture ended (less the grace)
+                sample("a", 1, s, s + 10, 0),
+                sample("b", 1, s + 100, s + 200, 0),
+                sample("a", 2, 2 * s, 2 * s + 10, 0),
+                sample("b", 2, 2 * s + 100, 2 * s + 200, 1),
+                sample("a", 3, 3 * s, 3 * s + 10, 0),
+                sample("b", 9, 10 * s, 10 * s, 0),
+                sample("a", 4, 9 * s + 500, 9 * s + 510, 0),
+            ],
+        );
+        let mut out = LineWriter::default();
+        join.push(&mut out);
+        join.push(&mut out);
+        let lost = points(&out, "dds_lost");
+        assert_eq!(lost.len(), 2, "{}", out.buf);
+        assert!(
+            lost[0].ends_with("sn=2i,incomplete=1i 2000000000"),
+            "{}",
+            lost[0]
+        );
+        assert!(
+            lost[1].ends_with("sn=3i,incomplete=0i 3000000000"),
+            "{}",
+            lost[1]
+        );
+        assert_eq!(points(&out, "dds_latency").len(), 1);
+    }
+
+    #[test]
+    fn a_copy_a_whole_window_later_is_not_the_same_sample() {
+        let mut join = SpanJoin::new(settings());
+        let window = JoinSettings::default().sample_window_ns;
+        feed(
+            &mut join,
+            &[
+                sample("a", 1, 0, 10, 0),
+                sample("b", 1, 5, 20, 0),
+                sample("b", 1, window + 1, window + 2, 0),
+            ],
+        );
+        let mut out = LineWriter::default();
+        join.flush(&mut out);
+        let latency = points(&out, "dds_latency");
+        assert_eq!(latency.len(), 1);
+        assert!(latency[0].contains("latency_ns=20i"), "{}", latency[0]);
+    }
+
+    #[test]
+    fn a_data_frag_goes_from_the_earliest_start_at_home_to_the_earliest_end_elsewhere() {
+        let mut join = SpanJoin::new(settings());
+        feed(
+            &mut join,
+            &[
+                frag("a", 1, 2, 100, 110),
+                frag("a", 1, 2, 90, 95),
+                frag("b", 1, 2, 300, 400),
+                frag("b", 1, 2, 250, 380),
+                // impossible: fragment 4 of a 3-fragment sample (counted, not joined)
+                frag("a", 1, 4, 100, 110),
+            ],
+        );
+        let mut out = LineWriter::default();
+        join.flush(&mut out);
+        let sub = points(&out, "dds_submessage_latency");
+        assert_eq!(sub.len(), 1, "{}", out.buf);
+        assert!(sub[0].contains("receiver=b,sender=a"), "{}", sub[0]);
+        assert!(
+            sub[0].ends_with("latency_ns=290i,t_recv_ns=380i,sn=1i,fragment_starting_num=2i 90"),
+            "{}",
+            sub[0]
+        );
+        assert_eq!((join.counters.spans, join.counters.frags), (5, 1));
+    }
+
+    #[test]
+    fn a_full_table_joins_the_oldest_early_and_counts_it() {
+        let mut join = SpanJoin::new(JoinSettings {
+            max_pending: 2,
+            ..settings()
+        });
+        feed(
+            &mut join,
+            &[
+                sample("a", 1, 0, 1, 0),
+                sample("b", 1, 5, 9, 0),
+                sample("a", 2, 10, 11, 0),
+                sample("a", 3, 20, 21, 0),
+            ],
+        );
+        assert_eq!((join.counters.early, join.pending_samples()), (1, 2));
+        let mut out = LineWriter::default();
+        join.push(&mut out);
+        assert_eq!(
+            points(&out, "dds_latency").len(),
+            1,
+            "the early sample's points come with the next push"
+        );
+        assert!(out.buf.contains("early=1i"));
+    }
+
+    #[test]
+    fn lines_it_cannot_use_are_counted_not_fatal() {
+        let mut join = SpanJoin::new(settings());
+        for bad in [
+            "spans,host.name=a,span.name=SAMPLE x=1i 5",
+            "other,host.name=a y=1i 1",
+            "spans x=\"open 1",
+            "\u{fffd} garbage",
+        ] {
+            feed_line(&mut join, bad);
+        }
+        feed_line(&mut join, "");
+        feed_line(&mut join, "# comment");
+        assert_eq!((join.counters.spans, join.counters.rejected), (4, 4));
+    }
+
+    #[test]
+    fn writers_and_hosts_unseen_for_a_while_are_forgotten() {
+        let mut join = SpanJoin::new(JoinSettings {
+            forget_pushes: 3,
+            ..settings()
+        });
+        feed(
+            &mut join,
+            &[sample("a", 1, 0, 1, 0), sample("b", 1, 5, 9, 0)],
+        );
+        let mut out = LineWriter::default();
+        // (joined at push 2, which counts as its repairs' last news: gone after push 5)
+        for _ in 0..6 {
+            join.push(&mut out);
+        }
+        assert_eq!(
+            join.counters.forgotten,
+            3,
+            "one writer and two hosts: {}",
+            out.buf.lines().last().unwrap_or("")
+        );
+        assert!(join.writers.is_empty() && join.captures.is_empty() && join.repairs.is_empty());
+    }
+
+    #[test]
+    fn the_same_spans_give_the_same_points() {
+        let lines: Vec<String> = (0..50)
+            .flat_map(|i| {
+                [
+                    sample("a", i, i * 1000, i * 1000 + 5, 0),
+                    sample("b", i, i * 1000 + 7, i * 1000 + 90, i % 7),
+                ]
+            })
+            .chain((1..=3).map(|f| frag("c", 99, f, 5, 6)))
+            .collect();
+        let run = || {
+            let mut join = SpanJoin::new(settings());
+            let mut out = LineWriter::default();
+            for chunk in lines.chunks(13) {
+                feed(&mut join, chunk);
+                join.push(&mut out);
+            }
+            join.flush(&mut out);
+            out.buf
+        };
+        assert_eq!(run(), run());
+    }
 }

@@ -1,43 +1,16 @@
-//! `ddshark join`: the live latency join. It reads the hosts' SAMPLE and DATA_FRAG spans
-//! as InfluxDB line protocol on stdin (Telegraf's stock `outputs.execd` hands them over as
-//! they stream to InfluxDB, deploy/telegraf/telegraf.conf) and writes, every period, the
-//! materialised measurements the dashboards read, as line protocol to `--output`
-//! (Telegraf's `inputs.socket_listener`, which writes them to the long bucket):
+//! `ddshark join`: the live latency join (crate `span-join`, where its definitions are).
+//! It reads the hosts' SAMPLE and DATA_FRAG spans as InfluxDB line protocol on stdin
+//! (Telegraf's stock `outputs.execd` hands them over as they stream to InfluxDB,
+//! deploy/telegraf/telegraf.conf) and writes, every `--period`, the points of the samples
+//! that waited `--settle-pushes` periods as line protocol to `--output` (Telegraf's
+//! `inputs.socket_listener`, which writes them to the long bucket), with one
+//! `ddshark_join` point of counters per period.
 //!
-//! - `dds_latency`: per sample (writer_id, sn) and receiver that completed it:
-//!   latency_ns, t_recv_ns, sn;
-//! - `dds_lost`: per sample and receiver that never completed it: sn, incomplete
-//!   (1 = it saw part of it);
-//! - `dds_samples`: per sample on its writer's host: sn, sample_size;
-//! - `dds_submessage_latency`: per DATA_FRAG (writer_id, sn, fragment_starting_num) and
-//!   receiver: latency_ns, t_recv_ns, sn, fragment_starting_num;
-//! - `dds_repairs`: per second and writer on its own host: repairs, submessages (DATA /
-//!   DATA_FRAG sent) of the samples first sent in that second;
-//!
-//! with _time = t_send (dds_repairs: the second) and tags sender, receiver (host.name),
-//! topic_name, writer_id, slot (the sender's span's). And one `ddshark_join` point per
-//! push with its counters. The definitions are `ddshark latency`'s (and those of the Flux
-//! version, flux-queries/tasks/materialise_latency.flux, the ad-hoc queries' source):
-//!
-//! - t_send: start of the sample's SAMPLE span on its writer's host. The writer's host is,
-//!   per participant (GUID prefix), the host that most often saw its samples first.
-//! - t_recv: end of its SAMPLE span on another host, when complete there; a host's SAMPLE
-//!   span pairs with the sender's that started at most the sample window before it (an SN
-//!   re-sent after a quiet window, as SPDP does, is a sample of its own).
-//! - lost: a receiver of the writer (another host that saw one of its samples within the
-//!   receiver window of t_send) has no SAMPLE span of it while its capture ran.
-//! - DATA_FRAG: earliest start on the writer's host, earliest end on each other host.
-//!
-//! A sample is joined `--settle-pushes` periods after its first span arrived, by when
-//! every host's span has (ddshark sends a SAMPLE span once the sample was quiet for its
-//! sample window; then the batching of ddshark, the collector and Telegraf). Bounded:
-//! `--max-pending` samples and as many DATA_FRAGs wait (beyond, the oldest is joined
-//! early, counted); writers and hosts unseen for `--forget-pushes` periods are forgotten;
-//! output that cannot be delivered is held up to `--max-output-bytes`, then dropped and
+//! The periods are wall-clock time, the only clock here: arrival decides when a sample
+//! is joined, capture time every value. Stdin is read on its own thread and the points
+//! are written on another, so a slow reader or a missing listener never delays a push.
+//! Output that cannot be delivered is held up to `--max-output-bytes`, then dropped and
 //! counted. At the end of the input everything waiting is joined.
-
-pub mod line;
-pub mod state;
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -50,8 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use line::{Line, LineWriter};
-use state::{FragSpan, JoinSettings, SampleSpan, SpanJoin};
+use span_join::{feed_line, JoinSettings, LineWriter, SpanJoin};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -146,132 +118,6 @@ pub fn parse_period(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("expected a duration more than 0, got {text:?}"))
 }
 
-/// Feeds one line to the join: a SAMPLE or DATA_FRAG span, else counted as rejected.
-/// Blank lines and comments are nothing.
-pub fn feed_line(join: &mut SpanJoin, text: &str) {
-    match Line::parse(text) {
-        Ok(None) => {}
-        Ok(Some(line)) => {
-            if !feed_span(join, &line) {
-                join.reject();
-            }
-        }
-        Err(_) => join.reject(),
-    }
-}
-
-/// The tags and fields of a span the join reads (everything else on the line is skipped).
-#[derive(Default)]
-struct SpanParts<'a> {
-    span_name: Option<std::borrow::Cow<'a, str>>,
-    host: Option<std::borrow::Cow<'a, str>>,
-    writer: Option<std::borrow::Cow<'a, str>>,
-    topic: Option<std::borrow::Cow<'a, str>>,
-    slot: Option<std::borrow::Cow<'a, str>>,
-    end: Option<i64>,
-    sn: Option<i64>,
-    start_ns: Option<i64>,
-    fragments_missing: Option<i64>,
-    sample_size: Option<i64>,
-    repairs: Option<i64>,
-    submessages: Option<i64>,
-    fragment_starting_num: Option<i64>,
-    frags_in_submessage: Option<i64>,
-    fragment_size: Option<i64>,
-}
-
-fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
-    if line.measurement != "spans" {
-        return false;
-    }
-    let Some(time) = line.timestamp else {
-        return false;
-    };
-    let mut p = SpanParts::default();
-    for tag in line.tags() {
-        let Ok((key, value)) = tag else {
-            return false;
-        };
-        let slot = match &*key {
-            "span.name" => &mut p.span_name,
-            "host.name" => &mut p.host,
-            "writer_id" => &mut p.writer,
-            "topic_name" => &mut p.topic,
-            "slot" => &mut p.slot,
-            _ => continue,
-        };
-        *slot = Some(value);
-    }
-    for field in line.fields() {
-        let Ok((key, value)) = field else {
-            return false;
-        };
-        let slot = match &*key {
-            "end_time_unix_nano" => &mut p.end,
-            "sn" => &mut p.sn,
-            "start_ns" => &mut p.start_ns,
-            "fragments_missing" => &mut p.fragments_missing,
-            "sample_size" => &mut p.sample_size,
-            "repairs" => &mut p.repairs,
-            "submessages" => &mut p.submessages,
-            "fragment_starting_num" => &mut p.fragment_starting_num,
-            "frags_in_submessage" => &mut p.frags_in_submessage,
-            "fragment_size" => &mut p.fragment_size,
-            _ => continue,
-        };
-        *slot = value.as_i64();
-    }
-    let (Some(host), Some(end)) = (p.host.as_deref(), p.end) else {
-        return false;
-    };
-    match p.span_name.as_deref() {
-        Some("SAMPLE") => {
-            let (Some(writer), Some(slot), Some(sn), Some(start_ns)) =
-                (p.writer.as_deref(), p.slot.as_deref(), p.sn, p.start_ns)
-            else {
-                return false;
-            };
-            let (Some(fragments_missing), Some(sample_size), Some(repairs), Some(submessages)) =
-                (p.fragments_missing, p.sample_size, p.repairs, p.submessages)
-            else {
-                return false;
-            };
-            join.add_sample(&SampleSpan {
-                host,
-                writer,
-                topic: p.topic.as_deref(),
-                slot,
-                sn,
-                span_start: time,
-                span_end: end,
-                start_ns,
-                fragments_missing,
-                sample_size,
-                repairs,
-                submessages,
-            });
-            true
-        }
-        Some("DATA_FRAG") => {
-            join.add_frag(&FragSpan {
-                host,
-                writer: p.writer.as_deref().unwrap_or(""),
-                topic: p.topic.as_deref(),
-                slot: p.slot.as_deref().unwrap_or(""),
-                sn: p.sn.unwrap_or(0),
-                start: time,
-                end,
-                fragment_starting_num: p.fragment_starting_num.unwrap_or(0),
-                frags_in_submessage: p.frags_in_submessage.unwrap_or(0),
-                fragment_size: p.fragment_size.unwrap_or(0),
-                sample_size: p.sample_size.unwrap_or(0),
-            });
-            true
-        }
-        _ => false,
-    }
-}
-
 /// Where the points go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Output {
@@ -312,10 +158,13 @@ impl Output {
 struct Batch {
     text: String,
     points: u64,
+    /// The flush at the end of the input (when Telegraf stops, its listener may be gone
+    /// already: few attempts, so the process ends soon).
+    last: bool,
 }
 
 /// Delivers batches to the output, reconnecting as needed; a batch it cannot deliver
-/// after `attempts` tries is dropped and its points counted.
+/// within 30 tries a second apart (the last batch: 3) is dropped and its points counted.
 fn deliver(
     output: Output,
     batches: mpsc::Receiver<Batch>,
@@ -326,7 +175,8 @@ fn deliver(
     let mut complained = false;
     while let Ok(batch) = batches.recv() {
         let mut delivered = false;
-        for attempt in 0..30u32 {
+        let attempts = if batch.last { 3 } else { 30 };
+        for attempt in 0..attempts {
             if attempt > 0 {
                 thread::sleep(Duration::from_secs(1));
             }
@@ -414,7 +264,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             .spawn(move || deliver(output, batch_rx, held, dropped))
             .context("starting the output thread")?
     };
-    let send = |join: &mut SpanJoin, out: LineWriter, points: u64| {
+    let send = |join: &mut SpanJoin, out: LineWriter, points: u64, last: bool| {
         let len = out.buf.len();
         if held.load(Ordering::Relaxed).saturating_add(len) > args.max_output_bytes {
             dropped.fetch_add(points, Ordering::Relaxed);
@@ -424,6 +274,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
                 .send(Batch {
                     text: out.buf,
                     points,
+                    last,
                 })
                 .is_err()
             {
@@ -455,13 +306,13 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             let mut out = LineWriter::default();
             join.counters.points_dropped = dropped.load(Ordering::Relaxed);
             let points = join.push(&mut out);
-            send(&mut join, out, points.saturating_add(1));
+            send(&mut join, out, points.saturating_add(1), false);
         }
     }
     let mut out = LineWriter::default();
     join.counters.points_dropped = dropped.load(Ordering::Relaxed);
     let points = join.flush(&mut out);
-    send(&mut join, out, points.saturating_add(1));
+    send(&mut join, out, points.saturating_add(1), true);
     drop(batch_tx);
     let _ = reader.join();
     let _ = writer.join();

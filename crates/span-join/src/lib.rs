@@ -1,0 +1,137 @@
+//! The live latency join of ddshark's spans across hosts (`ddshark join` runs it; the
+//! definitions: [`join`]'s docs). Pure: lines in, lines out, the caller decides when a
+//! period ends ([`SpanJoin::push`]); no clock, no I/O.
+
+pub mod join;
+pub mod line;
+
+use std::borrow::Cow;
+
+pub use join::{FragSpan, JoinCounters, JoinSettings, SampleSpan, SpanJoin};
+pub use line::{FieldValue, Line, LineError, LineWriter};
+
+/// Feeds one line to the join: a SAMPLE or DATA_FRAG span, else counted as rejected.
+/// Blank lines and comments are nothing.
+pub fn feed_line(join: &mut SpanJoin, text: &str) {
+    match Line::parse(text) {
+        Ok(None) => {}
+        Ok(Some(line)) => {
+            if !feed_span(join, &line) {
+                join.reject();
+            }
+        }
+        Err(_) => join.reject(),
+    }
+}
+
+/// The tags and fields of a span the join reads (everything else on the line is skipped).
+#[derive(Default)]
+struct SpanParts<'a> {
+    span_name: Option<Cow<'a, str>>,
+    host: Option<Cow<'a, str>>,
+    writer: Option<Cow<'a, str>>,
+    topic: Option<Cow<'a, str>>,
+    slot: Option<Cow<'a, str>>,
+    end: Option<i64>,
+    sn: Option<i64>,
+    start_ns: Option<i64>,
+    fragments_missing: Option<i64>,
+    sample_size: Option<i64>,
+    repairs: Option<i64>,
+    submessages: Option<i64>,
+    fragment_starting_num: Option<i64>,
+    frags_in_submessage: Option<i64>,
+    fragment_size: Option<i64>,
+}
+
+fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
+    if line.measurement != "spans" {
+        return false;
+    }
+    let Some(time) = line.timestamp else {
+        return false;
+    };
+    let mut p = SpanParts::default();
+    for tag in line.tags() {
+        let Ok((key, value)) = tag else {
+            return false;
+        };
+        let slot = match &*key {
+            "span.name" => &mut p.span_name,
+            "host.name" => &mut p.host,
+            "writer_id" => &mut p.writer,
+            "topic_name" => &mut p.topic,
+            "slot" => &mut p.slot,
+            _ => continue,
+        };
+        *slot = Some(value);
+    }
+    for field in line.fields() {
+        let Ok((key, value)) = field else {
+            return false;
+        };
+        let slot = match &*key {
+            "end_time_unix_nano" => &mut p.end,
+            "sn" => &mut p.sn,
+            "start_ns" => &mut p.start_ns,
+            "fragments_missing" => &mut p.fragments_missing,
+            "sample_size" => &mut p.sample_size,
+            "repairs" => &mut p.repairs,
+            "submessages" => &mut p.submessages,
+            "fragment_starting_num" => &mut p.fragment_starting_num,
+            "frags_in_submessage" => &mut p.frags_in_submessage,
+            "fragment_size" => &mut p.fragment_size,
+            _ => continue,
+        };
+        *slot = value.as_i64();
+    }
+    let (Some(host), Some(end)) = (p.host.as_deref(), p.end) else {
+        return false;
+    };
+    match p.span_name.as_deref() {
+        Some("SAMPLE") => {
+            let (Some(writer), Some(slot), Some(sn), Some(start_ns)) =
+                (p.writer.as_deref(), p.slot.as_deref(), p.sn, p.start_ns)
+            else {
+                return false;
+            };
+            let (Some(fragments_missing), Some(sample_size), Some(repairs), Some(submessages)) =
+                (p.fragments_missing, p.sample_size, p.repairs, p.submessages)
+            else {
+                return false;
+            };
+            join.add_sample(&SampleSpan {
+                host,
+                writer,
+                topic: p.topic.as_deref(),
+                slot,
+                sn,
+                span_start: time,
+                span_end: end,
+                start_ns,
+                fragments_missing,
+                sample_size,
+                repairs,
+                submessages,
+            });
+            true
+        }
+        Some("DATA_FRAG") => {
+            join.add_frag(&FragSpan {
+                host,
+                writer: p.writer.as_deref().unwrap_or(""),
+                topic: p.topic.as_deref(),
+                slot: p.slot.as_deref().unwrap_or(""),
+                sn: p.sn.unwrap_or(0),
+                start: time,
+                end,
+                fragment_starting_num: p.fragment_starting_num.unwrap_or(0),
+                frags_in_submessage: p.frags_in_submessage.unwrap_or(0),
+                fragment_size: p.fragment_size.unwrap_or(0),
+                sample_size: p.sample_size.unwrap_or(0),
+            });
+            true
+        }
+        _ => false,
+    }
+}
