@@ -211,20 +211,40 @@ fn deliver(
     }
 }
 
+/// Longest line read (a span is < 2 KiB); a longer one is replaced by a line the join
+/// rejects (counted).
+const MAX_LINE: usize = 64 << 10;
+
 /// Reads whole lines from `input` in blocks (so one channel message carries many spans).
 fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8>>) {
     const BLOCK: usize = 256 << 10;
+    let mut skipping = false;
     loop {
-        let mut block = Vec::with_capacity(BLOCK.saturating_add(4096));
+        let mut block = Vec::with_capacity(BLOCK.saturating_add(MAX_LINE));
         while block.len() < BLOCK {
-            match input.read_until(b'\n', &mut block) {
+            let line_start = block.len();
+            match (&mut input)
+                .take(MAX_LINE as u64)
+                .read_until(b'\n', &mut block)
+            {
                 Ok(0) => {
                     if !block.is_empty() {
                         let _ = blocks.send(block);
                     }
                     return;
                 }
-                Ok(_) => {}
+                Ok(_) => {
+                    let complete = block.last() == Some(&b'\n');
+                    if skipping || (!complete && block.len().saturating_sub(line_start) >= MAX_LINE)
+                    {
+                        // (the rest of an overlong line, up to its newline: one bad line)
+                        block.truncate(line_start);
+                        if !skipping {
+                            block.extend_from_slice(b"\xff\n");
+                        }
+                        skipping = !complete;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     eprintln!("ddshark join: reading the input: {e}");
