@@ -466,7 +466,7 @@ def cmd_report(a):
                            f"{n} {v} s ({v / max(1, sum(r['ddshark'][s].get('sent', 0) for s in 'ab')) * 1e6:.0f} µs)"
                            for n, v in r.get("stack_cpu_s", {}).items())
                        for r in results) + ".",
-                   "", "Latency join (Telegraf), when it was done: " + "; ".join(
+                   "", "Latency join (`ddshark join`, run by Telegraf), when it was done: " + "; ".join(
                        f"{r['name']} {r.get('join', {}).get('samples', '?')} samples and "
                        f"{r.get('join', {}).get('frags', '?')} DATA_FRAGs joined since the stack started, "
                        f"{r.get('join', {}).get('early', '?')} early, {r.get('join_wait_s', '?')} s after "

@@ -324,6 +324,24 @@ def compare(scen, what, want, got):
     return ok
 
 
+# dds_latency_summary.flux as it was before the per-second totals: over every sample's point.
+SUMMARY_OVER_SAMPLES = """
+lat = from(bucket: "${long_bucket}")
+    |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
+    |> filter(fn: (r) => r._measurement == "dds_latency" and r._field == "latency_ns")
+    |> filter(fn: (r) => r.sender == "${sender}" and r.receiver == "${receiver}")
+    |> filter(fn: (r) => r.topic_name =~ /^${topic:regex}$/)
+    |> group(columns: ["topic_name"])
+union(tables: [
+    lat |> aggregateWindow(every: v.windowPeriod, fn: max, createEmpty: false)
+        |> map(fn: (r) => ({_time: r._time, _value: float(v: r._value), series: r.topic_name + " max"})),
+    lat |> aggregateWindow(every: v.windowPeriod, fn: mean, createEmpty: false)
+        |> map(fn: (r) => ({_time: r._time, _value: r._value, series: r.topic_name + " mean"})),
+])
+    |> group(columns: ["series"])
+"""
+
+
 def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=True):
     """Lost samples, sample sizes and repairs: the join's dds_lost / dds_samples /
     dds_repairs points against `ddshark latency` on the same captures (the fixture's, or
@@ -370,6 +388,26 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
             got[p["writer_id"]] = got.get(p["writer_id"], 0) + int(p["repairs"])
         got = {k: x for k, x in got.items() if x}
         compare(scen, f"dds_repairs {direction} (per writer)", want, got)
+        # Latency per second, sender, receiver and topic: the totals of the (checked)
+        # per-sample points; and the long-range panel over them = the same over every sample.
+        want = {}
+        for p in long_points(influx, "dds_latency", snd, start, stop, rcv):
+            k = (p.get("topic_name", ""), parse_time_ns(p["_time"]) // 1_000_000_000)
+            lat = int(p["latency_ns"])
+            n, total, lo, hi = want.get(k, (0, 0, lat, lat))
+            want[k] = (n + 1, total + lat, min(lo, lat), max(hi, lat))
+        got = {(p.get("topic_name", ""), parse_time_ns(p["_time"]) // 1_000_000_000):
+               (int(p["samples"]), int(p["latency_sum_ns"]), int(p["latency_min_ns"]), int(p["latency_max_ns"]))
+               for p in long_points(influx, "dds_latency_1s", snd, start, stop, rcv)}
+        compare(scen, f"dds_latency_1s {direction} = dds_latency per second", want, got)
+        summary = {(r["series"], r["_time"]): float(r["_value"])
+                   for r in flux_rows(influx, "dds_latency_summary.flux", start, stop, "10s", v)}
+        per_sample = {(r["series"], r["_time"]): float(r["_value"])
+                      for r in influx.query(bind_flux(SUMMARY_OVER_SAMPLES, start, stop, "10s", v))}
+        # (means to a millionth: two float divisions)
+        close = {k for k, x in summary.items() if k in per_sample and abs(x - per_sample[k]) <= 1e-6 * max(1.0, abs(x))}
+        compare(scen, f"dds_latency_summary.flux {direction} = the same over every sample (10 s)",
+                per_sample, {k: per_sample[k] if k in close else x for k, x in summary.items()})
         # The panels: materialised and ad-hoc give the same rows (per topic and second).
         for mat, raw in (("lost_samples_materialised.flux", "lost_samples.flux"),
                          ("retransmissions_materialised.flux", "retransmissions.flux")) if adhoc else ():

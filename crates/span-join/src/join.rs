@@ -13,8 +13,11 @@
 //!   receiver: latency_ns, t_recv_ns, sn, fragment_starting_num;
 //! - `dds_repairs`: per second and writer on its own host: repairs, submessages (DATA /
 //!   DATA_FRAG sent) of the samples first sent in that second;
+//! - `dds_latency_1s`: per second, sender, receiver and topic, the latencies of the
+//!   samples first sent in that second: samples, latency_sum_ns, latency_min_ns,
+//!   latency_max_ns (what a panel over a long range reads, at any sample rate);
 //!
-//! with _time = t_send (dds_repairs: the second) and tags sender, receiver (host.name),
+//! with _time = t_send (dds_repairs, dds_latency_1s: the second) and tags sender, receiver (host.name),
 //! topic_name, writer_id, slot (the sender's span's). And one `ddshark_join` point per
 //! push with its counters. The definitions are `ddshark latency`'s (and those of the Flux
 //! version, flux-queries/tasks/materialise_latency.flux, the ad-hoc queries' source):
@@ -240,6 +243,18 @@ struct Capture {
     seen_tick: u64,
 }
 
+/// The latencies of the samples a sender's writers of one topic first sent in one second,
+/// at one receiver.
+#[derive(Debug)]
+struct LatencySecond {
+    tick: u64,
+    samples: i64,
+    sum_ns: i64,
+    min_ns: i64,
+    max_ns: i64,
+    dirty: bool,
+}
+
 #[derive(Debug)]
 struct RepairSecond {
     tick: u64,
@@ -262,6 +277,8 @@ pub struct SpanJoin {
     captures: HashMap<Str, Capture>,
     /// (writer, sender, second of t_send) → what its samples first sent then needed.
     repairs: IndexMap<(Str, Str, i64), RepairSecond>,
+    /// (sender, receiver, topic, second of t_send) → its samples' latencies.
+    latency_seconds: IndexMap<(Str, Str, Str, i64), LatencySecond>,
     interned: HashSet<Str>,
     /// Points of samples joined early (table full), written at the next push.
     early_out: LineWriter,
@@ -453,6 +470,7 @@ impl SpanJoin {
             }
         }
         points = points.saturating_add(self.write_repairs(out));
+        points = points.saturating_add(self.write_latency_seconds(out));
         self.forget();
         self.finish_push(out, points)
     }
@@ -468,6 +486,7 @@ impl SpanJoin {
             points = points.saturating_add(self.join_frag(&p, out));
         }
         points = points.saturating_add(self.write_repairs(out));
+        points = points.saturating_add(self.write_latency_seconds(out));
         self.finish_push(out, points)
     }
 
@@ -639,6 +658,14 @@ impl SpanJoin {
                 };
                 match got {
                     Some(r) if r.missing == 0 => {
+                        let latency = r.end.saturating_sub(t_send);
+                        count_latency(
+                            &mut self.latency_seconds,
+                            self.tick,
+                            (&home, host, &topic),
+                            t_send,
+                            latency,
+                        );
                         point(out, "dds_latency");
                         out.int("latency_ns", r.end.saturating_sub(t_send))
                             .int("t_recv_ns", r.end)
@@ -702,6 +729,26 @@ impl SpanJoin {
                     .tag("writer_id", writer)
                     .int("repairs", acc.repairs)
                     .int("submessages", acc.submessages)
+                    .end(Some(second.saturating_mul(NS)));
+                points = points.saturating_add(1);
+            }
+        }
+        points
+    }
+
+    fn write_latency_seconds(&mut self, out: &mut LineWriter) -> u64 {
+        let mut points = 0u64;
+        for ((sender, receiver, topic, second), acc) in &mut self.latency_seconds {
+            if acc.dirty {
+                acc.dirty = false;
+                out.point("dds_latency_1s")
+                    .tag("receiver", receiver)
+                    .tag("sender", sender)
+                    .tag("topic_name", topic)
+                    .int("samples", acc.samples)
+                    .int("latency_sum_ns", acc.sum_ns)
+                    .int("latency_min_ns", acc.min_ns)
+                    .int("latency_max_ns", acc.max_ns)
                     .end(Some(second.saturating_mul(NS)));
                 points = points.saturating_add(1);
             }
@@ -785,6 +832,7 @@ impl SpanJoin {
             keep
         });
         self.repairs.retain(|_, acc| !stale(acc.tick));
+        self.latency_seconds.retain(|_, acc| !stale(acc.tick));
         let excess = self
             .votes
             .len()
@@ -795,6 +843,37 @@ impl SpanJoin {
         }
         self.counters.forgotten = self.counters.forgotten.saturating_add(forgotten);
     }
+}
+
+/// Adds one sample's latency to its second (a free function: the caller holds borrows of
+/// the join's other maps).
+fn count_latency(
+    seconds: &mut IndexMap<(Str, Str, Str, i64), LatencySecond>,
+    tick: u64,
+    (sender, receiver, topic): (&Str, &Str, &Str),
+    t_send: i64,
+    latency: i64,
+) {
+    let key = (
+        sender.clone(),
+        receiver.clone(),
+        topic.clone(),
+        t_send.div_euclid(NS),
+    );
+    let acc = seconds.entry(key).or_insert(LatencySecond {
+        tick,
+        samples: 0,
+        sum_ns: 0,
+        min_ns: latency,
+        max_ns: latency,
+        dirty: true,
+    });
+    acc.tick = tick;
+    acc.samples = acc.samples.saturating_add(1);
+    acc.sum_ns = acc.sum_ns.saturating_add(latency);
+    acc.min_ns = acc.min_ns.min(latency);
+    acc.max_ns = acc.max_ns.max(latency);
+    acc.dirty = true;
 }
 
 /// The participant (GUID prefix, the first 24 hex digits) of a writer id.
@@ -894,6 +973,10 @@ mod tests {
         assert_eq!(points(&out, "dds_samples").len(), 1);
         assert_eq!(points(&out, "dds_repairs").len(), 1);
         assert_eq!(
+            points(&out, "dds_latency_1s"),
+            vec![",receiver=b,sender=a,topic_name=rt/chatter samples=1i,latency_sum_ns=2000i,latency_min_ns=2000i,latency_max_ns=2000i 0"]
+        );
+        assert_eq!(
             (
                 join.counters.samples,
                 join.counters.spans,
@@ -937,6 +1020,37 @@ mod tests {
             lost[1]
         );
         assert_eq!(points(&out, "dds_latency").len(), 1);
+    }
+
+    #[test]
+    fn a_second_of_latencies_is_rewritten_with_the_totals_as_its_samples_are_joined() {
+        let mut join = SpanJoin::new(settings());
+        let mut out = LineWriter::default();
+        feed(
+            &mut join,
+            &[
+                sample("a", 1, 5_000, 5_010, 0),
+                sample("b", 1, 5_100, 5_300, 0),
+            ],
+        );
+        join.push(&mut out);
+        feed(
+            &mut join,
+            &[
+                sample("a", 2, 7_000, 7_010, 0),
+                sample("b", 2, 7_100, 7_900, 0),
+            ],
+        );
+        join.push(&mut out);
+        join.push(&mut out);
+        let seconds = points(&out, "dds_latency_1s");
+        assert_eq!(seconds.len(), 2, "{}", out.buf);
+        assert!(seconds[0].ends_with(
+            " samples=1i,latency_sum_ns=300i,latency_min_ns=300i,latency_max_ns=300i 0"
+        ));
+        assert!(seconds[1].ends_with(
+            " samples=2i,latency_sum_ns=1200i,latency_min_ns=300i,latency_max_ns=900i 0"
+        ));
     }
 
     #[test]
