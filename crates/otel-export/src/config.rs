@@ -314,6 +314,8 @@ pub struct ExporterConfig {
     pub max_concurrent: usize,
     /// Threads of the exporter's own runtime.
     pub worker_threads: usize,
+    /// Per-datagram detail of the DATA/DATA_FRAG spans.
+    pub span_detail: crate::schema::SpanDetail,
 }
 
 impl ExporterConfig {
@@ -353,6 +355,7 @@ impl ExporterConfig {
             batch_timeout: Duration::from_millis(500),
             max_concurrent: 2,
             worker_threads: 2,
+            span_detail: crate::schema::SpanDetail::Full,
         })
     }
 

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::config::{Compression, ExporterConfig, Protocol, SignalConfig, TlsFiles, TopicFilter};
 use crate::error::ExportError;
 use crate::metrics::{MetricsPipeline, MetricsSnapshot, SelfCounters};
-use crate::schema::{SpanDataBuilder, SpanRecord};
+use crate::schema::{SpanDataBuilder, SpanDetail, SpanRecord};
 
 const SCOPE_NAME: &str = "ddshark";
 const SCOPE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -283,6 +283,7 @@ struct Worker {
     batch_timeout: Duration,
     max_concurrent: usize,
     scope: InstrumentationScope,
+    span_detail: SpanDetail,
     spans: OtlpSpanExporter,
     metrics: Option<MetricsPipeline>,
     counters: Arc<Counters>,
@@ -474,6 +475,7 @@ impl Exporter {
             scope: InstrumentationScope::builder(SCOPE_NAME)
                 .with_version(SCOPE_VERSION)
                 .build(),
+            span_detail: cfg.span_detail,
             permits: Arc::new(Semaphore::new(cfg.max_concurrent.max(1))),
             spans,
             metrics,
@@ -652,7 +654,7 @@ async fn dispatch(w: &Arc<Worker>, batch: &mut Vec<SpanRecord>) {
 
 async fn export_spans(w: &Worker, records: Vec<SpanRecord>) {
     let n = records.len() as u64;
-    let mut builder = SpanDataBuilder::new(w.scope.clone());
+    let mut builder = SpanDataBuilder::with_detail(w.scope.clone(), w.span_detail);
     let batch = records.iter().map(|r| builder.span_data(r)).collect();
     drop(records);
     let c = &w.counters;

@@ -21,7 +21,9 @@ pub use config::{Compression, ExporterConfig, Overrides, Protocol, Signal, Topic
 pub use error::{ConfigError, ExportError};
 pub use exporter::{ExportHandle, ExportStats, Exporter};
 pub use metrics::{MetricsSnapshot, TopicCounters};
-pub use schema::{SampleKind, SampleSummary, SampleTotals, SpanMapper, SpanRecord, TrafficType};
+pub use schema::{
+    SampleKind, SampleSummary, SampleTotals, SpanDetail, SpanMapper, SpanRecord, TrafficType,
+};
 
 /// A string attribute of the resource the SDK builds from the environment
 /// (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_SERVICE_NAME`), e.g. `host.name`.

@@ -559,9 +559,22 @@ impl SpanMapper {
 /// that repeat from span to span (writer id, addresses, vendor id) are formatted once
 /// per batch and shared (`Arc<str>`): the SDK clones every span's attributes for its
 /// retries, and shared strings make those clones reference counts, not copies.
+/// How much per-datagram detail DATA/DATA_FRAG spans carry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SpanDetail {
+    /// Every attribute of the schema.
+    #[default]
+    Full,
+    /// Without the attributes no dashboard or query reads (`src`, `dst`,
+    /// `source_timestamp_ns`, `frame`, `frame_first`, `ip_fragments`, `submessage_index`):
+    /// every attribute costs the collector, Telegraf and InfluxDB per span.
+    Lean,
+}
+
 #[derive(Debug)]
 pub struct SpanDataBuilder {
     scope: InstrumentationScope,
+    detail: SpanDetail,
     writers: HashMap<Guid, Value, KeyHasher>,
     addresses: HashMap<SocketAddr, Value, KeyHasher>,
     vendors: HashMap<VendorId, Value, KeyHasher>,
@@ -603,8 +616,13 @@ fn shared_string<K: std::hash::Hash + Eq + Copy>(
 
 impl SpanDataBuilder {
     pub fn new(scope: InstrumentationScope) -> Self {
+        Self::with_detail(scope, SpanDetail::Full)
+    }
+
+    pub fn with_detail(scope: InstrumentationScope, detail: SpanDetail) -> Self {
         Self {
             scope,
+            detail,
             writers: HashMap::default(),
             addresses: HashMap::default(),
             vendors: HashMap::default(),
@@ -635,23 +653,28 @@ impl SpanDataBuilder {
         let vendor = shared_string(&mut self.vendors, r.vendor, |v| v.to_string());
         a.push(s(attr::VENDOR_ID, vendor));
         a.push(s(attr::VENDOR_NAME, r.vendor.name()));
-        let src = shared_string(&mut self.addresses, r.src, |a| a.to_string());
-        a.push(s(attr::SRC, src));
-        let dst = shared_string(&mut self.addresses, r.dst, |a| a.to_string());
-        a.push(s(attr::DST, dst));
+        let full = self.detail == SpanDetail::Full;
+        if full {
+            let src = shared_string(&mut self.addresses, r.src, |a| a.to_string());
+            a.push(s(attr::SRC, src));
+            let dst = shared_string(&mut self.addresses, r.dst, |a| a.to_string());
+            a.push(s(attr::DST, dst));
+        }
         if let Some(v) = r.domain_id {
             a.push(i(attr::DOMAIN_ID, v));
         }
-        if let Some(v) = r.source_timestamp_ns {
+        if let (Some(v), true) = (r.source_timestamp_ns, full) {
             a.push(i(attr::SOURCE_TIMESTAMP_NS, v));
         }
         if let Some(v) = &r.interface {
             a.push(s(attr::CAPTURE_INTERFACE, v.clone()));
         }
-        a.push(i(attr::FRAME, sat(r.frame)));
-        a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
-        a.push(i(attr::IP_FRAGMENTS, r.ip_fragments));
-        a.push(i(attr::SUBMESSAGE_INDEX, r.submessage_index));
+        if full {
+            a.push(i(attr::FRAME, sat(r.frame)));
+            a.push(i(attr::FRAME_FIRST, sat(r.frame_first)));
+            a.push(i(attr::IP_FRAGMENTS, r.ip_fragments));
+            a.push(i(attr::SUBMESSAGE_INDEX, r.submessage_index));
+        }
         a.push(i(attr::SLOT, r.slot));
         a
     }
@@ -769,6 +792,67 @@ mod tests {
         assert_eq!(domain_from_port(7399), None);
         assert_eq!(domain_from_port(65535), Some(232));
         assert_eq!(domain_from_port(53), None);
+    }
+
+    #[test]
+    fn lean_spans_leave_out_only_the_per_datagram_detail() {
+        let record = SpanRecord {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            kind: SampleKind::Data,
+            start_ns: 5,
+            end_ns: 6,
+            traffic: TrafficType::User,
+            topic: Some(Arc::from("rt/chatter")),
+            type_name: None,
+            writer: Guid {
+                prefix: GuidPrefix([1; 12]),
+                entity: rtps_dissect::types::EntityId([0, 0, 1, 2]),
+            },
+            sn: 7,
+            fragment_starting_num: 0,
+            frags_in_submessage: 1,
+            fragment_size: None,
+            sample_size: 100,
+            payload_size: 104,
+            pcp: None,
+            vlan_id: None,
+            vendor: VendorId([1, 16]),
+            src: "10.0.0.1:7410".parse().unwrap(),
+            dst: "239.255.0.1:7401".parse().unwrap(),
+            domain_id: Some(0),
+            source_timestamp_ns: Some(4),
+            interface: None,
+            frame: 9,
+            frame_first: 9,
+            ip_fragments: 1,
+            submessage_index: 1,
+            slot: 0,
+            sample: None,
+        };
+        let keys = |detail| {
+            let scope = InstrumentationScope::builder("test").build();
+            SpanDataBuilder::with_detail(scope, detail)
+                .attributes(&record)
+                .into_iter()
+                .map(|kv| kv.key.as_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+        let (full, lean) = (keys(SpanDetail::Full), keys(SpanDetail::Lean));
+        let left_out: Vec<_> = full.iter().filter(|k| !lean.contains(k)).collect();
+        assert_eq!(
+            left_out,
+            vec![
+                attr::SRC,
+                attr::DST,
+                attr::SOURCE_TIMESTAMP_NS,
+                attr::FRAME,
+                attr::FRAME_FIRST,
+                attr::IP_FRAGMENTS,
+                attr::SUBMESSAGE_INDEX
+            ]
+        );
+        assert!(lean.iter().all(|k| full.contains(k)));
     }
 }
 #[cfg(test)]
