@@ -284,7 +284,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             .spawn(move || deliver(output, batch_rx, held, dropped))
             .context("starting the output thread")?
     };
-    let send = |join: &mut SpanJoin, out: LineWriter, points: u64, last: bool| {
+    let send = |out: LineWriter, points: u64, last: bool| {
         let len = out.buf.len();
         if held.load(Ordering::Relaxed).saturating_add(len) > args.max_output_bytes {
             dropped.fetch_add(points, Ordering::Relaxed);
@@ -301,7 +301,6 @@ pub fn run(args: &JoinArgs) -> Result<()> {
                 dropped.fetch_add(points, Ordering::Relaxed);
             }
         }
-        join.counters.points_dropped = dropped.load(Ordering::Relaxed);
     };
     let mut next_push = Instant::now() + args.period;
     loop {
@@ -326,13 +325,13 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             let mut out = LineWriter::default();
             join.counters.points_dropped = dropped.load(Ordering::Relaxed);
             let points = join.push(&mut out);
-            send(&mut join, out, points.saturating_add(1), false);
+            send(out, points.saturating_add(1), false);
         }
     }
     let mut out = LineWriter::default();
     join.counters.points_dropped = dropped.load(Ordering::Relaxed);
     let points = join.flush(&mut out);
-    send(&mut join, out, points.saturating_add(1), true);
+    send(out, points.saturating_add(1), true);
     drop(batch_tx);
     let _ = reader.join();
     let _ = writer.join();

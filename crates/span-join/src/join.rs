@@ -425,69 +425,60 @@ impl SpanJoin {
 
     fn join_oldest_sample(&mut self) {
         if let Some(p) = self.samples.pop_front() {
-            self.counters.early = self.counters.early.saturating_add(1);
-            let mut out = std::mem::take(&mut self.early_out);
-            self.early_points = self
-                .early_points
-                .saturating_add(self.join_sample(&p, &mut out));
-            self.early_out = out;
+            self.join_early(|join, out| join.join_sample(&p, out));
         }
     }
 
     fn join_oldest_frag(&mut self) {
         if let Some(p) = self.frags.pop_front() {
-            self.counters.early = self.counters.early.saturating_add(1);
-            let mut out = std::mem::take(&mut self.early_out);
-            self.early_points = self
-                .early_points
-                .saturating_add(self.join_frag(&p, &mut out));
-            self.early_out = out;
+            self.join_early(|join, out| join.join_frag(&p, out));
         }
+    }
+
+    /// Joins one sample or DATA_FRAG before its time (the table is full); its points wait
+    /// for the next push.
+    fn join_early(&mut self, join: impl FnOnce(&mut Self, &mut LineWriter) -> u64) {
+        self.counters.early = self.counters.early.saturating_add(1);
+        let mut out = std::mem::take(&mut self.early_out);
+        let points = join(self, &mut out);
+        self.early_points = self.early_points.saturating_add(points);
+        self.early_out = out;
     }
 
     /// One period: joins what is due, writes its points (and the `ddshark_join` point,
     /// without a time: the receiver stamps it) to `out`; returns how many points.
     pub fn push(&mut self, out: &mut LineWriter) -> u64 {
-        self.tick = self.tick.saturating_add(1);
-        let mut points = self.take_early(out);
-        // samples first: their votes decide the writers' hosts for the DATA_FRAGs
-        while self
-            .samples
-            .front_tick()
-            .is_some_and(|t| self.tick.saturating_sub(t) >= self.settings.settle_pushes)
-        {
-            if let Some(p) = self.samples.pop_front() {
-                points = points.saturating_add(self.join_sample(&p, out));
-            }
-        }
-        while self
-            .frags
-            .front_tick()
-            .is_some_and(|t| self.tick.saturating_sub(t) >= self.settings.settle_pushes)
-        {
-            if let Some(p) = self.frags.pop_front() {
-                points = points.saturating_add(self.join_frag(&p, out));
-            }
-        }
-        points = points.saturating_add(self.write_repairs(out));
-        points = points.saturating_add(self.write_latency_seconds(out));
+        let points = self.join_due(out, false);
         self.forget();
         self.finish_push(out, points)
     }
 
     /// The end of the input: joins everything still waiting (then a last push).
     pub fn flush(&mut self, out: &mut LineWriter) -> u64 {
+        let points = self.join_due(out, true);
+        self.finish_push(out, points)
+    }
+
+    /// A new period: what waited `settle_pushes` pushes (`all`: everything) joined, the
+    /// early points and the changed per-second totals written; returns how many points.
+    fn join_due(&mut self, out: &mut LineWriter, all: bool) -> u64 {
         self.tick = self.tick.saturating_add(1);
+        let (tick, settle) = (self.tick, self.settings.settle_pushes);
+        let due = |first_tick: u64| all || tick.saturating_sub(first_tick) >= settle;
         let mut points = self.take_early(out);
-        while let Some(p) = self.samples.pop_front() {
-            points = points.saturating_add(self.join_sample(&p, out));
+        // samples first: their votes decide the writers' hosts for the DATA_FRAGs
+        while self.samples.front_tick().is_some_and(due) {
+            if let Some(p) = self.samples.pop_front() {
+                points = points.saturating_add(self.join_sample(&p, out));
+            }
         }
-        while let Some(p) = self.frags.pop_front() {
-            points = points.saturating_add(self.join_frag(&p, out));
+        while self.frags.front_tick().is_some_and(due) {
+            if let Some(p) = self.frags.pop_front() {
+                points = points.saturating_add(self.join_frag(&p, out));
+            }
         }
         points = points.saturating_add(self.write_repairs(out));
-        points = points.saturating_add(self.write_latency_seconds(out));
-        self.finish_push(out, points)
+        points.saturating_add(self.write_latency_seconds(out))
     }
 
     fn take_early(&mut self, out: &mut LineWriter) -> u64 {
