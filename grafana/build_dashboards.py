@@ -199,11 +199,14 @@ def latency_board():
             "the mean of the samples sent in each interval. flux-queries/dds_latency_summary.flux",
             [influx_target("dds_latency_summary")], "ns", h=9,
             legend_calcs=["min", "mean", "max"])
-    b.panel("DDS-layer latency per sample",
-            "One point per sample at its send time (materialised by the latency task). "
-            "flux-queries/dds_latency_materialised.flux",
-            [influx_target("dds_latency_materialised")], "ns", h=9, style="points",
-            legend_calcs=["min", "mean", "max", "count"])
+    b.panel("DDS-layer latency per sample (the slowest per interval)",
+            "The latency of each sample (materialised by the latency join), the largest per "
+            "writer and interval: zoomed in, one point per sample at its send time; wider, the "
+            "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
+            "Autoware's rate. Every sample's row: flux-queries/dds_latency_materialised.flux. "
+            "flux-queries/dds_latency_peaks.flux",
+            [influx_target("dds_latency_peaks")], "ns", h=9, style="points",
+            legend_calcs=["min", "mean", "max"])
     b.panel("Network bandwidth per interface (node_exporter)",
             "Receive (+) and transmit (-) bit/s of the hosts' interfaces, on the same time axis "
             "as the latency above (thesis Fig. 4.11).",
@@ -212,13 +215,15 @@ def latency_board():
              prom_target('-rate(node_network_transmit_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',
                          "{{instance}} {{device}} tx", "B")],
             "bps", h=8)
-    b.panel("DDS submessage latency (per DATA_FRAG)",
+    b.panel("DDS submessage latency per DATA_FRAG (the slowest per interval)",
             "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
             "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
-            "${receiver} (materialised by the latency task). "
-            "flux-queries/dds_submessage_latency_materialised.flux",
-            [influx_target("dds_submessage_latency_materialised")], "ns", h=9, style="points",
-            legend_calcs=["min", "mean", "max", "count"])
+            "${receiver} (materialised by the latency join), the largest per writer and "
+            "interval: zoomed in, one point per DATA_FRAG. Every DATA_FRAG's row: "
+            "flux-queries/dds_submessage_latency_materialised.flux. "
+            "flux-queries/dds_submessage_latency_peaks.flux",
+            [influx_target("dds_submessage_latency_peaks")], "ns", h=9, style="points",
+            legend_calcs=["min", "mean", "max"])
     b.panel("Lost samples ${sender} -> ${receiver}",
             "Samples of ${sender}'s writers that ${receiver} never completed while capturing "
             "(lost or incomplete, as `ddshark latency` says), per interval at send time "
@@ -261,11 +266,12 @@ def traffic_board():
                var_host("receiver", "peer host", "host.name of the other capture (loss panel)"),
                var_topic()])
     b.row("Traffic on ${sender}")
-    b.panel("DDS payload size over time",
-            "Serialized sample size of ${sender}'s writers, one point per sample at its first "
-            "transmission (materialised by the latency task). "
-            "flux-queries/payload_size_materialised.flux",
-            [influx_target("payload_size_materialised")], "decbytes", h=9, style="points")
+    b.panel("DDS payload size over time (the largest per interval)",
+            "Serialized sample size of ${sender}'s writers at each sample's first transmission "
+            "(materialised by the latency join), the largest per writer and interval: zoomed "
+            "in, one point per sample. Every sample's row: "
+            "flux-queries/payload_size_materialised.flux. flux-queries/payload_size_peaks.flux",
+            [influx_target("payload_size_peaks")], "decbytes", h=9, style="points")
     b.panel("Bandwidth per topic",
             "DDS payload bit/s per topic, retransmissions included. flux-queries/topic_bandwidth.flux",
             [influx_target("topic_bandwidth")], "bps", h=9, w=12, advance=False)

@@ -7,7 +7,8 @@
 # no sequence number repeats during the soak).
 #
 # usage: sudo scripts/bench-e2e.sh [--rates "1 2 4 8"] [--soak-seconds 300] [--soak-rate 1]
-#                                   [--no-soak] [--out DIR] [--ddshark BIN] [--report FILE]
+#                                   [--no-soak] [--dense-copies N] [--no-dense]
+#                                   [--out DIR] [--ddshark BIN] [--report FILE]
 #
 # Per rate it reports (scripts/bench_e2e.py): spans sent / dropped by ddshark, accepted /
 # exported / failed by the collector, written / dropped by Telegraf, stored in InfluxDB
@@ -16,7 +17,10 @@
 # time per span, the latency join's counters, and the materialised latencies, lost
 # samples, sample sizes and repairs (and, on the single replays, the ad-hoc Flux join)
 # against `ddshark latency` on the two captures tcpdump took during the run (count and
-# values to the ns). The soak also reports all of that every 15 s while it runs. The table goes to --report
+# values to the ns). The soak also reports all of that every 15 s while it runs. After the
+# soak the live panels are timed at the thesis's rate (~19.5k samples/s per host): the
+# soak's per-sample points of host A written N times into side buckets (--dense-copies;
+# default: enough copies to reach that rate; ~1 min per copy). The table goes to --report
 # (default docs/bench-e2e.md); raw results (JSON, CSV, pcaps, logs) stay in --out.
 #
 # Needs root (namespaces), tcpreplay, tcpdump, the built stack (scripts/stack/build.sh)
@@ -31,12 +35,14 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ARGS=("$@")
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
 RATES="1 2 4 8"
 SOAK_SECONDS=300
 SOAK_RATE=1
 SOAK=1
+DENSE=1
+DENSE_COPIES=0
 OUT=/var/tmp/ddshark-bench-e2e
 REPORT="$REPO/docs/bench-e2e.md"
 DDSHARK=""
@@ -49,6 +55,8 @@ while (($#)); do
     --soak-seconds) SOAK_SECONDS="$2"; shift ;;
     --soak-rate) SOAK_RATE="$2"; shift ;;
     --no-soak) SOAK=0 ;;
+    --dense-copies) DENSE_COPIES="$2"; shift ;;
+    --no-dense) DENSE=0 ;;
     --out) OUT="$2"; shift ;;
     --report) REPORT="$2"; shift ;;
     --ddshark) DDSHARK="$2"; shift ;;
@@ -210,6 +218,11 @@ if [ "$SOAK" = 1 ]; then
   # (one pass of the 300 s capture: no SN repeats, so its latencies are compared too; at
   # rates above 1× it ends early, so --soak-seconds is then also the capture's length)
   run_rate soak "$SOAK_RATE" 1 "$SOAK_SECONDS" "$SOAK_CAP/a_tx.pcap" "$SOAK_CAP/b_tx.pcap"
+  if [ "$DENSE" = 1 ]; then
+    log "soak: the live panels at the thesis's rate (side buckets)"
+    python3 "$REPO/scripts/bench_e2e.py" dense --stack-env "$STACK_RUN/stack.env" --dir "$OUT/soak" \
+      --host-a e2e-soak-a --host-b e2e-soak-b --copies "$DENSE_COPIES"
+  fi
 fi
 python3 "$REPO/scripts/bench_e2e.py" report --out "$OUT" --report "$REPORT" \
   --others "$(uptime | sed 's/.*load average/load average/')"

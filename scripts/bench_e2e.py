@@ -16,10 +16,13 @@ import argparse
 import csv
 import glob
 import json
+import math
 import os
 import re
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -397,6 +400,87 @@ def cmd_cpu(a):
     return 0
 
 
+# The thesis's Autoware mix: samples per second that one host sends.
+THESIS_SAMPLES_PER_S = 19_500
+# What the live panels read per sample or span (the rest is per second, per topic or per
+# export interval, so it does not grow with the sample rate and is copied once).
+DENSE_LONG = ("dds_latency", "dds_samples", "dds_submessage_latency", "dds_lost", "dds_repairs")
+DENSE_RAW_FIELDS = ("payload_size", "sn")
+
+
+def cmd_dense(a):
+    """The live panels at the thesis's sample rate: the soak's points of host A that grow
+    with the rate, written `copies` times (each copy k ns later) into side buckets, the
+    rest once; then every live panel timed over the soak's last 5 minutes there."""
+    env = read_env(a.stack_env)
+    influx = Influx(env)
+    res = json.load(open(os.path.join(a.dir, "result.json")))
+    start, stop = res["t_start"] - 60_000_000_000, res["t_end"] + 60_000_000_000
+    window = f"range(start: {rfc3339(start)}, stop: {rfc3339(stop)})"
+    r = influx.query(f'from(bucket: "{influx.long_bucket}") |> {window} '
+                     f'|> filter(fn: (r) => r._measurement == "dds_samples" and r._field == "sample_size" '
+                     f'and r.sender == "{a.host_a}") |> group() |> count()')
+    samples = int(r[0]["_value"]) if r else 0
+    rate = samples / max(1e-9, res["replay_s"])
+    copies = a.copies or max(1, math.ceil(THESIS_SAMPLES_PER_S / max(1.0, rate)))
+    api = fluxcheck_api(env)
+    dense = {"bucket": influx.bucket + "_dense", "long_bucket": influx.long_bucket + "_dense"}
+    org = api("GET", f"/api/v2/orgs?org={urllib.parse.quote(influx.org)}")["orgs"][0]["id"]
+    for b in dense.values():
+        try:
+            for old in api("GET", f"/api/v2/buckets?orgID={org}&name={b}")["buckets"]:
+                api("DELETE", f"/api/v2/buckets/{old['id']}")
+        except urllib.error.HTTPError as e:
+            if e.code != 404:  # (404: no such bucket yet)
+                raise
+        api("POST", "/api/v2/buckets", {"orgID": org, "name": b, "retentionRules": []})
+    log(f"dense: host {a.host_a} sent {samples:,} samples in {res['replay_s']} s ({rate:,.0f}/s); "
+        f"{copies} copies reach {rate * copies:,.0f}/s (the thesis: {THESIS_SAMPLES_PER_S:,}/s)")
+    t0 = time.monotonic()
+    per_sample = " or ".join(f'r._measurement == "{m}"' for m in DENSE_LONG)
+    fields = " or ".join(f'r._field == "{f}"' for f in DENSE_RAW_FIELDS)
+    for k in range(copies):
+        influx.query(f'from(bucket: "{influx.long_bucket}") |> {window} '
+                     f'|> filter(fn: (r) => ({per_sample}) and r.sender == "{a.host_a}") '
+                     f'|> timeShift(duration: {k}ns) |> to(bucket: "{dense["long_bucket"]}") |> limit(n: 1)',
+                     timeout=3600)
+        influx.query(f'from(bucket: "{influx.bucket}") |> {window} '
+                     f'|> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{a.host_a}" and ({fields})) '
+                     f'|> timeShift(duration: {k}ns) |> to(bucket: "{dense["bucket"]}") |> limit(n: 1)',
+                     timeout=3600)
+    influx.query(f'from(bucket: "{influx.long_bucket}") |> {window} '
+                 f'|> filter(fn: (r) => not ({per_sample})) |> to(bucket: "{dense["long_bucket"]}") |> limit(n: 1)',
+                 timeout=3600)
+    influx.query(f'from(bucket: "{influx.bucket}") |> {window} '
+                 f'|> filter(fn: (r) => r._measurement != "spans") |> to(bucket: "{dense["bucket"]}") |> limit(n: 1)',
+                 timeout=3600)
+    copy_s = time.monotonic() - t0
+    dense_influx = Influx(dict(env, DDSHARK_INFLUX_BUCKET=dense["bucket"],
+                               DDSHARK_INFLUX_LONG_BUCKET=dense["long_bucket"]))
+    r = dense_influx.query(f'from(bucket: "{dense["long_bucket"]}") |> {window} '
+                           f'|> filter(fn: (r) => r._measurement == "dds_samples" and r._field == "sample_size") '
+                           f'|> group() |> count()')
+    out = {"copies": copies, "soak_samples_per_s": round(rate), "copy_s": round(copy_s, 1),
+           "dense_samples": int(r[0]["_value"]) if r else 0,
+           "dense_samples_per_s": round(rate * copies),
+           "panels": panel_times(dense_influx, (a.host_a, a.host_b), res["t_end"], collapsed=False)}
+    json.dump(out, open(os.path.join(a.dir, "dense.json"), "w"), indent=1)
+    return 0
+
+
+def fluxcheck_api(env):
+    """InfluxDB's HTTP API with the stack's token: (method, path, body) -> JSON."""
+    def call(method, path, body=None):
+        req = urllib.request.Request(env["DDSHARK_INFLUX_URL"] + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Token {env.get('DDSHARK_INFLUX_TOKEN', 'ddshark-dev-token')}",
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            text = r.read().decode()
+        return json.loads(text) if text else {}
+    return call
+
+
 def cmd_report(a):
     results = []
     for d in sorted(glob.glob(os.path.join(a.out, "r*", "result.json")),
@@ -497,6 +581,22 @@ def cmd_report(a):
             "", *lines, "", "Dashboard panel queries (time to answer, rows):", "", *qlines, ""]
     if soak_lines:
         text += ["Soak (one pass of j_autoware_soak, no SN repeats) over time:", "", *soak_lines, ""]
+    dense = os.path.join(a.out, "soak", "dense.json")
+    if os.path.exists(dense) and results:
+        d = json.load(open(dense))
+        soak = results[-1]
+        text += [f"The live panels at the thesis's rate (`bench_e2e.py dense`): the soak's points of host A "
+                 f"that grow with the sample rate (per-sample latencies, sizes, losses, repairs; the spans' "
+                 f"`payload_size` and `sn`) written {d['copies']} times into side buckets (each copy k ns "
+                 f"later), the rest once: {d['soak_samples_per_s']:,} samples/s × {d['copies']} = "
+                 f"**{d['dense_samples_per_s']:,} samples/s** ({d['dense_samples']:,} samples; the thesis: "
+                 f"{THESIS_SAMPLES_PER_S:,}/s per host). Each panel over the soak's last 5 minutes, all topics:",
+                 "", "| panel | soak | soak at the thesis's rate |", "|---|---|---|"]
+        for p in d["panels"]:
+            mine = next((x for x in soak.get("panels", []) if (x["dashboard"], x["panel"]) == (p["dashboard"], p["panel"])), None)
+            cell = lambda x: "—" if x is None else "error" if x.get("error") else f"{x['seconds']} s ({x['rows']} rows)"
+            text.append(f"| {p['dashboard'].replace('.json', '')} / {p['panel']} ({p['ref']}) | {cell(mine)} | {cell(p)} |")
+        text.append("")
     with open(a.report, "w") as fh:
         fh.write("\n".join(text))
     print("\n".join(text))
@@ -519,6 +619,12 @@ def main():
     s.add_argument("--stack-env", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--pids", required=True)
+    d = sub.add_parser("dense")
+    d.add_argument("--stack-env", required=True)
+    d.add_argument("--dir", required=True)
+    d.add_argument("--host-a", required=True)
+    d.add_argument("--host-b", required=True)
+    d.add_argument("--copies", type=int, default=0, help="default: to the thesis's samples/s")
     c = sub.add_parser("cpu")
     c.add_argument("--stack-env", required=True)
     c.add_argument("--out", required=True)
@@ -528,7 +634,7 @@ def main():
     rep.add_argument("--others", default="")
     a = p.parse_args()
     return {"rate": cmd_rate, "held": cmd_held, "sample": cmd_sample, "cpu": cmd_cpu,
-            "report": cmd_report}[a.cmd](a)
+            "dense": cmd_dense, "report": cmd_report}[a.cmd](a)
 
 
 if __name__ == "__main__":

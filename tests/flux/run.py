@@ -342,6 +342,31 @@ union(tables: [
 """
 
 
+# The panels' interval in the checks of the storage-side aggregates: several samples per
+# interval on the fixtures, so the largest is a real choice.
+PEAKS_WINDOW, PEAKS_WINDOW_NS = "100ms", 100_000_000
+
+
+def largest_per_window(points, window_ns, stop, field):
+    """The largest `field` per (topic, writer, end of aggregateWindow's interval)."""
+    out = {}
+    for p in points:
+        t = parse_time_ns(p["_time"])
+        k = (p.get("topic_name", ""), p["writer_id"], min((t // window_ns + 1) * window_ns, stop))
+        out[k] = max(out.get(k, int(p[field])), int(p[field]))
+    return out
+
+
+def raw_span_values(influx, host, start, stop):
+    """(topic, time, span kind, field, value) of every span's payload_size and SAMPLE sn."""
+    rows = influx.query(
+        f'from(bucket: "{influx.bucket}") |> range(start: {rfc3339(start)}, stop: {rfc3339(stop)}) '
+        f'|> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" '
+        f'and (r._field == "payload_size" or r._field == "sn")) |> group()')
+    return [(r.get("topic_name", ""), parse_time_ns(r["_time"]), r.get("span.name", ""), r["_field"],
+             int(r["_value"])) for r in rows]
+
+
 def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=True):
     """Lost samples, sample sizes and repairs: the join's dds_lost / dds_samples /
     dds_repairs points against `ddshark latency` on the same captures (the fixture's, or
@@ -408,6 +433,30 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
         close = {k for k, x in summary.items() if k in per_sample and abs(x - per_sample[k]) <= 1e-6 * max(1.0, abs(x))}
         compare(scen, f"dds_latency_summary.flux {direction} = the same over every sample (10 s)",
                 per_sample, {k: per_sample[k] if k in close else x for k, x in summary.items()})
+        # The panels "per sample": the largest per writer and interval, taken in storage, = the
+        # same over the (checked) per-sample points.
+        for query, measurement, receiver, field in (
+                ("dds_latency_peaks.flux", "dds_latency", rcv, "latency_ns"),
+                ("dds_submessage_latency_peaks.flux", "dds_submessage_latency", rcv, "latency_ns"),
+                ("payload_size_peaks.flux", "dds_samples", None, "sample_size")):
+            want = largest_per_window(long_points(influx, measurement, snd, start, stop, receiver),
+                                      PEAKS_WINDOW_NS, stop, field)
+            got = {(r.get("topic_name", ""), r["writer_id"], parse_time_ns(r["_time"])): int(float(r["_value"]))
+                   for r in flux_rows(influx, query, start, stop, PEAKS_WINDOW, v)}
+            compare(scen, f"{query} {direction} = the largest {measurement} per writer and {PEAKS_WINDOW}",
+                    want, got)
+        # Bandwidth and sample rate, summed in storage, = the same over every span.
+        spans = raw_span_values(influx, snd, start, stop)
+        for query, pick, scale in (("topic_bandwidth.flux", "payload_size", 8.0), ("message_rate.flux", "SAMPLE", 1.0)):
+            want = {}
+            for topic, t, kind, field, value in spans:
+                if (pick == "SAMPLE" and kind == "SAMPLE" and field == "sn") or (pick == field):
+                    k = (topic or "(unknown topic)", min((t // PEAKS_WINDOW_NS + 1) * PEAKS_WINDOW_NS, stop))
+                    want[k] = want.get(k, 0) + (value if pick != "SAMPLE" else 1)
+            want = {k: round(x * scale * 1e9 / PEAKS_WINDOW_NS, 6) for k, x in want.items()}
+            got = {(r["topic_name"], parse_time_ns(r["_time"])): round(float(r["_value"]), 6)
+                   for r in flux_rows(influx, query, start, stop, PEAKS_WINDOW, v)}
+            compare(scen, f"{query} {direction} = the same over every span ({PEAKS_WINDOW})", want, got)
         # The panels: materialised and ad-hoc give the same rows (per topic and second).
         for mat, raw in (("lost_samples_materialised.flux", "lost_samples.flux"),
                          ("retransmissions_materialised.flux", "retransmissions.flux")) if adhoc else ():
