@@ -39,7 +39,8 @@
 #   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
 #   DDSHARK_TELEGRAF_OTLP_PORT  telegraf's OTLP/gRPC input [4319]
 #   DDSHARK_TELEGRAF_GOGC       telegraf's Go GC target (GOGC) [400]
-#   DDSHARK_JOIN_BIN            the ddshark that runs the latency join [target/release/ddshark]
+#   DDSHARK_JOIN_BIN            the ddshark that runs the latency join [target/release/ddshark,
+#                               built or brought up to date by cargo]
 #   DDSHARK_JOIN_SOCKET         its points' way back into telegraf [RUN_DIR/join.sock]
 #   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
 #   DDSHARK_NODE_EXPORTER_PORT  node exporter (--with-prometheus) [9100]
@@ -49,7 +50,7 @@
 # pass through.
 set -euo pipefail
 
-usage() { sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; }
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
@@ -285,13 +286,17 @@ export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
 # The latency join is `ddshark join`, which Telegraf runs (outputs.execd): this
 # checkout's release build unless DDSHARK_JOIN_BIN names one.
 if [ -z "${DDSHARK_JOIN_BIN:-}" ]; then
-  DDSHARK_JOIN_BIN="$REPO_ROOT/target/release/ddshark"
-  if [ ! -x "$DDSHARK_JOIN_BIN" ]; then
-    say "building ddshark (the latency join): cargo build --release -p ddshark"
+  DDSHARK_JOIN_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
+  # Always through cargo (a no-op when the build is current): a build older than the join
+  # would leave Telegraf restarting a command that does not exist.
+  if command -v cargo >/dev/null; then
+    say "ddshark (the latency join): cargo build --release -p ddshark"
     (cd "$REPO_ROOT" && cargo build --release -q -p ddshark >&2) || die "cargo build --release -p ddshark failed"
   fi
 fi
 [ -x "$DDSHARK_JOIN_BIN" ] || die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN is not an executable"
+"$DDSHARK_JOIN_BIN" join --help >/dev/null 2>&1 ||
+  die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN has no 'join' command (a build older than the latency join?)"
 export DDSHARK_JOIN_BIN
 export DDSHARK_JOIN_SOCKET="${DDSHARK_JOIN_SOCKET:-$RUN_DIR/join.sock}"
 rm -f "$DDSHARK_JOIN_SOCKET"
