@@ -63,7 +63,8 @@ pub struct JoinSettings {
     pub forget_pushes: u64,
     /// Participants whose votes are kept (the oldest beyond are forgotten).
     pub max_participants: usize,
-    /// A host that cast no vote for a participant in the last this many pushes is not its host.
+    /// A host that cast no vote for a participant in the last this many pushes is not its host
+    /// (and a vote counts half as much with every push since it was cast).
     pub vote_pushes: u64,
     /// ddshark's `--otlp-sample-window`: a host's SAMPLE span pairs with the sender's that
     /// started at most this long before it.
@@ -271,7 +272,8 @@ pub struct SpanJoin {
     tick: u64,
     samples: PendingQueue<SampleRow>,
     frags: PendingQueue<FragRow>,
-    /// GUID prefix → host → (votes, tick of the last vote); participants in order of arrival.
+    /// GUID prefix → host → (votes as of the tick of the last vote, that tick); participants
+    /// in order of arrival.
     votes: IndexMap<Str, BTreeMap<Str, (u64, u64)>>,
     writers: HashMap<Str, Writer>,
     captures: HashMap<Str, Capture>,
@@ -518,8 +520,8 @@ impl SpanJoin {
     // ------------------------------------------------------------------ the join
 
     /// The writer's host for a sample seen as `rows`: one vote per sample first seen by
-    /// one host (a sample two hosts saw at the same nanosecond casts none); the
-    /// participant's most voted host, else the first. None if nobody saw it.
+    /// one host (a sample two hosts saw at the same nanosecond casts none); among the hosts
+    /// that saw it, the participant's most voted one, else the first. None if nobody saw it.
     fn home_of(&mut self, writer: &str, rows: &[SampleRow]) -> Option<Str> {
         let prefix = participant_of(writer);
         let mut earliest: BTreeMap<&Str, i64> = BTreeMap::new();
@@ -548,26 +550,48 @@ impl SpanJoin {
                 let prefix = self.intern(prefix);
                 let votes = self.votes.entry(prefix).or_default();
                 let vote = votes.entry(host.clone()).or_insert((0, tick));
-                vote.0 = vote.0.saturating_add(1);
-                vote.1 = tick;
+                *vote = (decayed(*vote, tick).saturating_add(ONE_VOTE), tick);
             }
-            return self.best_vote(prefix, None).or(first);
+            // (restricted to the hosts that saw it: the same participants replayed under
+            // other host names still carry the old names' votes for a few pushes)
+            let among: BTreeMap<Str, i64> =
+                earliest.iter().map(|(h, t)| ((*h).clone(), *t)).collect();
+            return self.best_vote(prefix, Some(&among)).or(first);
         }
-        self.best_vote(prefix, None)
-            .or_else(|| earliest.keys().next().map(|h| (*h).clone()))
+        // Seen by one host: its sender, or a receiver whose sender's capture missed it.
+        let only = earliest.keys().next().map(|h| (*h).clone());
+        match self.best_vote(prefix, None) {
+            // (a voted host whose capture fell silent is gone: a replay under other host
+            // names, or a capture that ended)
+            Some(home) if only.as_ref() == Some(&home) || self.capturing_now(&home) => Some(home),
+            _ => only,
+        }
+    }
+
+    /// Whether spans of `host` arrived since the samples joined now did (a host that is
+    /// capturing the writer sends its SAMPLE spans within that time).
+    fn capturing_now(&self, host: &str) -> bool {
+        let since = self
+            .tick
+            .saturating_sub(self.settings.settle_pushes.saturating_add(1));
+        self.captures
+            .get(host)
+            .is_some_and(|c| c.seen_tick >= since)
     }
 
     /// The host with most votes for the participant among those that voted within the
-    /// last `vote_pushes` pushes (a participant's host does not change; host names may,
-    /// when a capture is replayed under other names), restricted to `among` if given.
+    /// last `vote_pushes` pushes, each push halving the votes before it (a participant's
+    /// host does not change; host names may, when a capture is replayed under other names:
+    /// the new name outvotes the old within a push or two), restricted to `among` if given.
     fn best_vote(&self, prefix: &str, among: Option<&BTreeMap<Str, i64>>) -> Option<Str> {
         let votes = self.votes.get(prefix)?;
         let recent = self.tick.checked_sub(self.settings.vote_pushes);
         let mut best: Option<(&Str, u64)> = None;
-        for (host, &(count, tick)) in votes {
-            if recent.is_some_and(|r| tick < r) || among.is_some_and(|a| !a.contains_key(host)) {
+        for (host, &vote) in votes {
+            if recent.is_some_and(|r| vote.1 < r) || among.is_some_and(|a| !a.contains_key(host)) {
                 continue;
             }
+            let count = decayed(vote, self.tick);
             if best.is_none_or(|(_, most)| count > most) {
                 best = Some((host, count));
             }
@@ -836,6 +860,18 @@ impl SpanJoin {
     }
 }
 
+/// One vote, in the fixed-point units votes decay in (so that a single vote still counts
+/// after the `vote_pushes` halvings that keep a host in the running).
+const ONE_VOTE: u64 = 1 << 16;
+
+/// A host's votes `(count, tick of its last vote)` as they count at `tick`: halved with
+/// every push since.
+fn decayed((count, last): (u64, u64), tick: u64) -> u64 {
+    count
+        .checked_shr(u32::try_from(tick.saturating_sub(last)).unwrap_or(u32::MAX))
+        .unwrap_or(0)
+}
+
 /// Adds one sample's latency to its second (a free function: the caller holds borrows of
 /// the join's other maps).
 fn count_latency(
@@ -974,6 +1010,60 @@ mod tests {
                 join.pending_samples()
             ),
             (1, 2, 0)
+        );
+    }
+
+    /// The same participants replayed under other host names a push later (as the
+    /// end-to-end bench and a user replaying one capture pair twice do): the old names'
+    /// votes neither take the new replay's samples nor its losses.
+    #[test]
+    fn a_replay_under_other_host_names_is_joined_under_the_new_names() {
+        let mut join = SpanJoin::new(settings());
+        let mut out = LineWriter::default();
+        // many samples under a1 -> b1
+        for sn in 1..=50 {
+            let t = sn * 1_000_000;
+            feed(
+                &mut join,
+                &[
+                    sample("a1", sn, t, t + 100, 0),
+                    sample("b1", sn, t + 500, t + 900, 0),
+                ],
+            );
+        }
+        join.push(&mut out);
+        join.push(&mut out);
+        assert_eq!(points(&out, "dds_latency").len(), 50);
+        // the same writer again a push later, now as a2 -> b2: two samples, one lost at b2
+        let mut out = LineWriter::default();
+        feed(
+            &mut join,
+            &[
+                sample("a2", 1, 1_000_000, 1_000_100, 0),
+                sample("b2", 1, 1_000_500, 1_000_900, 0),
+                sample("a2", 2, 2_000_000, 2_000_100, 0),
+                // b2 captured well past sample 2 (so it was lost there, not uncaptured)
+                sample("b2", 3, 9_000_000_000, 9_000_000_100, 0),
+                sample("a2", 3, 8_999_999_000, 8_999_999_100, 0),
+            ],
+        );
+        join.push(&mut out);
+        join.push(&mut out);
+        let latency = points(&out, "dds_latency");
+        assert_eq!(latency.len(), 2, "{}", out.buf);
+        assert!(
+            latency
+                .iter()
+                .all(|p| p.starts_with(",receiver=b2,sender=a2,")),
+            "{}",
+            out.buf
+        );
+        let lost = points(&out, "dds_lost");
+        assert_eq!(lost.len(), 1, "{}", out.buf);
+        assert!(
+            lost[0].starts_with(",receiver=b2,sender=a2,"),
+            "{}",
+            out.buf
         );
     }
 
