@@ -141,6 +141,9 @@ pub struct JoinCounters {
     pub forgotten: u64,
     /// Points the output could not take (counted by the driver).
     pub points_dropped: u64,
+    /// Samples and DATA_FRAGs the writer's host did not see (its capture missed them), so
+    /// nothing is known of their sending: no point.
+    pub senderless: u64,
 }
 
 type Str = Arc<str>;
@@ -502,6 +505,7 @@ impl SpanJoin {
             .int("points", as_i64(c.points))
             .int("points_dropped", as_i64(c.points_dropped))
             .int("forgotten", as_i64(c.forgotten))
+            .int("senderless", as_i64(c.senderless))
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
             .int(
@@ -559,13 +563,8 @@ impl SpanJoin {
             return self.best_vote(prefix, Some(&among)).or(first);
         }
         // Seen by one host: its sender, or a receiver whose sender's capture missed it.
-        let only = earliest.keys().next().map(|h| (*h).clone());
-        match self.best_vote(prefix, None) {
-            // (a voted host whose capture fell silent is gone: a replay under other host
-            // names, or a capture that ended)
-            Some(home) if only.as_ref() == Some(&home) || self.capturing_now(&home) => Some(home),
-            _ => only,
-        }
+        self.best_vote(prefix, None)
+            .or_else(|| earliest.keys().next().map(|h| (*h).clone()))
     }
 
     /// Whether spans of `host` arrived since the samples joined now did (a host that is
@@ -580,15 +579,21 @@ impl SpanJoin {
     }
 
     /// The host with most votes for the participant among those that voted within the
-    /// last `vote_pushes` pushes, each push halving the votes before it (a participant's
-    /// host does not change; host names may, when a capture is replayed under other names:
-    /// the new name outvotes the old within a push or two), restricted to `among` if given.
+    /// last `vote_pushes` pushes and capture now, each push halving the votes before it (a
+    /// participant's host does not change; host names may, when a capture is replayed under
+    /// other names: the new name outvotes the old within a push or two), restricted to
+    /// `among` if given.
     fn best_vote(&self, prefix: &str, among: Option<&BTreeMap<Str, i64>>) -> Option<Str> {
         let votes = self.votes.get(prefix)?;
         let recent = self.tick.checked_sub(self.settings.vote_pushes);
         let mut best: Option<(&Str, u64)> = None;
         for (host, &vote) in votes {
-            if recent.is_some_and(|r| vote.1 < r) || among.is_some_and(|a| !a.contains_key(host)) {
+            // (a host whose capture fell silent is not the host of a sample joined now: a
+            // replay under other host names, or a capture that ended)
+            if recent.is_some_and(|r| vote.1 < r)
+                || among.is_some_and(|a| !a.contains_key(host))
+                || !self.capturing_now(host)
+            {
                 continue;
             }
             let count = decayed(vote, self.tick);
@@ -621,6 +626,7 @@ impl SpanJoin {
         let mut sent: Vec<&SampleRow> = p.rows.iter().filter(|r| r.host == home).collect();
         sent.sort_by(|a, b| (a.start, &a.slot).cmp(&(b.start, &b.slot)));
         if sent.is_empty() {
+            self.counters.senderless = self.counters.senderless.saturating_add(1);
             return 0;
         }
         let topic = self.topic_of(&p.writer, &home);
@@ -804,6 +810,7 @@ impl SpanJoin {
             }
         }
         let Some(sender) = sender else {
+            self.counters.senderless = self.counters.senderless.saturating_add(1);
             return 0;
         };
         let topic = self.topic_of(&p.writer, &home);
@@ -1065,6 +1072,21 @@ mod tests {
             "{}",
             out.buf
         );
+        assert_eq!(join.counters.senderless, 0);
+        // a sample only b2 saw while a2 captures: a2's capture missed it, counted
+        let mut out = LineWriter::default();
+        feed(
+            &mut join,
+            &[
+                sample("b2", 4, 9_100_000_500, 9_100_000_900, 0),
+                sample("a2", 5, 9_200_000_000, 9_200_000_100, 0),
+                sample("b2", 5, 9_200_000_500, 9_200_000_900, 0),
+            ],
+        );
+        join.push(&mut out);
+        join.push(&mut out);
+        assert_eq!(points(&out, "dds_latency").len(), 1, "{}", out.buf);
+        assert_eq!(join.counters.senderless, 1, "{}", out.buf);
     }
 
     #[test]
