@@ -340,10 +340,11 @@ def health_board():
             "Series with data in the time range; bounded by the deployment, not the traffic. "
             "flux-queries/series_cardinality.flux",
             [influx_target("series_cardinality")], "short", h=8, w=12, x=12, kind="stat")
-    b.panel("Latency join: pending / joined early / points written, dropped / rejected",
+    b.panel("Latency join: pending / joined early / points written, dropped / rejected / senderless",
             "Samples and DATA_FRAGs waiting in the latency join (ddshark join, run by Telegraf), "
             "samples joined early because it was full (> 0: latencies may be missing), the points "
-            "it wrote and could not deliver, and the lines it could not use (cumulative). "
+            "it wrote and could not deliver, the lines it could not use, and the samples and "
+            "DATA_FRAGs the writer's host did not capture (no point; cumulative). "
             "flux-queries/join_health.flux",
             [influx_target("join_health")], "short", h=8, legend_calcs=["last"])
     return b
