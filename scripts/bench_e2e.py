@@ -327,7 +327,8 @@ def cmd_rate(a):
         res["outcomes"] = {"equal": len(fluxcheck.FAILURES) == n0, "failures": fluxcheck.FAILURES[n0:]}
     # (the soak's 5 minutes hold millions of spans: its ad-hoc joins over raw spans would
     # take longer than the bench; they are timed on the single replays)
-    res["panels"] = panel_times(influx, hosts, time.time_ns(), collapsed=a.adhoc == "yes")
+    # ("last 5 minutes" as of the replay's end: the checks above may have taken minutes)
+    res["panels"] = panel_times(influx, hosts, a.t_end + 10_000_000_000, collapsed=a.adhoc == "yes")
     json.dump(res, open(os.path.join(a.dir, "result.json"), "w"), indent=1)
     return 0
 
@@ -463,7 +464,8 @@ def cmd_dense(a):
     out = {"copies": copies, "soak_samples_per_s": round(rate), "copy_s": round(copy_s, 1),
            "dense_samples": int(r[0]["_value"]) if r else 0,
            "dense_samples_per_s": round(rate * copies),
-           "panels": panel_times(dense_influx, (a.host_a, a.host_b), res["t_end"], collapsed=False)}
+           "panels": panel_times(dense_influx, (a.host_a, a.host_b), res["t_end"] + 10_000_000_000,
+                                     collapsed=False)}
     json.dump(out, open(os.path.join(a.dir, "dense.json"), "w"), indent=1)
     return 0
 

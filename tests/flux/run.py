@@ -729,6 +729,10 @@ def wait_for_join(influx, timeout=180):
     if ok:
         log(f"latency join done in {waited:.0f} s: {st}")
     check(st.get("early", 0) == 0, f"the latency join joined {st.get('early')} samples early (bound)")
+    # (every fixture's sender captured what it sent, also when it is exported again under
+    # other host names right after: the old names must not take the new samples)
+    check(st.get("senderless", 0) == 0,
+          f"the latency join found {st.get('senderless')} samples/DATA_FRAGs without their sender")
 
 
 def main():
