@@ -24,8 +24,10 @@ fn chromium() -> String {
     c
 }
 
+/// One directory per test under cargo's target/tmp, emptied at the start: the screenshot
+/// stays there for a look, and runs do not pile up browser profiles in /tmp.
 fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ddshark-html-{tag}-{}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("latency-html-{tag}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
