@@ -93,9 +93,9 @@ impl SubmessageRecord {
         Self {
             kind: e.kind().name(),
             submessage_id: e.id,
-            sm_index: e.index,
+            sm_index: e.index as usize,
             flags: e.flags,
-            length: e.length,
+            length: e.length as usize,
             guid_prefix: e.ctx.src_prefix.to_string(),
             dst_guid_prefix: e.ctx.dst_prefix.map(|p| p.to_string()),
             writer_guid: writer.map(|g| g.to_string()),

@@ -464,7 +464,10 @@ fn process_frame<'a>(
         let mut submessages = relifetime(std::mem::take(&mut spare.submessages));
         let mut discovery = Vec::new();
         let mut walk = SubmessageIter::with_wire_len(udp.payload, &header, on_wire);
-        submessages.extend(&mut walk);
+        // (a loop over the inlined step, not `extend`: each submessage is moved once)
+        for sm in walk.by_ref() {
+            submessages.push(sm);
+        }
         let submessage_errors = walk.errors();
         for sm in submessages.iter().flatten() {
             if let Some(rec) = discovery_of(

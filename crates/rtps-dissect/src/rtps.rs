@@ -1170,13 +1170,16 @@ fn surely_decodes(kind: SubmessageKind, flags: u8, body: &[u8]) -> bool {
 /// The fields that were readable before the fault are kept (lax parsing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmessageError {
-    pub index: usize,
-    pub offset: usize,
+    // (u32, not usize like `Submessage`'s: an RTPS message is at most 64 KiB, and the
+    // narrower fields keep a walk's `Result` at 128 bytes, which moves into the
+    // submessage list without a `memcpy` call)
+    pub index: u32,
+    pub offset: u32,
     pub id: u8,
     pub flags: u8,
     /// Body length as the submessage header claims it (octetsToNextHeader; the rest of
     /// the message when that is 0); 0 when not even the header was there.
-    pub length: usize,
+    pub length: u32,
     pub error: DissectError,
     pub ctx: Context,
     pub reader: Option<EntityId>,
@@ -1264,6 +1267,7 @@ impl<'a> SubmessageIter<'a> {
 impl<'a> Iterator for SubmessageIter<'a> {
     type Item = std::result::Result<Submessage<'a>, SubmessageError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done || self.offset >= self.data.len() {
             return None;
@@ -1286,8 +1290,8 @@ impl<'a> Iterator for SubmessageIter<'a> {
                 self.done = true;
                 self.errors = self.errors.saturating_add(1);
                 return Some(Err(SubmessageError {
-                    index,
-                    offset: start,
+                    index: narrow(index),
+                    offset: narrow(start),
                     id: hb.u8(start).unwrap_or(0),
                     flags: 0,
                     length: 0,
@@ -1377,6 +1381,12 @@ impl<'a> Iterator for SubmessageIter<'a> {
     }
 }
 
+/// A position or length within one RTPS message (at most 64 KiB) as the u32 of
+/// [`SubmessageError`]; saturates rather than wraps should one ever be larger.
+fn narrow(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
 /// The error of a submessage whose body does not decode, with the fields that precede
 /// the fault. (id, flags, length) are from its header.
 #[cold]
@@ -1391,11 +1401,11 @@ fn undecodable(
     let kind = SubmessageKind::from_id(id);
     let (reader, writer, writer_sn) = partial_fields(kind, flags, body);
     SubmessageError {
-        index,
-        offset,
+        index: narrow(index),
+        offset: narrow(offset),
         id,
         flags,
-        length,
+        length: narrow(length),
         error,
         ctx,
         reader,
