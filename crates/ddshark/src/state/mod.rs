@@ -210,6 +210,20 @@ fn count_sample_piece(
 }
 
 impl Writer {
+    /// What a sequence step finalized (lost, incomplete, jumps). Called on the writer
+    /// already in hand: most steps finalize nothing, and none needs a second lookup.
+    #[inline]
+    fn apply_final(&mut self, now: u64, fin: Finalized) {
+        if fin == Finalized::default() {
+            return;
+        }
+        self.sn_jumps = self.sn_jumps.saturating_add(fin.jumps);
+        self.stats.record(now, |c| {
+            c.lost = c.lost.saturating_add(fin.lost);
+            c.incomplete = c.incomplete.saturating_add(fin.incomplete);
+        });
+    }
+
     /// The first DATA/DATA_FRAG of this writer in a datagram: its 802.1Q priority and VLAN.
     fn credit_datagram(&mut self, d: &Datagram<'_>) {
         let slot = d.pcp.map_or(8, usize::from).min(8);
@@ -666,11 +680,7 @@ impl State {
         }
         let now = self.now_ns;
         if let Some(w) = self.writers.get_mut(guid) {
-            w.sn_jumps = w.sn_jumps.saturating_add(fin.jumps);
-            w.stats.record(now, |c| {
-                c.lost = c.lost.saturating_add(fin.lost);
-                c.incomplete = c.incomplete.saturating_add(fin.incomplete);
-            });
+            w.apply_final(now, fin);
         }
     }
 
@@ -764,8 +774,8 @@ impl State {
         w.stats.record(now, |c| {
             count_sample_piece(c, observed, is_frag, piece.sample_size, link);
         });
+        w.apply_final(now, fin);
         self.counters.count_observed(observed);
-        self.apply_final(&guid, fin);
     }
 
     fn heartbeat(&mut self, writer: Guid, first_sn: SequenceNumber, last_sn: SequenceNumber) {
@@ -777,7 +787,7 @@ impl State {
         w.stats
             .record(now, |c| c.heartbeats = c.heartbeats.saturating_add(1));
         let fin = w.seq.heartbeat(first_sn, last_sn, now, &seq_cfg);
-        self.apply_final(&writer, fin);
+        w.apply_final(now, fin);
     }
 
     fn heartbeat_frag(&mut self, writer: Guid) {
@@ -807,7 +817,7 @@ impl State {
             fin.incomplete = fin.incomplete.saturating_add(f.incomplete);
             fin.jumps = fin.jumps.saturating_add(f.jumps);
         }
-        self.apply_final(&writer, fin);
+        w.apply_final(now, fin);
     }
 
     fn acknack(
