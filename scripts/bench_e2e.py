@@ -401,6 +401,43 @@ def cmd_cpu(a):
     return 0
 
 
+def cmd_ingest(a):
+    """One step of scripts/bench-ingest.sh: wait until InfluxDB holds every span the two
+    replays sent (30 s at most after their end), then print the step's table row."""
+    env = read_env(a.stack_env)
+    influx = Influx(env)
+    logs = [ddshark_summary(f, "") for f in a.ddshark_logs]
+    sent = sum(x.get("sent", 0) for x in logs)
+    dropped = sum(x.get("dropped", 0) + x.get("failed", 0) + x.get("abandoned", 0) for x in logs)
+    q = (f'from(bucket: "{influx.bucket}") |> range(start: {rfc3339(a.t_start - 3_600_000_000_000)}) '
+         f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
+         f'and strings.hasPrefix(v: r["host.name"], prefix: "{a.host_prefix}")) |> group() |> count()')
+    stored, deadline = 0, time.time() + 30
+    while True:
+        r = influx.query('import "strings"\n' + q)
+        stored = int(r[0]["_value"]) if r else 0
+        if stored >= sent or time.time() > deadline:
+            break
+        time.sleep(1)
+    after = time.time() - a.t_end / 1e9
+    cpu_end = stack_cpu(env)
+    start, replay_end = json.load(open(a.cpu_start)), json.load(open(a.cpu_replay_end))
+    names = ("otelcol", "telegraf", "join", "influxd")
+    during = {n: replay_end.get(n, 0) - start.get(n, 0) for n in names}
+    total = {n: cpu_end.get(n, 0) - start.get(n, 0) for n in names}
+    secs = max(1e-9, (a.t_end - a.t_start) / 1e9)
+    per = {n: total[n] / max(1, sent) * 1e6 for n in names}
+    w = influx.writer_counters()
+    tg_dropped = sum(c.get("metrics_dropped", 0) for c in w.values())
+    held = stored >= sent and after <= 30 and dropped == 0 and tg_dropped == 0
+    print(f"| ×{a.speed} | {sent / secs:,.0f} | "
+          f"{f'{after:.0f} s' if stored >= sent else f'not within 30 s ({stored:,} of {sent:,})'}"
+          f"{'' if held else ' (not held)'} | "
+          f"{dropped} / {tg_dropped} | {sum(during.values()) / secs:.2f} cores | "
+          f"{sum(per.values()):.0f} µs ({' / '.join(f'{per[n]:.0f}' for n in names)}) |", flush=True)
+    return 0 if held else 1
+
+
 # The thesis's Autoware mix: samples per second that one host sends.
 THESIS_SAMPLES_PER_S = 19_500
 # What the live panels read per sample or span (the rest is per second, per topic or per
@@ -627,6 +664,15 @@ def main():
     d.add_argument("--host-a", required=True)
     d.add_argument("--host-b", required=True)
     d.add_argument("--copies", type=int, default=0, help="default: to the thesis's samples/s")
+    g = sub.add_parser("ingest")
+    g.add_argument("--stack-env", required=True)
+    g.add_argument("--host-prefix", required=True)
+    g.add_argument("--speed", required=True)
+    g.add_argument("--t-start", type=int, required=True)
+    g.add_argument("--t-end", type=int, required=True)
+    g.add_argument("--cpu-start", required=True)
+    g.add_argument("--cpu-replay-end", required=True)
+    g.add_argument("--ddshark-logs", nargs=2, required=True)
     c = sub.add_parser("cpu")
     c.add_argument("--stack-env", required=True)
     c.add_argument("--out", required=True)
@@ -636,7 +682,7 @@ def main():
     rep.add_argument("--others", default="")
     a = p.parse_args()
     return {"rate": cmd_rate, "held": cmd_held, "sample": cmd_sample, "cpu": cmd_cpu,
-            "dense": cmd_dense, "report": cmd_report}[a.cmd](a)
+            "dense": cmd_dense, "ingest": cmd_ingest, "report": cmd_report}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# What the telemetry stack holds: spans per second the collector → Telegraf (latency
+# join) → InfluxDB path takes without falling behind or dropping, and its CPU per span.
+#
+# Starts the stack (scripts/stack/start.sh) in a throwaway run dir on free ports, then per
+# step replays two hosts' captures at once with `ddshark -r FILE --speed S --duration D
+# --otlp …` (paced by the capture's timestamps: no namespaces, no tcpreplay, no live
+# capture, so the stack gets the cores) and reports: spans offered per second, how long
+# after the replay's end InfluxDB held every span, spans dropped by ddshark and by
+# Telegraf, the stack's CPU during the replay (cores) and its CPU per span (collector,
+# Telegraf, `ddshark join`, influxd). Stops the stack it started.
+#
+# Usage: scripts/bench-ingest.sh [--a FILE] [--b FILE] [--speeds "2 4 6"] [--duration 60]
+#                                [--ddshark BIN] [-- DDSHARK_ARGS…]
+#   --a/--b     the two hosts' captures (default: the 5-minute soak bench-e2e captured,
+#               /var/tmp/ddshark-bench-e2e/soak/{a,b}.pcap; any two-host pair works, long
+#               enough for --duration × speed seconds of traffic)
+#   DDSHARK_ARGS  extra ddshark options, e.g. -- --otlp-lean
+# Holding: every span stored within 30 s of the replay's end and nothing dropped. On a
+# machine with fewer cores than the stack needs, the replays take cores too: the highest
+# rate held is a lower bound. Needs scripts/stack/build.sh to have run once; runs under
+# the bench lock of the other benches' convention when called through flock by the user.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+A=/var/tmp/ddshark-bench-e2e/soak/a.pcap
+B=/var/tmp/ddshark-bench-e2e/soak/b.pcap
+SPEEDS="2 4 6"
+DURATION=60
+DDSHARK=""
+EXTRA=()
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+  case "$1" in
+    --a) A="$2"; shift ;;
+    --b) B="$2"; shift ;;
+    --speeds) SPEEDS="$2"; shift ;;
+    --duration) DURATION="$2"; shift ;;
+    --ddshark) DDSHARK="$2"; shift ;;
+    --) shift; EXTRA=("$@"); break ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench-ingest: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+log() { printf '[bench-ingest %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+for f in "$A" "$B"; do
+  [ -f "$f" ] || { log "ERROR: no capture $f (run sudo scripts/bench-e2e.sh once, or pass --a/--b)"; exit 1; }
+done
+if [ -z "$DDSHARK" ]; then
+  DDSHARK="${CARGO_TARGET_DIR:-$REPO/target}/release/ddshark"
+  (cd "$REPO" && cargo build --release -q -p ddshark)
+fi
+
+RUN="$(mktemp -d /tmp/ddshark-bench-ingest.XXXXXX)"
+cleanup() { "$REPO/scripts/stack/stop.sh" --run-dir "$RUN/stack" >/dev/null 2>&1 || true; rm -rf "$RUN"; }
+trap cleanup EXIT
+DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN="$DDSHARK" \
+  "$REPO/scripts/stack/start.sh" --auto-ports --run-dir "$RUN/stack" >/dev/null
+# shellcheck disable=SC1091
+source "$RUN/stack/stack.env"
+
+log "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
+printf '| speed | spans/s offered | stored after the replay | dropped (ddshark / Telegraf) | stack CPU during the replay | stack CPU per span: total (collector / Telegraf / join / influxd) |\n|---|---|---|---|---|---|\n'
+for S in $SPEEDS; do
+  tag="ingest-x$S-"
+  python3 "$REPO/scripts/bench_e2e.py" cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu0"
+  t0=$(date +%s%N)
+  pids=()
+  for h in a b; do
+    f=$A; [ "$h" = b ] && f=$B
+    "$DDSHARK" -r "$f" --no-tui --speed "$S" --duration "$DURATION" --interval 3600 \
+      --otlp "$DDSHARK_OTLP_ENDPOINT" --host-name "$tag$h" --capture-interface eth0 "${EXTRA[@]}" \
+      >"$RUN/$h.out" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  t1=$(date +%s%N)
+  python3 "$REPO/scripts/bench_e2e.py" cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu1"
+  if ! python3 "$REPO/scripts/bench_e2e.py" ingest --stack-env "$RUN/stack/stack.env" --host-prefix "$tag" \
+    --speed "$S" --t-start "$t0" --t-end "$t1" --cpu-start "$RUN/cpu0" --cpu-replay-end "$RUN/cpu1" \
+    --ddshark-logs "$RUN/a.out" "$RUN/b.out"; then
+    log "×$S not held: no higher speeds"
+    break
+  fi
+done
