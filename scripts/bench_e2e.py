@@ -461,7 +461,7 @@ def cmd_dense(a):
     samples = int(r[0]["_value"]) if r else 0
     rate = samples / max(1e-9, res["replay_s"])
     copies = a.copies or max(1, math.ceil(THESIS_SAMPLES_PER_S / max(1.0, rate)))
-    api = fluxcheck_api(env)
+    api = influx_api(env)
     dense = {"bucket": influx.bucket + "_dense", "long_bucket": influx.long_bucket + "_dense"}
     org = api("GET", f"/api/v2/orgs?org={urllib.parse.quote(influx.org)}")["orgs"][0]["id"]
     for b in dense.values():
@@ -507,7 +507,7 @@ def cmd_dense(a):
     return 0
 
 
-def fluxcheck_api(env):
+def influx_api(env):
     """InfluxDB's HTTP API with the stack's token: (method, path, body) -> JSON."""
     def call(method, path, body=None):
         req = urllib.request.Request(env["DDSHARK_INFLUX_URL"] + path, method=method,
