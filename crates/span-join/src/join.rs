@@ -558,12 +558,12 @@ impl SpanJoin {
             }
             // (restricted to the hosts that saw it: the same participants replayed under
             // other host names still carry the old names' votes for a few pushes)
-            let among: BTreeMap<Str, i64> =
-                earliest.iter().map(|(h, t)| ((*h).clone(), *t)).collect();
-            return self.best_vote(prefix, Some(&among)).or(first);
+            return self
+                .best_vote(prefix, |h| earliest.contains_key(h))
+                .or(first);
         }
         // Seen by one host: its sender, or a receiver whose sender's capture missed it.
-        self.best_vote(prefix, None)
+        self.best_vote(prefix, |_| true)
             .or_else(|| earliest.keys().next().map(|h| (*h).clone()))
     }
 
@@ -581,19 +581,16 @@ impl SpanJoin {
     /// The host with most votes for the participant among those that voted within the
     /// last `vote_pushes` pushes and capture now, each push halving the votes before it (a
     /// participant's host does not change; host names may, when a capture is replayed under
-    /// other names: the new name outvotes the old within a push or two), restricted to
-    /// `among` if given.
-    fn best_vote(&self, prefix: &str, among: Option<&BTreeMap<Str, i64>>) -> Option<Str> {
+    /// other names: the new name outvotes the old within a push or two), among the hosts
+    /// `among` accepts.
+    fn best_vote(&self, prefix: &str, among: impl Fn(&Str) -> bool) -> Option<Str> {
         let votes = self.votes.get(prefix)?;
         let recent = self.tick.checked_sub(self.settings.vote_pushes);
         let mut best: Option<(&Str, u64)> = None;
         for (host, &vote) in votes {
             // (a host whose capture fell silent is not the host of a sample joined now: a
             // replay under other host names, or a capture that ended)
-            if recent.is_some_and(|r| vote.1 < r)
-                || among.is_some_and(|a| !a.contains_key(host))
-                || !self.capturing_now(host)
-            {
+            if recent.is_some_and(|r| vote.1 < r) || !among(host) || !self.capturing_now(host) {
                 continue;
             }
             let count = decayed(vote, self.tick);
@@ -782,10 +779,8 @@ impl SpanJoin {
         // (DATA_FRAG spans come before their sample's SAMPLE span: the sample's vote may
         // not be cast yet; among the hosts that saw the DATA_FRAG, the voted one, else the
         // first)
-        let mut hosts: BTreeMap<Str, i64> = BTreeMap::new();
         let mut first: Option<&FragRow> = None;
         for r in &p.rows {
-            hosts.insert(r.host.clone(), 0);
             if first.is_none_or(|f| r.start < f.start) {
                 first = Some(r);
             }
@@ -794,7 +789,9 @@ impl SpanJoin {
             return 0;
         };
         let home = self
-            .best_vote(participant_of(&p.writer), Some(&hosts))
+            .best_vote(participant_of(&p.writer), |h| {
+                p.rows.iter().any(|r| &r.host == h)
+            })
             .unwrap_or_else(|| first.host.clone());
         let mut sender: Option<&FragRow> = None;
         let mut ends: BTreeMap<&Str, i64> = BTreeMap::new();
