@@ -347,12 +347,17 @@ union(tables: [
 PEAKS_WINDOW, PEAKS_WINDOW_NS = "100ms", 100_000_000
 
 
+def window_end(t, window_ns, stop):
+    """The _time aggregateWindow gives a point at t: the end of its interval (the range's
+    stop at most)."""
+    return min((t // window_ns + 1) * window_ns, stop)
+
+
 def largest_per_window(points, window_ns, stop, field):
     """The largest `field` per (topic, writer, end of aggregateWindow's interval)."""
     out = {}
     for p in points:
-        t = parse_time_ns(p["_time"])
-        k = (p.get("topic_name", ""), p["writer_id"], min((t // window_ns + 1) * window_ns, stop))
+        k = (p.get("topic_name", ""), p["writer_id"], window_end(parse_time_ns(p["_time"]), window_ns, stop))
         out[k] = max(out.get(k, int(p[field])), int(p[field]))
     return out
 
@@ -447,12 +452,15 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
                     want, got)
         # Bandwidth and sample rate, summed in storage, = the same over every span.
         spans = raw_span_values(influx, snd, start, stop)
-        for query, pick, scale in (("topic_bandwidth.flux", "payload_size", 8.0), ("message_rate.flux", "SAMPLE", 1.0)):
+        # (bandwidth: every span's payload bytes × 8; rate: one per SAMPLE span, by its `sn`)
+        for query, reads, amount, scale in (
+                ("topic_bandwidth.flux", lambda kind, field: field == "payload_size", lambda value: value, 8.0),
+                ("message_rate.flux", lambda kind, field: kind == "SAMPLE" and field == "sn", lambda value: 1, 1.0)):
             want = {}
             for topic, t, kind, field, value in spans:
-                if (pick == "SAMPLE" and kind == "SAMPLE" and field == "sn") or (pick == field):
-                    k = (topic or "(unknown topic)", min((t // PEAKS_WINDOW_NS + 1) * PEAKS_WINDOW_NS, stop))
-                    want[k] = want.get(k, 0) + (value if pick != "SAMPLE" else 1)
+                if reads(kind, field):
+                    k = (topic or "(unknown topic)", window_end(t, PEAKS_WINDOW_NS, stop))
+                    want[k] = want.get(k, 0) + amount(value)
             want = {k: round(x * scale * 1e9 / PEAKS_WINDOW_NS, 6) for k, x in want.items()}
             got = {(r["topic_name"], parse_time_ns(r["_time"])): round(float(r["_value"]), 6)
                    for r in flux_rows(influx, query, start, stop, PEAKS_WINDOW, v)}
