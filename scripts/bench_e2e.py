@@ -21,12 +21,12 @@ import os
 import re
 import sys
 import time
-import urllib.error
-import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "flux"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "stack"))
+from influx_setup import Api  # noqa: E402  (InfluxDB's HTTP API, as the stack's setup uses it)
 import run as fluxcheck  # noqa: E402  (the suite's comparisons of the join's output with `ddshark latency`)
 from run import bind_flux, latency_rows, parse_time_ns, read_env, rfc3339  # noqa: E402
 FLUX_DIR = os.path.join(ROOT, "flux-queries")
@@ -409,13 +409,10 @@ def cmd_ingest(a):
     logs = [ddshark_summary(f, "") for f in a.ddshark_logs]
     sent = sum(x.get("sent", 0) for x in logs)
     dropped = sum(x.get("dropped", 0) + x.get("failed", 0) + x.get("abandoned", 0) for x in logs)
-    q = (f'from(bucket: "{influx.bucket}") |> range(start: {rfc3339(a.t_start - 3_600_000_000_000)}) '
-         f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
-         f'and strings.hasPrefix(v: r["host.name"], prefix: "{a.host_prefix}")) |> group() |> count()')
     stored, deadline = 0, time.time() + 30
     while True:
-        r = influx.query('import "strings"\n' + q)
-        stored = int(r[0]["_value"]) if r else 0
+        # (from 1970: the spans carry the replayed captures' times, not the replay's)
+        stored = sum(influx.span_count(a.host_prefix + h, 0) for h in "ab")
         if stored >= sent or time.time() > deadline:
             break
         time.sleep(1)
@@ -461,37 +458,31 @@ def cmd_dense(a):
     samples = int(r[0]["_value"]) if r else 0
     rate = samples / max(1e-9, res["replay_s"])
     copies = a.copies or max(1, math.ceil(THESIS_SAMPLES_PER_S / max(1.0, rate)))
-    api = influx_api(env)
+    api = Api(env["DDSHARK_INFLUX_URL"], influx.token, influx.org)
     dense = {"bucket": influx.bucket + "_dense", "long_bucket": influx.long_bucket + "_dense"}
-    org = api("GET", f"/api/v2/orgs?org={urllib.parse.quote(influx.org)}")["orgs"][0]["id"]
+    org = api.org_id()
     for b in dense.values():
-        try:
-            for old in api("GET", f"/api/v2/buckets?orgID={org}&name={b}")["buckets"]:
-                api("DELETE", f"/api/v2/buckets/{old['id']}")
-        except urllib.error.HTTPError as e:
-            if e.code != 404:  # (404: no such bucket yet)
-                raise
-        api("POST", "/api/v2/buckets", {"orgID": org, "name": b, "retentionRules": []})
+        for old in api.call("GET", f"/api/v2/buckets?orgID={org}")["buckets"]:
+            if old["name"] == b:
+                api.call("DELETE", f"/api/v2/buckets/{old['id']}")
+        api.call("POST", "/api/v2/buckets", {"orgID": org, "name": b, "retentionRules": []})
     log(f"dense: host {a.host_a} sent {samples:,} samples in {res['replay_s']} s ({rate:,.0f}/s); "
         f"{copies} copies reach {rate * copies:,.0f}/s (the thesis: {THESIS_SAMPLES_PER_S:,}/s)")
+    def copy(which, predicate, shift_ns=0):
+        """The points of bucket `which` that match, shift_ns later, into its side bucket."""
+        src = influx.bucket if which == "bucket" else influx.long_bucket
+        influx.query(f'from(bucket: "{src}") |> {window} |> filter(fn: (r) => {predicate}) '
+                     f'|> timeShift(duration: {shift_ns}ns) |> to(bucket: "{dense[which]}") |> limit(n: 1)',
+                     timeout=3600)
+
     t0 = time.monotonic()
     per_sample = " or ".join(f'r._measurement == "{m}"' for m in DENSE_LONG)
     fields = " or ".join(f'r._field == "{f}"' for f in DENSE_RAW_FIELDS)
     for k in range(copies):
-        influx.query(f'from(bucket: "{influx.long_bucket}") |> {window} '
-                     f'|> filter(fn: (r) => ({per_sample}) and r.sender == "{a.host_a}") '
-                     f'|> timeShift(duration: {k}ns) |> to(bucket: "{dense["long_bucket"]}") |> limit(n: 1)',
-                     timeout=3600)
-        influx.query(f'from(bucket: "{influx.bucket}") |> {window} '
-                     f'|> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{a.host_a}" and ({fields})) '
-                     f'|> timeShift(duration: {k}ns) |> to(bucket: "{dense["bucket"]}") |> limit(n: 1)',
-                     timeout=3600)
-    influx.query(f'from(bucket: "{influx.long_bucket}") |> {window} '
-                 f'|> filter(fn: (r) => not ({per_sample})) |> to(bucket: "{dense["long_bucket"]}") |> limit(n: 1)',
-                 timeout=3600)
-    influx.query(f'from(bucket: "{influx.bucket}") |> {window} '
-                 f'|> filter(fn: (r) => r._measurement != "spans") |> to(bucket: "{dense["bucket"]}") |> limit(n: 1)',
-                 timeout=3600)
+        copy("long_bucket", f'({per_sample}) and r.sender == "{a.host_a}"', k)
+        copy("bucket", f'r._measurement == "spans" and r["host.name"] == "{a.host_a}" and ({fields})', k)
+    copy("long_bucket", f"not ({per_sample})")
+    copy("bucket", 'r._measurement != "spans"')
     copy_s = time.monotonic() - t0
     dense_influx = Influx(dict(env, DDSHARK_INFLUX_BUCKET=dense["bucket"],
                                DDSHARK_INFLUX_LONG_BUCKET=dense["long_bucket"]))
@@ -505,19 +496,6 @@ def cmd_dense(a):
                                      collapsed=False)}
     json.dump(out, open(os.path.join(a.dir, "dense.json"), "w"), indent=1)
     return 0
-
-
-def influx_api(env):
-    """InfluxDB's HTTP API with the stack's token: (method, path, body) -> JSON."""
-    def call(method, path, body=None):
-        req = urllib.request.Request(env["DDSHARK_INFLUX_URL"] + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Token {env.get('DDSHARK_INFLUX_TOKEN', 'ddshark-dev-token')}",
-                                              "Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            text = r.read().decode()
-        return json.loads(text) if text else {}
-    return call
 
 
 def cmd_report(a):
