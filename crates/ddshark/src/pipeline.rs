@@ -287,7 +287,9 @@ pub struct CaptureInput {
 pub struct RunOptions {
     /// Batches in flight between capture threads and the state thread.
     pub queue_batches: usize,
+    /// A batch is handed over when it holds this many frames or `batch_bytes` bytes.
     pub batch_frames: usize,
+    pub batch_bytes: usize,
     /// Replay pacing: `None` as fast as possible, `Some(x)` at x times recorded speed.
     pub speed: Option<f64>,
     pub rt_priority: Option<u8>,
@@ -344,6 +346,7 @@ impl Default for RunOptions {
         Self {
             queue_batches: 64,
             batch_frames: 256,
+            batch_bytes: 4 << 20,
             speed: None,
             rt_priority: None,
             cpu: None,
@@ -362,16 +365,24 @@ struct Meta {
     len: u32,
 }
 
+/// When a capture thread hands its batch over.
+#[derive(Debug, Clone, Copy)]
+struct BatchSize {
+    frames: usize,
+    bytes: usize,
+}
+
+#[derive(Default)]
 struct Batch {
     metas: Vec<Meta>,
     data: Vec<u8>,
 }
 
 impl Batch {
-    fn with_capacity(frames: usize) -> Self {
+    fn with_capacity(size: BatchSize) -> Self {
         Self {
-            metas: Vec::with_capacity(frames),
-            data: Vec::with_capacity(frames.saturating_mul(1600)),
+            metas: Vec::with_capacity(size.frames),
+            data: Vec::with_capacity(size.frames.saturating_mul(1600).min(size.bytes)),
         }
     }
     fn clear(&mut self) {
@@ -487,7 +498,7 @@ struct CaptureThread {
     pool: Receiver<Batch>,
     shared: Arc<Shared>,
     opts: RunOptions,
-    batch_frames: usize,
+    batch_size: BatchSize,
     batch: Batch,
     frames: u64,
     /// Replay pacing anchor: (capture time, wall clock) of the first frame since the
@@ -513,17 +524,20 @@ fn capture_loop(
         });
         return;
     }
-    let batch_frames = opts.batch_frames.max(1);
+    let batch_size = BatchSize {
+        frames: opts.batch_frames.max(1),
+        bytes: opts.batch_bytes.max(1),
+    };
     let mut thread = CaptureThread {
         src,
         live: input.live,
-        batch: recycled_batch(&pool, batch_frames),
+        batch: recycled_batch(&pool, batch_size),
         tx,
         pool,
         shared,
         pace_generation: opts.pace.as_ref().map_or(0, |c| c.generation()),
         opts,
-        batch_frames,
+        batch_size,
         frames: 0,
         pace_anchor: None,
     };
@@ -531,9 +545,9 @@ fn capture_loop(
 }
 
 /// An empty batch: one the state thread handed back, or a new one.
-fn recycled_batch(pool: &Receiver<Batch>, batch_frames: usize) -> Batch {
+fn recycled_batch(pool: &Receiver<Batch>, size: BatchSize) -> Batch {
     pool.try_recv().map_or_else(
-        |_| Batch::with_capacity(batch_frames),
+        |_| Batch::with_capacity(size),
         |mut b| {
             b.clear();
             b
@@ -617,7 +631,8 @@ impl CaptureThread {
             len,
         });
         self.batch.data.extend_from_slice(f.data);
-        self.batch.metas.len() >= self.batch_frames || self.batch.data.len() >= (4 << 20)
+        self.batch.metas.len() >= self.batch_size.frames
+            || self.batch.data.len() >= self.batch_size.bytes
     }
 
     /// Hand the batch over, if it holds anything: a file waits for room, a live source
@@ -626,7 +641,7 @@ impl CaptureThread {
         if self.batch.metas.is_empty() {
             return Ok(());
         }
-        let fresh = recycled_batch(&self.pool, self.batch_frames);
+        let fresh = recycled_batch(&self.pool, self.batch_size);
         let full = std::mem::replace(&mut self.batch, fresh);
         let frames = full.metas.len() as u64;
         if self.live {
@@ -708,7 +723,7 @@ impl CaptureThread {
     /// the end), then the end message with the source's error and kernel statistics.
     fn finish(&mut self, input: &mut CaptureInput, error: Option<String>, fatal: bool) {
         if !self.batch.metas.is_empty() {
-            let last = std::mem::replace(&mut self.batch, Batch::with_capacity(0));
+            let last = std::mem::take(&mut self.batch);
             let _ = self.tx.send(Msg::Batch(self.src, last));
         }
         let kernel = input.source.kernel_stats();

@@ -94,6 +94,10 @@ pub fn stats_file(path: &Path, opts: &StatsOptions) -> Result<Arc<Snapshot>> {
         progress: opts.progress,
         // A replay blocks on a full queue: a short one keeps memory small and flat.
         queue_batches: 8,
+        // Each hand-over wakes the other thread; on small frames the wake-ups of
+        // 256-frame batches cost more than a tenth of the replay (docs/benchmarks.md).
+        batch_frames: 4096,
+        batch_bytes: 1 << 20,
         ..RunOptions::default()
     };
     let snap = run_threaded(

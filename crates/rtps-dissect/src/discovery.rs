@@ -556,6 +556,12 @@ impl TopicMap {
     }
 
     pub fn insert(&mut self, guid: Guid, topic: &str, type_name: &str, kind: EndpointKind) {
+        // Endpoints announce themselves again and again: most inserts change nothing.
+        if self.map.get(&guid).is_some_and(|known| {
+            known.kind == kind && &*known.topic == topic && &*known.type_name == type_name
+        }) {
+            return;
+        }
         let info = TopicInfo {
             topic: self.intern(topic),
             type_name: self.intern(type_name),

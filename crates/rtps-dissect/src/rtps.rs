@@ -730,6 +730,17 @@ impl<'a> Submessage<'a> {
         ))
     }
 
+    /// An ACKNACK's readerSNState, read without decoding the rest of the body.
+    pub fn acknack_sn_state(&self) -> Option<SequenceNumberSet<'a>> {
+        if self.kind != SubmessageKind::AckNack {
+            return None;
+        }
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        read_sn_set(&b, field::acknack::SN_STATE)
+            .ok()
+            .map(|(set, _)| set)
+    }
+
     /// The part of a sample a DATA or DATA_FRAG carries; `None` for other submessages.
     /// Read from the fixed fields, without decoding the rest of the body.
     pub fn sample_piece(&self) -> Option<SamplePiece> {
@@ -1333,12 +1344,19 @@ impl<'a> Iterator for SubmessageIter<'a> {
                 let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
                 info_ts_timestamp(&b, flags).map(|t| self.ctx.timestamp = t)
             }
+            // (every datagram of a reliable writer's reader carries one: read directly)
+            SubmessageKind::InfoDst => {
+                let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
+                b.array::<12>(field::info_dst::GUID_PREFIX).map(|prefix| {
+                    self.ctx.apply(&SubmessageBody::InfoDst {
+                        guid_prefix: GuidPrefix(prefix),
+                    })
+                })
+            }
             // Context applies to what follows; an INFO_* submessage itself carries the
             // context it establishes.
-            SubmessageKind::InfoDst | SubmessageKind::InfoSrc => {
-                parse_body(kind, flags, body, self.ctx.src_vendor)
-                    .map(|parsed| self.ctx.apply(&parsed))
-            }
+            SubmessageKind::InfoSrc => parse_body(kind, flags, body, self.ctx.src_vendor)
+                .map(|parsed| self.ctx.apply(&parsed)),
             _ if surely_decodes(kind, flags, body) => Ok(()),
             _ => parse_body(kind, flags, body, self.ctx.src_vendor).map(|_| ()),
         };

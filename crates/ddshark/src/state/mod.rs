@@ -701,10 +701,13 @@ impl State {
                 }
                 return;
             }
-            SubmessageKind::HeartbeatFrag
-            | SubmessageKind::Gap
-            | SubmessageKind::AckNack
-            | SubmessageKind::NackFrag => {}
+            SubmessageKind::AckNack => {
+                if let Some(set) = sm.acknack_sn_state() {
+                    self.acknack(sm.reader_guid(), sm.writer_guid(), &set);
+                }
+                return;
+            }
+            SubmessageKind::HeartbeatFrag | SubmessageKind::Gap | SubmessageKind::NackFrag => {}
             _ => return,
         }
         match &sm.body() {
@@ -722,9 +725,6 @@ impl State {
                     self.gap(writer, *gap_start, gap_list);
                 }
             }
-            SubmessageBody::AckNack {
-                reader_sn_state, ..
-            } => self.acknack(sm.reader_guid(), sm.writer_guid(), reader_sn_state),
             SubmessageBody::NackFrag { writer_sn, .. } => {
                 self.nackfrag(sm.reader_guid(), sm.writer_guid(), *writer_sn);
             }
