@@ -93,7 +93,7 @@ pub fn stats_file(path: &Path, opts: &StatsOptions) -> Result<Arc<Snapshot>> {
     let run = RunOptions {
         progress: opts.progress,
         // A replay blocks on a full queue: a short one keeps memory small and flat.
-        queue_batches: 8,
+        queue_batches: 4,
         // Each hand-over wakes the other thread; on small frames the wake-ups of
         // 256-frame batches cost more than a tenth of the replay (docs/benchmarks.md).
         batch_frames: 4096,
