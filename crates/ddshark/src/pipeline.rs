@@ -18,7 +18,7 @@
 //! system clock, at this edge, so quiet periods still produce reports.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -655,9 +655,7 @@ impl CaptureThread {
                 Err(_) => return Err(Disconnected),
             }
         } else {
-            self.tx
-                .send(Msg::Batch(self.src, full))
-                .map_err(|_| Disconnected)?;
+            send_soon(&self.tx, Msg::Batch(self.src, full))?;
         }
         Ok(())
     }
@@ -736,6 +734,46 @@ impl CaptureThread {
     }
 }
 
+/// How long an unpaced replay's threads poll the queue before they sleep on it (a full
+/// queue for the capture thread, an empty one for the state thread). A sleeping
+/// thread takes up to milliseconds to run again once woken (on a virtual machine, its
+/// idle CPU is descheduled), while a batch takes the state thread about half a
+/// millisecond: sleeping on every full or empty queue left both threads idle for a
+/// tenth of a small-frame replay.
+const POLL_BEFORE_SLEEP: Duration = Duration::from_millis(1);
+
+/// Hand `msg` over, waiting for room: polling for [`POLL_BEFORE_SLEEP`], then asleep.
+fn send_soon(tx: &SyncSender<Msg>, mut msg: Msg) -> Result<(), Disconnected> {
+    let mut since = None;
+    loop {
+        match tx.try_send(msg) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Disconnected(_)) => return Err(Disconnected),
+            Err(TrySendError::Full(back)) => msg = back,
+        }
+        if since.get_or_insert_with(Instant::now).elapsed() >= POLL_BEFORE_SLEEP {
+            return tx.send(msg).map_err(|_| Disconnected);
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// The next message: polling for [`POLL_BEFORE_SLEEP`], then asleep.
+fn recv_soon(rx: &Receiver<Msg>) -> Result<Msg, RecvError> {
+    let mut since = None;
+    loop {
+        match rx.try_recv() {
+            Ok(msg) => return Ok(msg),
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+            Err(TryRecvError::Empty) => {}
+        }
+        if since.get_or_insert_with(Instant::now).elapsed() >= POLL_BEFORE_SLEEP {
+            return rx.recv();
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Longest a stopped live capture keeps reading what the kernel already holds.
 const LIVE_DRAIN_LIMIT: Duration = Duration::from_millis(500);
 
@@ -748,6 +786,9 @@ pub fn run_threaded(
     opts: &RunOptions,
 ) -> Result<Arc<Snapshot>, PipelineError> {
     let (tx, rx) = mpsc::sync_channel::<Msg>(opts.queue_batches.max(1));
+    // Live and paced inputs leave the state thread idle between batches: it sleeps at
+    // once. An unpaced replay keeps it busy: it polls a while first.
+    let poll = opts.speed.is_none() && opts.pace.is_none() && inputs.iter().all(|i| !i.live);
     let mut pools = Vec::new();
     let mut shared = Vec::new();
     let mut first_error = None;
@@ -772,7 +813,7 @@ pub fn run_threaded(
             }
         }
         drop(tx);
-        while let Ok(msg) = rx.recv() {
+        while let Ok(msg) = if poll { recv_soon(&rx) } else { rx.recv() } {
             match msg {
                 Msg::Batch(src, batch) => {
                     let mut off = 0usize;
