@@ -959,6 +959,12 @@ fn info_ts_timestamp(b: &Bytes<'_>, flags: u8) -> Result<Option<Time>> {
     ))
 }
 
+/// INFO_DST's guidPrefix.
+#[inline(always)]
+fn info_dst_prefix(b: &Bytes<'_>) -> Result<GuidPrefix> {
+    Ok(GuidPrefix(b.array::<12>(field::info_dst::GUID_PREFIX)?))
+}
+
 /// DATA's octetsToInlineQos, reader, writer and writerSN.
 #[inline(always)]
 fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
@@ -1037,7 +1043,7 @@ pub fn parse_body(
             }
         }
         SubmessageKind::InfoDst => SubmessageBody::InfoDst {
-            guid_prefix: GuidPrefix(b.array::<12>(field::info_dst::GUID_PREFIX)?),
+            guid_prefix: info_dst_prefix(&b)?,
         },
         SubmessageKind::InfoReply => SubmessageBody::InfoReply {
             unicast_locators: b.u32(field::info_reply::UNICAST_LOCATOR_COUNT)?,
@@ -1347,11 +1353,8 @@ impl<'a> Iterator for SubmessageIter<'a> {
             // (every datagram of a reliable writer's reader carries one: read directly)
             SubmessageKind::InfoDst => {
                 let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
-                b.array::<12>(field::info_dst::GUID_PREFIX).map(|prefix| {
-                    self.ctx.apply(&SubmessageBody::InfoDst {
-                        guid_prefix: GuidPrefix(prefix),
-                    })
-                })
+                info_dst_prefix(&b)
+                    .map(|guid_prefix| self.ctx.apply(&SubmessageBody::InfoDst { guid_prefix }))
             }
             // Context applies to what follows; an INFO_* submessage itself carries the
             // context it establishes.
