@@ -742,6 +742,16 @@ impl CaptureThread {
 /// tenth of a small-frame replay.
 const POLL_BEFORE_SLEEP: Duration = Duration::from_millis(1);
 
+/// After a failed poll of the queue (`since`: when the first one failed): whether to
+/// poll again, after yielding the CPU, rather than sleep.
+fn poll_again(since: &mut Option<Instant>) -> bool {
+    if since.get_or_insert_with(Instant::now).elapsed() >= POLL_BEFORE_SLEEP {
+        return false;
+    }
+    std::thread::yield_now();
+    true
+}
+
 /// Hand `msg` over, waiting for room: polling for [`POLL_BEFORE_SLEEP`], then asleep.
 fn send_soon(tx: &SyncSender<Msg>, mut msg: Msg) -> Result<(), Disconnected> {
     let mut since = None;
@@ -751,10 +761,9 @@ fn send_soon(tx: &SyncSender<Msg>, mut msg: Msg) -> Result<(), Disconnected> {
             Err(TrySendError::Disconnected(_)) => return Err(Disconnected),
             Err(TrySendError::Full(back)) => msg = back,
         }
-        if since.get_or_insert_with(Instant::now).elapsed() >= POLL_BEFORE_SLEEP {
+        if !poll_again(&mut since) {
             return tx.send(msg).map_err(|_| Disconnected);
         }
-        std::thread::yield_now();
     }
 }
 
@@ -767,10 +776,9 @@ fn recv_soon(rx: &Receiver<Msg>) -> Result<Msg, RecvError> {
             Err(TryRecvError::Disconnected) => return Err(RecvError),
             Err(TryRecvError::Empty) => {}
         }
-        if since.get_or_insert_with(Instant::now).elapsed() >= POLL_BEFORE_SLEEP {
+        if !poll_again(&mut since) {
             return rx.recv();
         }
-        std::thread::yield_now();
     }
 }
 
