@@ -16,11 +16,29 @@ scripts/setup.sh --test --no-build
 
 step "format and lints"
 cargo fmt --all --check
-cargo clippy --workspace --all-targets -- -D warnings
+# --all-features: the system-tier test targets are linted too.
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-step "unit and integration tests"
+step "unit and integration tests (hermetic: Rust and libpcap only)"
 cargo test --workspace --no-fail-fast 2>&1 | tee target/cargo-test.log
 grep -q "test result:" target/cargo-test.log
+
+step "system tests (the stack, root, tmux, Chromium: targets with required-features = system-tests)"
+# Only the system targets, so the hermetic ones do not run twice: per package, every test
+# target that requires its `system-tests` feature.
+: >target/cargo-test-system.log
+while read -r pkg targets; do
+  # shellcheck disable=SC2086 # $targets is a list of --test flags
+  cargo test -p "$pkg" --features "$pkg/system-tests" --no-fail-fast $targets 2>&1 |
+    tee -a target/cargo-test-system.log
+done < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    ts = [t["name"] for t in p["targets"] if "system-tests" in t.get("required-features", [])]
+    if ts:
+        print(p["name"], " ".join("--test " + t for t in ts))
+')
+grep -q "test result:" target/cargo-test-system.log
 
 step "benchmarks build (cargo bench --no-run; cargo bench runs them)"
 cargo bench --no-run -q
@@ -36,8 +54,9 @@ step "fuzz (bounded)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
 
 step "done"
-# One closing line over every cargo test binary (the scripted checks above exit non-zero on failure).
-awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/cargo-test.log
+# One closing line over every cargo test binary of both tiers (the scripted checks above exit non-zero on failure).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' \
+  target/cargo-test.log target/cargo-test-system.log
 # Public captures of other projects live outside the repository; say which cases did not run.
 if grep -q "PUBLIC CAPTURES NOT CHECKED" target/cargo-test.log; then
   echo "NOTE: public captures absent, these cases were not checked:" >&2
