@@ -84,8 +84,9 @@ impl SubmessageRecord {
     }
 
     /// A submessage that could not be decoded.
-    pub fn from_error(d: &Datagram<'_>, e: &SubmessageError) -> Self {
+    pub fn from_error(d: &Datagram<'_>, e: &SubmessageError<'_>) -> Self {
         let writer = e.writer_guid();
+        let (first_sn, last_sn) = e.first_last_sns();
         let (topic, type_name) = writer
             .and_then(|w| d.topic_of(&w))
             .map(|i| (Some(i.topic.to_string()), Some(i.type_name.to_string())))
@@ -99,11 +100,15 @@ impl SubmessageRecord {
             guid_prefix: e.ctx.src_prefix.to_string(),
             dst_guid_prefix: e.ctx.dst_prefix.map(|p| p.to_string()),
             writer_guid: writer.map(|g| g.to_string()),
-            reader_entity: e.reader.map(|r| r.to_string()),
-            sn: e.writer_sn,
+            reader_entity: e.reader().map(|r| r.to_string()),
+            sn: e.writer_sn(),
+            first_sn,
+            last_sn,
+            count: e.count(),
             topic,
             type_name,
             error: Some(e.error.to_string()),
+            truncated: d.truncated || e.truncated(),
             ..Self::envelope(d)
         }
     }

@@ -121,7 +121,7 @@ pub struct Datagram<'a> {
     pub header: RtpsHeader,
     /// The RTPS message bytes, header included.
     pub message: &'a [u8],
-    pub submessages: Vec<Result<Submessage<'a>, SubmessageError>>,
+    pub submessages: Vec<Result<Submessage<'a>, SubmessageError<'a>>>,
     /// Discovery records decoded from this datagram (SPDP/SEDP, reassembled DATA_FRAG).
     pub discovery: Vec<DiscoveryRecord>,
     /// How many of `submessages` are errors (counted on the walk).
@@ -196,7 +196,7 @@ pub struct Dissector {
 /// datagram needs no allocation.
 #[derive(Default)]
 struct SpareLists {
-    submessages: Vec<Result<Submessage<'static>, SubmessageError>>,
+    submessages: Vec<Result<Submessage<'static>, SubmessageError<'static>>>,
     discovery: Vec<DiscoveryRecord>,
 }
 
@@ -225,8 +225,8 @@ impl SpareLists {
 // (`filter` cannot change the element's lifetime; `filter_map` to `None` can)
 #[allow(clippy::unnecessary_filter_map)]
 fn relifetime<'a, 'b>(
-    v: Vec<Result<Submessage<'a>, SubmessageError>>,
-) -> Vec<Result<Submessage<'b>, SubmessageError>> {
+    v: Vec<Result<Submessage<'a>, SubmessageError<'a>>>,
+) -> Vec<Result<Submessage<'b>, SubmessageError<'b>>> {
     v.into_iter().filter_map(|_| None).collect()
 }
 
@@ -707,9 +707,9 @@ mod tests {
 
     #[test]
     fn relifetime_keeps_the_allocation() {
-        let v: Vec<Result<Submessage<'static>, SubmessageError>> = Vec::with_capacity(8);
+        let v: Vec<Result<Submessage<'static>, SubmessageError<'static>>> = Vec::with_capacity(8);
         let capacity = v.capacity();
-        let w: Vec<Result<Submessage<'_>, SubmessageError>> = relifetime(v);
+        let w: Vec<Result<Submessage<'_>, SubmessageError<'_>>> = relifetime(v);
         assert!(w.is_empty());
         assert_eq!(w.capacity(), capacity);
     }

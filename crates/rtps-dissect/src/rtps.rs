@@ -1184,9 +1184,10 @@ fn surely_decodes(kind: SubmessageKind, flags: u8, body: &[u8]) -> bool {
 }
 
 /// A submessage that could not be decoded; the others in the message still are.
-/// The fields that were readable before the fault are kept (lax parsing).
+/// The fields that are readable before the fault stay readable (lax parsing, as
+/// etherparse's): a HEARTBEAT cut short after its lastSN still names both SNs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubmessageError {
+pub struct SubmessageError<'a> {
     // (u32, not usize like `Submessage`'s: an RTPS message is at most 64 KiB, and the
     // narrower fields keep a walk's `Result` at 128 bytes, which moves into the
     // submessage list without a `memcpy` call)
@@ -1199,19 +1200,77 @@ pub struct SubmessageError {
     pub length: u32,
     pub error: DissectError,
     pub ctx: Context,
-    pub reader: Option<EntityId>,
-    pub writer: Option<EntityId>,
-    pub writer_sn: Option<SequenceNumber>,
+    /// The body bytes the message holds (fewer than `length` when it was cut short);
+    /// the fields below read them where they are present.
+    body_bytes: &'a [u8],
 }
 
-impl SubmessageError {
+impl<'a> SubmessageError<'a> {
     pub fn kind(&self) -> SubmessageKind {
         SubmessageKind::from_id(self.id)
     }
 
+    /// The body bytes present (after the 4-byte submessage header).
+    pub fn body_bytes(&self) -> &'a [u8] {
+        self.body_bytes
+    }
+
+    fn bytes(&self) -> Bytes<'a> {
+        Bytes::new(self.body_bytes, Layer::Submessage, self.flags & 1 == 1)
+    }
+
+    /// A field of the kind's fixed layout, when its bytes are present.
+    fn entity_at(
+        &self,
+        pick: fn((usize, usize, Option<usize>)) -> Option<usize>,
+    ) -> Option<EntityId> {
+        let at = pick(id_fields(self.kind())?)?;
+        read_entity(&self.bytes(), at).ok()
+    }
+
+    pub fn reader(&self) -> Option<EntityId> {
+        self.entity_at(|(reader, _, _)| Some(reader))
+    }
+
+    pub fn writer(&self) -> Option<EntityId> {
+        self.entity_at(|(_, writer, _)| Some(writer))
+    }
+
+    /// writerSN of DATA, DATA_FRAG, NACK_FRAG and HEARTBEAT_FRAG, when present.
+    pub fn writer_sn(&self) -> Option<SequenceNumber> {
+        let (_, _, sn_at) = id_fields(self.kind())?;
+        read_sn(&self.bytes(), sn_at?).ok()
+    }
+
+    /// HEARTBEAT's firstSN and lastSN, GAP's gapStart (as the first), each when present.
+    pub fn first_last_sns(&self) -> (Option<SequenceNumber>, Option<SequenceNumber>) {
+        let b = self.bytes();
+        match self.kind() {
+            SubmessageKind::Heartbeat => (
+                read_sn(&b, field::heartbeat::FIRST_SN).ok(),
+                read_sn(&b, field::heartbeat::LAST_SN).ok(),
+            ),
+            SubmessageKind::Gap => (read_sn(&b, field::gap::GAP_START).ok(), None),
+            _ => (None, None),
+        }
+    }
+
+    /// Its header claims more bytes than the message holds.
+    pub fn truncated(&self) -> bool {
+        usize::try_from(self.length).is_ok_and(|l| l > self.body_bytes.len())
+    }
+
+    /// HEARTBEAT's count, when present.
+    pub fn count(&self) -> Option<i32> {
+        match self.kind() {
+            SubmessageKind::Heartbeat => self.bytes().i32(field::heartbeat::COUNT).ok(),
+            _ => None,
+        }
+    }
+
     /// Writer GUID as far as the readable part of the submessage names it.
     pub fn writer_guid(&self) -> Option<Guid> {
-        let writer = self.writer?;
+        let writer = self.writer()?;
         match self.kind() {
             SubmessageKind::AckNack | SubmessageKind::NackFrag => {
                 self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
@@ -1219,23 +1278,6 @@ impl SubmessageError {
             _ => Some(Guid::new(self.ctx.src_prefix, writer)),
         }
     }
-}
-
-/// Entity ids and sequence number that precede any fault in a submessage body.
-fn partial_fields(
-    kind: SubmessageKind,
-    flags: u8,
-    body: &[u8],
-) -> (Option<EntityId>, Option<EntityId>, Option<SequenceNumber>) {
-    let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
-    let Some((reader_at, writer_at, sn_at)) = id_fields(kind) else {
-        return (None, None, None);
-    };
-    (
-        read_entity(&b, reader_at).ok(),
-        read_entity(&b, writer_at).ok(),
-        sn_at.and_then(|o| read_sn(&b, o).ok()),
-    )
 }
 
 /// Walks the submessages of one RTPS message, applying INFO_* context.
@@ -1282,7 +1324,7 @@ impl<'a> SubmessageIter<'a> {
 }
 
 impl<'a> Iterator for SubmessageIter<'a> {
-    type Item = std::result::Result<Submessage<'a>, SubmessageError>;
+    type Item = std::result::Result<Submessage<'a>, SubmessageError<'a>>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
@@ -1313,9 +1355,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
                     flags: 0,
                     length: 0,
                     ctx: self.ctx,
-                    reader: None,
-                    writer: None,
-                    writer_sn: None,
+                    body_bytes: &[],
                     error: DissectError::Truncated {
                         layer: Layer::Submessage,
                         offset: start,
@@ -1411,16 +1451,14 @@ fn narrow(v: usize) -> u32 {
 /// The error of a submessage whose body does not decode, with the fields that precede
 /// the fault. (id, flags, length) are from its header.
 #[cold]
-fn undecodable(
+fn undecodable<'a>(
     index: usize,
     offset: usize,
     (id, flags, length): (u8, u8, usize),
-    body: &[u8],
+    body_bytes: &'a [u8],
     ctx: Context,
     error: DissectError,
-) -> SubmessageError {
-    let kind = SubmessageKind::from_id(id);
-    let (reader, writer, writer_sn) = partial_fields(kind, flags, body);
+) -> SubmessageError<'a> {
     SubmessageError {
         index: narrow(index),
         offset: narrow(offset),
@@ -1429,9 +1467,7 @@ fn undecodable(
         length: narrow(length),
         error,
         ctx,
-        reader,
-        writer,
-        writer_sn,
+        body_bytes,
     }
 }
 

@@ -24,7 +24,7 @@ fn message(submessages: &str) -> Vec<u8> {
     hexb(&format!("{HEADER}{submessages}"))
 }
 
-fn parse(msg: &[u8]) -> Vec<Result<Submessage<'_>, rtps_dissect::rtps::SubmessageError>> {
+fn parse(msg: &[u8]) -> Vec<Result<Submessage<'_>, rtps_dissect::rtps::SubmessageError<'_>>> {
     let h = RtpsHeader::parse(msg).expect("header");
     SubmessageIter::new(msg, &h).collect()
 }
@@ -329,7 +329,7 @@ fn gap_naming_sn_zero_is_rejected() {
     let e = v[0].as_ref().expect_err("SN 0 names no sample");
     assert_eq!(e.kind(), SubmessageKind::Gap);
     assert_eq!(e.length, 28, "the header's length is kept");
-    assert_eq!(e.writer.unwrap().to_string(), "00000302");
+    assert_eq!(e.writer().unwrap().to_string(), "00000302");
     // gapList base 0 is just as invalid.
     let msg = message("08 01 1c00 00000000 00000302 00000000 01000000 00000000 00000000 00000000");
     assert!(parse(&msg)[0].is_err());
@@ -392,7 +392,7 @@ fn a_bad_submessage_does_not_lose_the_others() {
     let v = parse(&msg);
     assert!(v[0].is_err());
     assert_eq!(
-        v[0].as_ref().unwrap_err().reader.map(|r| r.to_string()),
+        v[0].as_ref().unwrap_err().reader().map(|r| r.to_string()),
         Some("00000000".into())
     );
     assert!(matches!(
@@ -407,6 +407,32 @@ fn length_past_the_end_is_decoded_lax_and_marked() {
     let sm = one(&msg);
     assert!(sm.truncated);
     assert_eq!(sm.length, 1000);
+}
+
+#[test]
+fn a_heartbeat_cut_short_still_names_the_sns_it_holds() {
+    // Length 1000, 24 bytes present: the count is missing, both SNs are there (tshark
+    // shows them and flags the submessage malformed).
+    let msg = message("07 01 e803 00000000 00000302 00000000 01000000 00000000 05000000");
+    let mut v = parse(&msg);
+    assert_eq!(v.len(), 1);
+    let e = v.remove(0).unwrap_err();
+    assert!(e.truncated());
+    assert_eq!(e.length, 1000);
+    assert_eq!(e.body_bytes().len(), 24);
+    assert_eq!(e.first_last_sns(), (Some(1), Some(5)));
+    assert_eq!(e.count(), None);
+    assert_eq!(e.writer().unwrap().to_string(), "00000302");
+    // Cut inside lastSN: only firstSN is there.
+    let msg = message("07 01 e803 00000000 00000302 00000000 01000000 00000000");
+    let e = parse(&msg).remove(0).unwrap_err();
+    assert_eq!(e.first_last_sns(), (Some(1), None));
+    // A DATA_FRAG cut inside its writerSN keeps its entity ids only.
+    let msg = message("16 01 e803 0000 1c00 00000000 00000302 00000000");
+    let e = parse(&msg).remove(0).unwrap_err();
+    assert!(e.truncated());
+    assert_eq!(e.writer().unwrap().to_string(), "00000302");
+    assert_eq!(e.writer_sn(), None);
 }
 
 fn spdp_plist(little: bool) -> Vec<u8> {
