@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use ratatui::backend::CrosstermBackend;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::crossterm::cursor::Show;
 use ratatui::crossterm::event::{self, Event};
 use ratatui::crossterm::execute;
@@ -198,12 +198,15 @@ pub fn start_with_renderer(
             let mut guard = guard;
             event_loop(
                 &mut guard.terminal,
+                &mut TerminalEvents,
                 renderer,
-                &hub,
-                &stop,
-                pace.as_deref(),
-                &q,
-                &opts,
+                &LoopInputs {
+                    hub: &hub,
+                    stop: &stop,
+                    pace: pace.as_deref(),
+                    quit: &q,
+                    opts: &opts,
+                },
             )
         })
         .context("cannot start the TUI thread")?;
@@ -213,15 +216,52 @@ pub fn start_with_renderer(
     })
 }
 
-fn event_loop(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+/// Where the UI reads keys and resizes: the terminal in the program, a script in tests.
+pub trait EventSource {
+    /// The next event, waiting at most `timeout`; `None` when none came in time.
+    fn next_event(&mut self, timeout: Duration) -> Result<Option<Event>>;
+}
+
+/// The real terminal's events (crossterm).
+struct TerminalEvents;
+
+impl EventSource for TerminalEvents {
+    fn next_event(&mut self, timeout: Duration) -> Result<Option<Event>> {
+        if !event::poll(timeout).context("reading the terminal")? {
+            return Ok(None);
+        }
+        event::read().context("reading the terminal").map(Some)
+    }
+}
+
+/// What the UI loop reads and controls besides its terminal.
+pub struct LoopInputs<'a> {
+    pub hub: &'a SnapshotHub,
+    /// Set when the user quits: the capture ends.
+    pub stop: &'a AtomicBool,
+    /// The replay's speed and pause, which the pace keys set.
+    pub pace: Option<&'a PaceControl>,
+    /// Set by the program to close the UI.
+    pub quit: &'a AtomicBool,
+    pub opts: &'a TuiOptions,
+}
+
+/// The UI loop: shows the hub's latest snapshot on `terminal` and handles `events` until
+/// the user quits (or `quit` is set). Tests drive it with ratatui's `TestBackend` and a
+/// scripted [`EventSource`], as the program does with the terminal.
+pub fn event_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    events: &mut dyn EventSource,
     renderer: Renderer,
-    hub: &SnapshotHub,
-    stop: &AtomicBool,
-    pace: Option<&PaceControl>,
-    quit: &AtomicBool,
-    opts: &TuiOptions,
+    inputs: &LoopInputs<'_>,
 ) -> Result<()> {
+    let LoopInputs {
+        hub,
+        stop,
+        pace,
+        quit,
+        opts,
+    } = *inputs;
     let mut ui = UiState::new(&opts.source, opts.replay, opts.speed, opts.ros_names);
     let mut shown: Option<Arc<Snapshot>> = None;
     let mut version = u64::MAX;
@@ -256,11 +296,8 @@ fn event_loop(
             dirty = false;
             last_draw = Instant::now();
         }
-        if !event::poll(Duration::from_millis(100)).context("reading the terminal")? {
-            continue;
-        }
-        match event::read().context("reading the terminal")? {
-            Event::Key(k) => {
+        match events.next_event(Duration::from_millis(100))? {
+            Some(Event::Key(k)) => {
                 dirty = true;
                 match ui.on_key(k, shown.as_deref()) {
                     Action::Quit => {
@@ -276,7 +313,7 @@ fn event_loop(
                     Action::None => {}
                 }
             }
-            Event::Resize(..) => dirty = true,
+            Some(Event::Resize(..)) => dirty = true,
             _ => {}
         }
     }
