@@ -166,7 +166,7 @@ PIDS+=($!)
 # LOOPS times, for at most SECONDS if not empty), captured by ddshark and tcpdump.
 run_rate() {
   local name="$1" rate="$2" loops="$3" d="$OUT/$1" a_tx="$5" b_tx="$6" s limit=()
-  [ -n "${4:-}" ] && limit=(--duration "$4")
+  [ -n "${4:-}" ] && limit=(--duration "${4}s")
   rm -rf "$d" && mkdir -p "$d"
   local host_a="e2e-$name-a" host_b="e2e-$name-b" pids=() rp=()
   for s in a b; do
@@ -174,7 +174,7 @@ run_rate() {
     ip netns exec "$ns" tcpdump -i "$iface" -w "$d/$s.pcap" --time-stamp-precision nano \
       -B 131072 -s 0 -n 2>"$d/tcpdump_$s.log" &
     pids+=($!)
-    ip netns exec "$ns" "$DDSHARK" -i "$iface" --no-tui --interval 5 \
+    ip netns exec "$ns" "$DDSHARK" -i "$iface" --no-tui --interval 5s \
       --otlp "$DDSHARK_OTLP_ENDPOINT" --host-name "$host" --capture-interface "$iface" \
       --final-json "$d/ddshark_$s.json" >"$d/ddshark_$s.out" 2>"$d/ddshark_$s.err" &
     pids+=($!)

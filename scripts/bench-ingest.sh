@@ -69,7 +69,7 @@ for S in $SPEEDS; do
   pids=()
   for h in a b; do
     f=$A; [ "$h" = b ] && f=$B
-    "$DDSHARK" -r "$f" --no-tui --speed "$S" --duration "$DURATION" --interval 3600 \
+    "$DDSHARK" -r "$f" --no-tui --speed "$S" --duration "${DURATION}s" --interval 1h \
       --otlp "$DDSHARK_OTLP_ENDPOINT" --host-name "$tag$h" --capture-interface eth0 "${EXTRA[@]}" \
       >"$RUN/$h.out" 2>&1 &
     pids+=($!)

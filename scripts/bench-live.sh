@@ -201,7 +201,7 @@ run_ddshark() {
   local d=$work/$name.$rate
   rm -f "$d.json"
   # --duration only bounds a run whose SIGINT got lost.
-  "${capture_pin[@]}" ip netns exec "$NS_RX" "$exe" -i "$IF_RX" --no-tui --duration $((STEP_S + 40)) -B "$BUF_MIB" \
+  "${capture_pin[@]}" ip netns exec "$NS_RX" "$exe" -i "$IF_RX" --no-tui --duration $((STEP_S + 40))s -B "$BUF_MIB" \
     --final-json "$d.json" >"$d.out" 2>"$d.err" &
   p=$!; pids+=("$p")
   wait_socket "$p" || { stop "$p"; echo "ddshark did not start; see below" >&2; cat "$d.err" >&2; return 1; }

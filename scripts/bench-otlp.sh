@@ -124,7 +124,7 @@ peak_rss() {
   echo "$peak"
 }
 t0=$(date +%s.%N)
-"$DDSHARK" -r "$PCAP" --no-tui --interval 3600 >/dev/null 2>"$WORK/base.err" &
+"$DDSHARK" -r "$PCAP" --no-tui --interval 1h >/dev/null 2>"$WORK/base.err" &
 BASE_PEAK=$(peak_rss $!)
 wait $! || { cat "$WORK/base.err" >&2; exit 1; }
 t1=$(date +%s.%N)
@@ -162,8 +162,8 @@ export_run() {
   c0=$(cpu_ticks "$COLLECTOR_PID")
   t0=$(date +%s.%N)
   /usr/bin/time -o "$WORK/time" -f '%U %S %M' \
-    "$exe" -r "$PCAP" --no-tui --interval 3600 --otlp "$EP" --otlp-protocol "$PROTO" \
-    --otlp-compression "$COMP" --host-name bench --otlp-flush-timeout 120 ${DDSHARK_BENCH_ARGS:-} >/dev/null 2>"$WORK/run.err" \
+    "$exe" -r "$PCAP" --no-tui --interval 1h --otlp "$EP" --otlp-protocol "$PROTO" \
+    --otlp-compression "$COMP" --host-name bench --otlp-flush-timeout 120s ${DDSHARK_BENCH_ARGS:-} >/dev/null 2>"$WORK/run.err" \
     || { cat "$WORK/run.err" >&2; exit 1; }
   t1=$(date +%s.%N)
   read -r usr sys peak <"$WORK/time"

@@ -220,7 +220,7 @@ def ddshark_bin(args):
 
 def export(binary, pcap, host, endpoint):
     p = subprocess.run([binary, "-r", pcap, "--no-tui", "--otlp", endpoint, "--host-name", host,
-                        "--capture-interface", "eth0", "--interval", "3600"],
+                        "--capture-interface", "eth0", "--interval", "1h"],
                        capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise RuntimeError(f"export of {pcap} failed: {p.stderr[-2000:]}")

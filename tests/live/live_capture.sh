@@ -39,7 +39,7 @@ trap cleanup EXIT INT TERM
 netns_setup 0 0
 CAPTURE_EXTRA="--immediate-mode" capture_start "$NS_A" vethA "$WORK/tcpdump.pcap"
 TD_PID=$CAP_PID
-ip netns exec "$NS_A" "$DDSHARK" -i vethA --no-tui --immediate -F jsonl --interval 1 \
+ip netns exec "$NS_A" "$DDSHARK" -i vethA --no-tui --immediate --format jsonl --interval 1s \
   --final-json "$WORK/live.json" >"$WORK/live.jsonl" 2>"$WORK/live.err" &
 DD_PID=$!
 NETNS_BG_PIDS+=("$DD_PID")
@@ -67,7 +67,7 @@ capture_stop "$TD_PID"
 [ -s "$WORK/live.json" ] || fail "ddshark wrote no final snapshot"
 [ -s "$WORK/live.jsonl" ] || fail "ddshark printed no periodic JSON lines"
 
-"$DDSHARK" stats "$WORK/tcpdump.pcap" -q -F json >"$WORK/ref.json"
+"$DDSHARK" stats "$WORK/tcpdump.pcap" -q --format json >"$WORK/ref.json"
 tshark -r "$WORK/tcpdump.pcap" -Y rtps -T fields -E occurrence=a -E aggregator=, -e rtps.sm.id \
   >"$WORK/tshark_sm.txt" 2>/dev/null
 

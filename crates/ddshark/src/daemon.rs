@@ -3,14 +3,16 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::capture::file::FileSource;
+use crate::capture::filter::{read_filter_file, FrameFilter};
 use crate::capture::live::{interface_list, LiveOptions, LiveSource, DEFAULT_FILTER};
+use crate::capture::PacketSource;
 use crate::pipeline::{
     run_threaded, CaptureInput, Engine, EngineConfig, PaceControl, RunOptions, Sink, SnapshotHub,
     SourceCtx,
@@ -19,7 +21,7 @@ use crate::state::cache::DiscoveryCache;
 use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
 use crate::state::StateConfig;
 use crate::stats_cmd::{text_report, ReportOptions};
-use crate::units::Seconds;
+use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum DaemonFormat {
@@ -45,39 +47,50 @@ pub struct DaemonArgs {
     /// No TUI: print a periodic summary on stdout
     #[arg(long)]
     pub no_tui: bool,
-    /// Summary format with --no-tui
-    #[arg(long, short = 'F', value_enum, default_value = "text")]
+    /// Summary format with --no-tui: readable text, or JSON lines (one object per summary)
+    #[arg(long, value_enum, default_value = "text")]
     pub format: DaemonFormat,
-    /// Seconds (capture time) between summaries
-    #[arg(long, default_value = "2", value_name = "SECONDS")]
-    pub interval: Seconds,
-    /// Replay at N times the recorded speed (default: as fast as possible with
+    /// Capture time between summaries (e.g. 500ms, 2s, 1m)
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = TimeSpan::positive)]
+    pub interval: TimeSpan,
+    /// Replay (-r) at N times the recorded speed (default: as fast as possible with
     /// --no-tui, recorded speed with the TUI; 0 = as fast as possible)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "interfaces", value_parser = parse_speed)]
     pub speed: Option<f64>,
-    /// Stop after this many seconds
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// Bytes kept of each packet
-    #[arg(long, short = 's', default_value = "262144")]
+    /// Stop after this long (wall-clock, e.g. 30s, 5m)
+    #[arg(long, value_name = "DURATION", value_parser = TimeSpan::positive)]
+    pub duration: Option<TimeSpan>,
+    /// Stop after COUNT frames (those the filter keeps), like tcpdump -c
+    #[arg(short = 'c', long = "count", value_name = "COUNT",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Bytes kept of each packet (live)
+    #[arg(long, short = 's', default_value = "262144", conflicts_with = "read")]
     pub snaplen: i32,
-    /// Kernel capture buffer, MiB
-    #[arg(long, short = 'B', default_value = "64", value_name = "MIB")]
+    /// Kernel capture buffer, MiB (live)
+    #[arg(
+        long,
+        short = 'B',
+        default_value = "64",
+        value_name = "MIB",
+        conflicts_with = "read"
+    )]
     pub buffer_size: i32,
-    /// Deliver packets as soon as they arrive (no kernel batching)
-    #[arg(long)]
+    /// Deliver packets as soon as they arrive, no kernel batching (live)
+    #[arg(long, conflicts_with = "read")]
     pub immediate: bool,
-    /// Do not put the interface into promiscuous mode
-    #[arg(long, short = 'p')]
+    /// Do not put the interface into promiscuous mode (live)
+    #[arg(long, short = 'p', conflicts_with = "read")]
     pub no_promisc: bool,
-    /// Timestamp source: host, host_lowprec, host_hiprec, adapter, adapter_unsynced
-    #[arg(long, short = 'j', value_name = "TYPE")]
+    /// Timestamp source (live): host, host_lowprec, host_hiprec, adapter, adapter_unsynced
+    #[arg(long, short = 'j', value_name = "TYPE", conflicts_with = "read")]
     pub tstamp_type: Option<String>,
-    /// Run the capture thread with this SCHED_FIFO priority (1-99)
-    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    /// Run the capture thread with this SCHED_FIFO priority, 1-99 (live)
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99),
+          conflicts_with = "read")]
     pub rt_priority: Option<u8>,
-    /// Pin the capture thread to this CPU
-    #[arg(long, value_name = "CPU")]
+    /// Pin the capture thread to this CPU (live)
+    #[arg(long, value_name = "CPU", conflicts_with = "read")]
     pub cpu: Option<usize>,
     /// Batches of 256 frames queued between capture and state before dropping
     #[arg(long, default_value = "64", value_name = "BATCHES")]
@@ -88,9 +101,9 @@ pub struct DaemonArgs {
     /// Show ROS 2 names demangled
     #[arg(long)]
     pub ros: bool,
-    /// Sliding window for rates, seconds
-    #[arg(long, default_value = "10", value_name = "SECONDS")]
-    pub window: Seconds,
+    /// Sliding window for rates (capture time, e.g. 10s)
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
+    pub window: TimeSpan,
     /// Print the interfaces that can be captured and exit
     #[arg(long, short = 'D')]
     pub list_interfaces: bool,
@@ -99,15 +112,43 @@ pub struct DaemonArgs {
     pub final_json: Option<PathBuf>,
     #[command(flatten)]
     pub otlp: crate::otlp::OtlpArgs,
-    /// Capture filter (BPF, as tcpdump takes it); default: UDP and IP fragments
-    #[arg(trailing_var_arg = true, value_name = "FILTER")]
+    /// Read the capture filter from FILE (as tcpdump -F; `#` starts a comment)
+    #[arg(
+        short = 'F',
+        long = "filter-file",
+        value_name = "FILE",
+        conflicts_with = "filter"
+    )]
+    pub filter_file: Option<PathBuf>,
+    /// Capture filter (BPF, as tcpdump takes it), after the options or between them;
+    /// applies to -r files too. Default on interfaces: UDP and IP fragments
+    #[arg(value_name = "FILTER")]
     pub filter: Vec<String>,
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| {
+            format!("expected a speed factor ≥ 0 (e.g. 1, 2.5; 0 = as fast as possible), got {s:?}")
+        })
 }
 
 impl DaemonArgs {
     /// Was any daemon option given (so `ddshark` alone prints help)?
     pub fn wanted(&self) -> bool {
         !self.interfaces.is_empty() || self.read.is_some() || self.list_interfaces
+    }
+
+    /// The capture filter the user gave (words after the options, or -F FILE), if any.
+    pub fn user_filter(&self) -> Result<Option<String>> {
+        let text = match &self.filter_file {
+            Some(p) => read_filter_file(p)?,
+            None => self.filter.join(" "),
+        };
+        Ok((!text.trim().is_empty()).then_some(text))
     }
 }
 
@@ -206,7 +247,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     }
     let interactive = tui;
     let state = StateConfig {
-        window_ns: args.window.ns().max(1),
+        window_ns: args.window.ns(),
         ..StateConfig::default()
     };
     let mut engine = Engine::new(EngineConfig {
@@ -214,7 +255,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         report_ns: Some(if tui {
             crate::tui::SNAPSHOT_NS
         } else {
-            args.interval.ns().max(1)
+            args.interval.ns()
         }),
         ..EngineConfig::default()
     });
@@ -239,18 +280,21 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     }
 
     let mut inputs = Vec::new();
-    let filter = if args.filter.is_empty() {
-        DEFAULT_FILTER.to_string()
-    } else {
-        args.filter.join(" ")
-    };
+    let user_filter = args.user_filter()?;
+    let started;
     if let Some(path) = &args.read {
         let src = FileSource::open(path)?;
         let size = src.file_size;
+        let filter = match &user_filter {
+            Some(f) => Some(FrameFilter::compile(f, src.link_type(), src.name())?),
+            None => None,
+        };
+        started = format!("reading {}", describe_source(&src, user_filter.as_deref()));
         inputs.push(CaptureInput {
             source: Box::new(src),
             live: false,
             size_hint: Some(size),
+            filter,
         });
     } else if !args.interfaces.is_empty() {
         let opts = LiveOptions {
@@ -259,19 +303,47 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
             immediate: args.immediate,
             promisc: !args.no_promisc,
             tstamp_type: args.tstamp_type.clone(),
-            filter,
+            filter: user_filter
+                .clone()
+                .unwrap_or_else(|| DEFAULT_FILTER.to_string()),
             timeout_ms: 100,
         };
+        let mut names = Vec::new();
         for iface in &args.interfaces {
             let src = LiveSource::open(iface, &opts)?;
+            names.push(describe_source(&src, None));
             inputs.push(CaptureInput {
                 source: Box::new(src),
                 live: true,
                 size_hint: None,
+                filter: None,
             });
         }
+        started = format!(
+            "capturing on {}, filter: {}",
+            names.join(", "),
+            user_filter
+                .as_deref()
+                .unwrap_or("UDP and IP fragments (the default)")
+        );
     } else {
         bail!("nothing to capture: give -i IFACE or -r FILE (see --help)");
+    }
+    if !tui {
+        let every = match args.format {
+            DaemonFormat::Text => "a summary",
+            DaemonFormat::Jsonl => "a JSON line",
+        };
+        let limits = match (args.count, args.duration) {
+            (Some(c), _) => format!(", stopping after {c} frames"),
+            (None, Some(d)) => format!(", stopping after {d}"),
+            (None, None) if args.read.is_none() => "; Ctrl-C to stop".to_string(),
+            (None, None) => String::new(),
+        };
+        eprintln!(
+            "ddshark: {started}; {every} every {} of capture time{limits}",
+            args.interval
+        );
     }
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -305,6 +377,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
             && !io::stdout().is_terminal(),
         stop,
         pace: (tui && args.read.is_some()).then(|| Arc::new(PaceControl::new(speed))),
+        frame_budget: args.count.map(|c| Arc::new(AtomicU64::new(c))),
         ..RunOptions::default()
     };
     let ui = if tui {
@@ -317,7 +390,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
             replay: args.read.is_some(),
             speed,
             ros_names: args.ros,
-            export,
+            export: export.clone(),
         };
         Some(crate::tui::start(
             hub.clone(),
@@ -343,5 +416,23 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         let text = serde_json::to_string_pretty(&*snap)?;
         std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
     }
+    if let Some(h) = &export {
+        crate::otlp::check_delivered(&args.otlp, &h.stats())?;
+    }
     Ok(())
+}
+
+/// `lo (link type EN10MB)` or `a.pcap (link type LINUX_SLL), filter: udp port 7400`.
+fn describe_source(src: &dyn PacketSource, filter: Option<&str>) -> String {
+    let link = src
+        .link_type()
+        .map(|l| {
+            let dlt = pcap::Linktype(i32::try_from(l.to_dlt()).unwrap_or(i32::MAX));
+            dlt.get_name().unwrap_or_else(|_| l.to_dlt().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    match filter {
+        Some(f) => format!("{} (link type {link}), filter: {f}", src.name()),
+        None => format!("{} (link type {link})", src.name()),
+    }
 }

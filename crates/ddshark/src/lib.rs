@@ -2,6 +2,7 @@
 //! tests and benches drive the same code as the command line.
 
 pub mod capture;
+pub mod cli;
 pub mod daemon;
 pub mod dissect;
 pub mod latency;

@@ -30,7 +30,7 @@ use crate::latency::Level;
 
 use crate::pipeline::{Sink, SourceCtx};
 use crate::state::Snapshot;
-use crate::units::Seconds;
+use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OtlpProtocol {
@@ -67,9 +67,9 @@ pub struct OtlpArgs {
     /// Compression of export requests [env: OTEL_EXPORTER_OTLP_COMPRESSION]
     #[arg(long, value_enum, value_name = "ALG")]
     pub otlp_compression: Option<OtlpCompression>,
-    /// Timeout of one export request, milliseconds [env: OTEL_EXPORTER_OTLP_TIMEOUT]
-    #[arg(long, value_name = "MS")]
-    pub otlp_timeout: Option<u64>,
+    /// Timeout of one export request, e.g. 10s [env: OTEL_EXPORTER_OTLP_TIMEOUT, in ms]
+    #[arg(long, value_name = "DURATION", value_parser = TimeSpan::positive)]
+    pub otlp_timeout: Option<TimeSpan>,
     /// PEM CA certificate to trust for https endpoints [env: OTEL_EXPORTER_OTLP_CERTIFICATE]
     #[arg(long, value_name = "PEM")]
     pub otlp_certificate: Option<PathBuf>,
@@ -104,13 +104,13 @@ pub struct OtlpArgs {
     /// Do not export per-topic metrics (spans only)
     #[arg(long)]
     pub otlp_no_metrics: bool,
-    /// Seconds to wait at exit for queued spans to be sent
-    #[arg(long, value_name = "SECONDS", default_value = "10")]
-    pub otlp_flush_timeout: Seconds,
+    /// How long to wait at exit for queued spans to be sent
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub otlp_flush_timeout: TimeSpan,
     /// A sample's SAMPLE span leaves once nothing of it was seen for this long
-    /// (capture time; `ddshark latency --window-ns` alike)
-    #[arg(long, value_name = "SECONDS", default_value = "10")]
-    pub otlp_sample_window: Seconds,
+    /// (capture time; `ddshark latency --window` alike)
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = TimeSpan::positive)]
+    pub otlp_sample_window: TimeSpan,
     /// Most memory the samples awaiting their SAMPLE span may hold (oldest sent early, counted)
     #[arg(long, value_name = "MIB", default_value = "256")]
     pub otlp_sample_memory: usize,
@@ -155,7 +155,7 @@ impl OtlpArgs {
                 OtlpCompression::None => Compression::None,
                 OtlpCompression::Gzip => Compression::Gzip,
             }),
-            timeout: self.otlp_timeout.map(Duration::from_millis),
+            timeout: self.otlp_timeout.map(TimeSpan::duration),
             certificate: self.otlp_certificate.clone(),
             client_certificate: self.otlp_client_certificate.clone(),
             client_key: self.otlp_client_key.clone(),
@@ -606,6 +606,29 @@ impl Drop for OtlpSink {
             eprintln!("{}", summary_line(&self.endpoint, &stats));
         }
     }
+}
+
+/// An error naming the endpoint when spans were not delivered (the collector refused
+/// them or was not there): the run exits non-zero. Spans dropped on a full queue
+/// (live capture, collector too slow) are counted and reported, not failures.
+pub fn check_delivered(args: &OtlpArgs, s: &ExportStats) -> Result<()> {
+    let lost = s.failed.saturating_add(s.abandoned);
+    if lost == 0 && s.metrics_failed == 0 {
+        return Ok(());
+    }
+    let endpoint = args
+        .config()
+        .map(|c| endpoint_label(&c.traces, |k| std::env::var(k).ok()))
+        .unwrap_or_else(|_| "the OTLP endpoint".into());
+    anyhow::bail!(
+        "OTLP export to {endpoint} failed: {} of {} spans not delivered ({} failed, {} abandoned at exit), {} metric exports failed; last error: {}",
+        lost,
+        s.offered.saturating_sub(s.filtered),
+        s.failed,
+        s.abandoned,
+        s.metrics_failed,
+        s.last_error.as_deref().unwrap_or("none")
+    )
 }
 
 /// The sink for the daemon, when `--otlp` was given.

@@ -182,8 +182,10 @@ impl Engine {
     }
 
     /// A live source saw nothing until `now_ns`: let the capture clock move on.
+    /// Before the first frame, the capture starts here: a quiet interface still gets
+    /// its periodic (empty) summaries.
     pub fn idle(&mut self, now_ns: u64) {
-        if self.state.first_ts_ns.is_some() && now_ns > self.state.now_ns {
+        if now_ns > self.state.now_ns {
             self.state.advance(now_ns);
             self.clock();
         }
@@ -281,6 +283,9 @@ pub struct CaptureInput {
     pub live: bool,
     /// Size of the file, for the progress bar.
     pub size_hint: Option<u64>,
+    /// Frames this rejects are skipped (a capture filter on a file; live interfaces
+    /// filter in the kernel).
+    pub filter: Option<crate::capture::filter::FrameFilter>,
 }
 
 #[derive(Debug, Clone)]
@@ -300,6 +305,8 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Replay pacing changed while running (TUI speed keys); overrides `speed`.
     pub pace: Option<Arc<PaceControl>>,
+    /// Frames still to take over all inputs (`-c COUNT`); at zero the run stops.
+    pub frame_budget: Option<Arc<AtomicU64>>,
 }
 
 /// Replay speed and pause, set from another thread (the TUI) while a file replays.
@@ -353,6 +360,7 @@ impl Default for RunOptions {
             progress: false,
             stop: Arc::new(AtomicBool::new(false)),
             pace: None,
+            frame_budget: None,
         }
     }
 }
@@ -584,6 +592,20 @@ impl CaptureThread {
             let flush;
             match input.source.next_frame() {
                 Ok(Some(f)) => {
+                    if input.filter.as_ref().is_some_and(|flt| !flt.matches(&f)) {
+                        continue;
+                    }
+                    if let Some(budget) = &self.opts.frame_budget {
+                        let took = budget
+                            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                                n.checked_sub(1)
+                            })
+                            .is_ok();
+                        if !took {
+                            self.opts.stop.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                    }
                     self.frames = self.frames.saturating_add(1);
                     self.shared.frames.store(self.frames, Ordering::Relaxed);
                     if !self.live && self.pace_replay(f.ts_ns).is_err() {

@@ -15,7 +15,7 @@ use crate::state::ros::{display_topic, display_type};
 use crate::state::snapshot::{Snapshot, TopicView};
 use crate::state::timing::TimingView;
 use crate::state::StateConfig;
-use crate::units::{self, Seconds};
+use crate::units::{self, TimeSpan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StatsFormat {
@@ -23,12 +23,22 @@ pub enum StatsFormat {
     Text,
 }
 
+const EXAMPLES: &str = "\
+Examples:
+  ddshark stats capture.pcap > state.json          one JSON document: participants, writers, readers, topics, health
+  ddshark stats capture.pcap --format text --ros   a readable report, ROS 2 names
+  ddshark stats capture.pcap | jq '.topics[] | {name, samples, lost, retransmitted}'
+  ddshark stats capture.pcap --window 1s --loss-timeout 2s
+  ddshark stats later.pcap --discovery-cache disc.json   topics learnt from an earlier capture
+";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct StatsArgs {
     /// pcap or pcapng file
     pub file: PathBuf,
     /// JSON (participants, writers, readers, topics, health) or a readable report
-    #[arg(long, short = 'F', value_enum, default_value = "json")]
+    #[arg(long, value_enum, default_value = "json")]
     pub format: StatsFormat,
     /// Show ROS 2 names demangled in the text report (rt/chatter → /chatter)
     #[arg(long)]
@@ -36,12 +46,12 @@ pub struct StatsArgs {
     /// Load discovery from FILE first and save what this capture discovered into it
     #[arg(long, value_name = "FILE")]
     pub discovery_cache: Option<PathBuf>,
-    /// Sliding window for rates, in seconds (ending at the last frame)
-    #[arg(long, default_value = "10", value_name = "SECONDS")]
-    pub window: Seconds,
+    /// Sliding window for rates, ending at the last frame (e.g. 10s)
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
+    pub window: TimeSpan,
     /// A hole in a writer's sequence numbers older than this (capture time) is lost
-    #[arg(long, default_value = "10", value_name = "SECONDS")]
-    pub loss_timeout: Seconds,
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
+    pub loss_timeout: TimeSpan,
     /// Include built-in discovery writers (DCPSParticipant, ...) in the text report
     #[arg(long)]
     pub builtin: bool,
@@ -53,8 +63,8 @@ pub struct StatsArgs {
 /// Options of a whole-file statistics run.
 #[derive(Debug, Clone, Default)]
 pub struct StatsOptions {
-    pub window: Option<Seconds>,
-    pub loss_timeout: Option<Seconds>,
+    pub window: Option<TimeSpan>,
+    pub loss_timeout: Option<TimeSpan>,
     pub discovery_cache: Option<PathBuf>,
     pub progress: bool,
 }
@@ -105,6 +115,7 @@ pub fn stats_file(path: &Path, opts: &StatsOptions) -> Result<Arc<Snapshot>> {
             source: Box::new(source),
             live: false,
             size_hint: Some(size),
+            filter: None,
         }],
         &mut engine,
         &run,

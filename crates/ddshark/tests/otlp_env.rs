@@ -195,7 +195,7 @@ fn run(env: &[(&str, String)], extra: &[&str]) -> String {
     let pcap = fixture("a_small_reliable/a.pcap");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ddshark"));
     cmd.args(["-r", pcap.to_str().unwrap(), "--no-tui", "--otlp"])
-        .args(["--otlp-flush-timeout", "5"])
+        .args(["--otlp-flush-timeout", "5s"])
         .args(extra);
     for (k, _) in std::env::vars() {
         if k.starts_with("OTEL_") || OTEL_VARS.contains(&k.as_str()) {

@@ -996,7 +996,7 @@ fn stack_collector_restart_mid_run() {
             "--speed",
             "1",
             "--interval",
-            "0.5",
+            "500ms",
             "--otlp",
             &stack.grpc(),
             "--host-name",
@@ -1006,7 +1006,7 @@ fn stack_collector_restart_mid_run() {
             "--otlp-batch",
             "16",
             "--otlp-timeout",
-            "1000",
+            "1s",
         ])
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .stdout(Stdio::null())
@@ -1040,7 +1040,11 @@ fn stack_collector_restart_mid_run() {
     }
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "ddshark failed:\n{err}");
+    // Spans given up while the collector was down make the run fail, saying so.
+    assert!(
+        out.status.success() || (out.status.code() == Some(1) && err.contains("OTLP export to")),
+        "ddshark failed:\n{err}"
+    );
     eprintln!("{err}");
     eprintln!("killed at {killed_at:?}, restarted at {restarted_at:?}, max RSS {max_rss} KiB, {before_kill} spans before the kill");
     assert!(
@@ -1234,7 +1238,7 @@ service:
         &format!("https://127.0.0.1:{grpc}"),
         "--otlp-no-metrics",
         "--otlp-flush-timeout",
-        "1",
+        "1s",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -42,6 +42,7 @@ fn memory_input(name: &str, frames: Vec<OwnedFrame>, live: bool) -> CaptureInput
     CaptureInput {
         source: Box::new(MemorySource::new(name, frames)),
         live,
+        filter: None,
         size_hint: None,
     }
 }

@@ -32,10 +32,11 @@ impl FileSource {
             }
         })?;
         let dlt = u32::try_from(capture.get_datalink().0).unwrap_or(u32::MAX);
+        let link = super::supported_link(&name, dlt)?;
         Ok(Self {
             capture,
             path: name,
-            link: LinkType::from_dlt(dlt),
+            link,
             frames: 0,
             file_size,
         })
@@ -85,5 +86,9 @@ impl PacketSource for FileSource {
 
     fn name(&self) -> &str {
         &self.path
+    }
+
+    fn link_type(&self) -> Option<LinkType> {
+        Some(self.link)
     }
 }

@@ -34,6 +34,8 @@ pub enum LiveError {
     },
     #[error("{iface}: cannot start capture: {message}")]
     Open { iface: String, message: String },
+    #[error("{0}")]
+    UnsupportedLink(String),
     #[error("unknown timestamp type \"{0}\" (use host, host_lowprec, host_hiprec, adapter, adapter_unsynced)")]
     TstampType(String),
 }
@@ -192,10 +194,14 @@ impl LiveSource {
             message: e.to_string(),
         })?;
         let dlt = u32::try_from(capture.get_datalink().0).unwrap_or(u32::MAX);
+        let link = match super::supported_link(iface, dlt) {
+            Ok(l) => l,
+            Err(e) => return Err(LiveError::UnsupportedLink(e.to_string())),
+        };
         Ok(Self {
             capture,
             name: iface.to_string(),
-            link: LinkType::from_dlt(dlt),
+            link,
             frames: 0,
             nano,
             idle_sleep_us: 0,
@@ -248,6 +254,10 @@ impl PacketSource for LiveSource {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn link_type(&self) -> Option<LinkType> {
+        Some(self.link)
     }
 
     fn kernel_stats(&mut self) -> Option<KernelStats> {

@@ -68,4 +68,8 @@ impl PacketSource for MemorySource {
     fn name(&self) -> &str {
         &self.name
     }
+
+    fn link_type(&self) -> Option<LinkType> {
+        self.frames.first().map(|f| f.link)
+    }
 }

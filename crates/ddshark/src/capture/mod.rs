@@ -2,6 +2,7 @@
 //! so the whole pipeline runs in tests from files or in-memory frames.
 
 pub mod file;
+pub mod filter;
 pub mod live;
 pub mod memory;
 
@@ -37,6 +38,15 @@ pub enum CaptureError {
     Timeout(String),
     #[error("{0}")]
     Live(#[from] live::LiveError),
+    #[error(
+        "{name}: link type {dlt} ({link_name}) is not supported: ddshark reads Ethernet, Linux cooked \
+         (SLL, SLL2), raw IP and BSD loopback captures"
+    )]
+    UnsupportedLink {
+        name: String,
+        dlt: u32,
+        link_name: String,
+    },
 }
 
 impl CaptureError {
@@ -51,6 +61,26 @@ impl CaptureError {
     }
 }
 
+/// The link type of a capture, or an error naming it when the dissector cannot read it
+/// (802.11 radiotap, USB, …: every frame would count as malformed).
+pub fn supported_link(name: &str, dlt: u32) -> Result<rtps_dissect::LinkType, CaptureError> {
+    let link = rtps_dissect::LinkType::from_dlt(dlt);
+    if let rtps_dissect::LinkType::Other(_) = link {
+        let lt = pcap::Linktype(i32::try_from(dlt).unwrap_or(i32::MAX));
+        let link_name = match (lt.get_name(), lt.get_description()) {
+            (Ok(n), Ok(d)) => format!("{n}: {d}"),
+            (Ok(n), Err(_)) => n,
+            _ => "unknown".to_string(),
+        };
+        return Err(CaptureError::UnsupportedLink {
+            name: name.to_string(),
+            dlt,
+            link_name,
+        });
+    }
+    Ok(link)
+}
+
 /// Anything that yields captured frames in order.
 pub trait PacketSource {
     /// The next frame, `None` at the end of the input.
@@ -58,6 +88,12 @@ pub trait PacketSource {
 
     /// Name of the file or interface, for messages.
     fn name(&self) -> &str;
+
+    /// The link type of the frames to come, where the source knows it before them
+    /// (a capture filter is compiled for it).
+    fn link_type(&self) -> Option<rtps_dissect::LinkType> {
+        None
+    }
 
     /// libpcap kernel statistics where the source has them.
     fn kernel_stats(&mut self) -> Option<KernelStats> {
