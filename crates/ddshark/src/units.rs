@@ -127,7 +127,7 @@ impl fmt::Display for TimeSpan {
             ("ms", 1_000_000),
             ("us", 1_000),
         ] {
-            if self.ns % scale == 0 {
+            if self.ns.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", self.ns / scale);
             }
         }

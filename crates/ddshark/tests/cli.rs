@@ -1,0 +1,349 @@
+//! The command line never fails silently: every option that cannot do what was asked
+//! says so, naming the flag or file, with a documented exit status (0 done, 1 failed,
+//! 2 wrong command line). Parse-level checks use the binary's own `Cli`; the rest runs
+//! the binary on bundled captures.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use ddshark::cli::{Cli, EXIT_FAILURE, EXIT_USAGE};
+
+fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(std::iter::once("ddshark").chain(args.iter().copied()))
+}
+
+fn parse_error(args: &[&str]) -> clap::Error {
+    match parse(args) {
+        Ok(c) => panic!("{args:?} parsed: {c:?}"),
+        Err(e) => e,
+    }
+}
+
+fn ddshark(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args(args)
+        .output()
+        .expect("running ddshark")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn small() -> String {
+    common::fixture("a_small_reliable/a.pcap")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ddshark-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir.join(name)
+}
+
+/// The final snapshot of `ddshark -r FILE --no-tui ARGS` (its `--final-json`).
+fn final_json(name: &str, args: &[&str]) -> serde_json::Value {
+    let out_path = scratch(name);
+    let pcap = small();
+    let path = out_path.to_string_lossy().into_owned();
+    let mut all = vec![
+        "-r",
+        &pcap,
+        "--no-tui",
+        "--interval",
+        "1h",
+        "--final-json",
+        &path,
+    ];
+    all.extend_from_slice(args);
+    let out = ddshark(&all);
+    assert!(out.status.success(), "{all:?}:\n{}", stderr(&out));
+    let text = std::fs::read_to_string(&out_path).expect("final json");
+    serde_json::from_str(&text).expect("final json parses")
+}
+
+fn frames(snap: &serde_json::Value) -> u64 {
+    snap["health"]["dissector"]["frames"]
+        .as_u64()
+        .expect("health.dissector.frames")
+}
+
+#[test]
+fn filter_words_stop_at_the_next_flag() {
+    let cli = parse(&[
+        "-i", "lo", "udp", "port", "7400", "--no-tui", "--format", "jsonl",
+    ])
+    .expect("parses");
+    assert_eq!(cli.daemon.filter, ["udp", "port", "7400"]);
+    assert!(cli.daemon.no_tui);
+    assert_eq!(cli.daemon.format, ddshark::daemon::DaemonFormat::Jsonl);
+    // Before the flags, as tcpdump takes them.
+    let cli = parse(&["udp", "port", "7400", "-i", "lo", "--no-tui"]).expect("parses");
+    assert_eq!(cli.daemon.filter, ["udp", "port", "7400"]);
+    assert_eq!(cli.daemon.interfaces, ["lo"]);
+    // -F FILE is tcpdump's filter file, not a format; with words too it is refused.
+    let cli = parse(&["-r", "x.pcap", "-F", "f.bpf"]).expect("parses");
+    assert_eq!(cli.daemon.filter_file, Some(PathBuf::from("f.bpf")));
+    let e = parse_error(&["-r", "x.pcap", "-F", "f.bpf", "udp"]);
+    assert_eq!(e.kind(), ErrorKind::ArgumentConflict, "{e}");
+}
+
+#[test]
+fn zero_or_unitless_durations_are_refused() {
+    for flag in ["--interval", "--window", "--duration"] {
+        let e = parse_error(&["-r", "x.pcap", flag, "0s"]);
+        assert!(e.to_string().contains(flag), "{e}");
+        assert_eq!(e.exit_code(), i32::from(EXIT_USAGE));
+        let e = parse_error(&["-r", "x.pcap", flag, "10"]);
+        assert!(e.to_string().contains("no unit"), "{e}");
+    }
+    let cli = parse(&["-r", "x.pcap", "--interval", "250ms", "--window", "2m"]).expect("parses");
+    assert_eq!(cli.daemon.interval.ns(), 250_000_000);
+    assert_eq!(cli.daemon.window.ns(), 120_000_000_000);
+    let e = parse_error(&["stats", "x.pcap", "--window", "0ms"]);
+    assert!(e.to_string().contains("--window"), "{e}");
+    let cli = parse(&["-r", "x.pcap", "--otlp", "--otlp-timeout", "500ms"]).expect("parses");
+    assert_eq!(
+        cli.daemon.otlp.otlp_timeout.map(|t| t.ns()),
+        Some(500_000_000)
+    );
+}
+
+#[test]
+fn flags_that_do_not_apply_to_the_input_are_refused() {
+    let e = parse_error(&["-i", "lo", "--speed", "2"]);
+    assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
+    assert!(e.to_string().contains("--speed"), "{e}");
+    for live_only in [
+        &["-B", "8"][..],
+        &["--rt-priority", "10"],
+        &["--cpu", "1"],
+        &["-p"],
+        &["--immediate"],
+        &["-s", "1500"],
+        &["-j", "adapter"],
+    ] {
+        let mut args = vec!["-r", "x.pcap"];
+        args.extend_from_slice(live_only);
+        let e = parse_error(&args);
+        assert_eq!(e.kind(), ErrorKind::ArgumentConflict, "{args:?}: {e}");
+        assert_eq!(e.exit_code(), i32::from(EXIT_USAGE));
+        // The message names the flag (clap names it by its long form).
+        let long = match live_only[0] {
+            "-B" => "--buffer-size",
+            "-p" => "--no-promisc",
+            "-s" => "--snaplen",
+            "-j" => "--tstamp-type",
+            other => other,
+        };
+        assert!(e.to_string().contains(long), "{args:?}: {e}");
+    }
+    // The same flags with -i are fine.
+    assert!(parse(&["-i", "lo", "-B", "8", "--immediate", "-p", "--cpu", "1"]).is_ok());
+    assert!(parse(&["-r", "x.pcap", "--speed", "2"]).is_ok());
+    assert!(parse(&["-r", "x.pcap", "--speed", "-1"]).is_err());
+}
+
+#[test]
+fn bare_ddshark_says_what_to_give() {
+    let out = ddshark(&[]);
+    assert_eq!(out.status.code(), Some(i32::from(EXIT_USAGE)));
+    let err = stderr(&out);
+    assert!(
+        err.contains("-i IFACE") && err.contains("-r FILE") && err.contains("--help"),
+        "{err}"
+    );
+    assert!(err.len() < 200, "a line, not the whole help: {err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn help_lists_the_users_commands_with_examples_and_exit_codes() {
+    let out = ddshark(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let commands = help
+        .split("Commands:")
+        .nth(1)
+        .and_then(|s| s.split("\n\n").next())
+        .expect("a Commands section");
+    for c in ["stats", "dissect", "latency"] {
+        assert!(commands.contains(c), "{c} missing from {commands}");
+    }
+    assert!(
+        !commands.contains("join"),
+        "the stack's join is not a user's command: {commands}"
+    );
+    assert!(help.contains("Exit status"), "{help}");
+    for sub in ["stats", "dissect", "latency", "join"] {
+        let out = ddshark(&[sub, "--help"]);
+        assert!(out.status.success(), "{sub} --help");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("Examples:"),
+            "{sub} --help has no examples:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn a_capture_filter_applies_to_files() {
+    let all = frames(&final_json("all.json", &[]));
+    let udp = frames(&final_json("udp.json", &["udp"]));
+    let none = frames(&final_json("none.json", &["udp", "port", "9"]));
+    assert!(all > udp && udp > 0, "all {all}, udp {udp}");
+    assert_eq!(none, 0);
+    // Read from a file, tcpdump's -F.
+    let filter_file = scratch("filter.bpf");
+    std::fs::write(&filter_file, "# nothing RTPS uses\nudp port 9\n").expect("write filter");
+    let from_file = final_json("file.json", &["-F", &filter_file.to_string_lossy()]);
+    assert_eq!(frames(&from_file), 0);
+}
+
+#[test]
+fn an_invalid_filter_is_an_error_naming_it() {
+    let pcap = small();
+    let out = ddshark(&["-r", &pcap, "--no-tui", "this", "is", "not", "bpf"]);
+    assert_eq!(out.status.code(), Some(i32::from(EXIT_FAILURE)));
+    let err = stderr(&out);
+    assert!(
+        err.contains("invalid capture filter \"this is not bpf\"") && err.contains(&pcap),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing was captured");
+    let out = ddshark(&["-r", &pcap, "--no-tui", "-F", "/nonexistent/filter.bpf"]);
+    assert_eq!(out.status.code(), Some(i32::from(EXIT_FAILURE)));
+    assert!(stderr(&out).contains("/nonexistent/filter.bpf"));
+}
+
+#[test]
+fn count_stops_after_that_many_frames() {
+    assert_eq!(frames(&final_json("count.json", &["-c", "10"])), 10);
+    // Counted after the filter, as tcpdump counts.
+    let snap = final_json("count_udp.json", &["-c", "251", "udp"]);
+    assert_eq!(frames(&snap), 251);
+    assert_eq!(snap["health"]["dissector"]["skipped_not_udp"], 0);
+    assert!(parse(&["-r", "x.pcap", "-c", "0"]).is_err());
+}
+
+/// A classic pcap file of three 64-byte frames of link type `dlt`.
+fn capture_of_link_type(name: &str, dlt: u32) -> PathBuf {
+    let path = scratch(name);
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    bytes.extend_from_slice(&2u16.to_le_bytes());
+    bytes.extend_from_slice(&4u16.to_le_bytes());
+    bytes.extend_from_slice(&[0; 8]);
+    bytes.extend_from_slice(&65535u32.to_le_bytes());
+    bytes.extend_from_slice(&dlt.to_le_bytes());
+    for i in 0..3u32 {
+        bytes.extend_from_slice(&(1_700_000_000 + i).to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(&64u32.to_le_bytes());
+        bytes.extend_from_slice(&64u32.to_le_bytes());
+        bytes.extend_from_slice(&[0u8; 64]);
+    }
+    std::fs::write(&path, bytes).expect("write capture");
+    path
+}
+
+#[test]
+fn unsupported_link_types_are_named() {
+    let radiotap = capture_of_link_type("radiotap.pcap", 127);
+    let usb = capture_of_link_type("usb.pcap", 220);
+    for (file, name) in [(&radiotap, "802.11 plus radiotap"), (&usb, "USB")] {
+        let f = file.to_string_lossy();
+        for args in [
+            vec!["-r", &f, "--no-tui"],
+            vec!["stats", &f],
+            vec!["dissect", &f],
+        ] {
+            let out = ddshark(&args);
+            assert_eq!(out.status.code(), Some(i32::from(EXIT_FAILURE)), "{args:?}");
+            let err = stderr(&out);
+            assert!(
+                err.contains(&*f) && err.contains(name) && err.contains("not supported"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_export_that_failed_fails_the_run() {
+    // A port nobody listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let pcap = small();
+    let out = ddshark(&[
+        "-r",
+        &pcap,
+        "--no-tui",
+        "--interval",
+        "1h",
+        "--otlp",
+        &endpoint,
+        "--otlp-flush-timeout",
+        "5s",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(i32::from(EXIT_FAILURE)), "{err}");
+    assert!(
+        err.contains(&format!("OTLP export to {endpoint} failed")) && err.contains("not delivered"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_replay_says_first_what_it_reads() {
+    let pcap = small();
+    let out = ddshark(&["-r", &pcap, "--no-tui", "--interval", "1h", "udp"]);
+    assert!(out.status.success());
+    let err = stderr(&out);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(&pcap) && first.contains("EN10MB") && first.contains("filter: udp"),
+        "{err}"
+    );
+}
+
+#[test]
+fn format_is_a_long_option_with_one_vocabulary() {
+    // --format jsonl: JSON lines, each one parses.
+    let pcap = small();
+    let out = ddshark(&[
+        "-r",
+        &pcap,
+        "--no-tui",
+        "--format",
+        "jsonl",
+        "--interval",
+        "2s",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().count() > 1);
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("a JSON line");
+    }
+    // stats --format json: one document.
+    let out = ddshark(&["stats", &pcap, "--format", "json", "-q"]);
+    assert!(out.status.success());
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON document");
+}
