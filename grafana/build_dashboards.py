@@ -182,12 +182,12 @@ def prom_target(expr, legend, ref="A"):
 
 def latency_board():
     b = Board("ddshark-latency", "ddshark — DDS latency",
-              "One-way DDS latency between two capture hosts (thesis 3.2.5), the same numbers "
+              "One-way DDS latency between two capture hosts, the same numbers "
               "as `ddshark latency`: first IP fragment at the sender -> last IP fragment at the "
               "receiver, per sample and per DATA_FRAG. The panels read the latencies the "
               "InfluxDB task materialises every few seconds (flux-queries/tasks/); the ad-hoc "
               "joins over the raw spans are in the collapsed row at the bottom. Also: "
-              "node_exporter interface bandwidth on the same time axis (thesis Fig. 4.11).",
+              "node_exporter interface bandwidth on the same time axis.",
               [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket(),
                var_host("sender", "sender host", "host.name of the capture on the writers' host"),
                var_host("receiver", "receiver host", "host.name of the capture on the readers' host"),
@@ -209,7 +209,7 @@ def latency_board():
             legend_calcs=["min", "mean", "max"])
     b.panel("Network bandwidth per interface (node_exporter)",
             "Receive (+) and transmit (-) bit/s of the hosts' interfaces, on the same time axis "
-            "as the latency above (thesis Fig. 4.11).",
+            "as the latency above.",
             [prom_target('rate(node_network_receive_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',
                          "{{instance}} {{device}} rx"),
              prom_target('-rate(node_network_transmit_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',

@@ -18,10 +18,11 @@
 # samples, sample sizes and repairs (and, on the single replays, the ad-hoc Flux join)
 # against `ddshark latency` on the two captures tcpdump took during the run (count and
 # values to the ns). The soak also reports all of that every 15 s while it runs. After the
-# soak the live panels are timed at the thesis's rate (~19.5k samples/s per host): the
+# soak the live panels are timed at the Autoware workload's rate (~19.5k samples/s per host): the
 # soak's per-sample points of host A written N times into side buckets (--dense-copies;
 # default: enough copies to reach that rate; ~1 min per copy). The table goes to --report
-# (default docs/bench-e2e.md); raw results (JSON, CSV, pcaps, logs) stay in --out.
+# (default OUT/report.md; docs/bench-e2e.md keeps the current figures, updated by hand);
+# raw results (JSON, CSV, pcaps, logs) stay in --out.
 #
 # Needs root (namespaces), tcpreplay, tcpdump, the built stack (scripts/stack/build.sh)
 # and the captures (generated with scripts/make-fixtures.sh --bench / --bench-soak if
@@ -44,7 +45,7 @@ SOAK=1
 DENSE=1
 DENSE_COPIES=0
 OUT=/var/tmp/ddshark-bench-e2e
-REPORT="$REPO/docs/bench-e2e.md"
+REPORT=""
 DDSHARK=""
 CAPTURES=${DDSHARK_CAPTURES:-/var/tmp/ddshark-captures}
 A_IP=10.200.0.1
@@ -67,6 +68,7 @@ while (($#)); do
   esac
   shift
 done
+REPORT=${REPORT:-$OUT/report.md}
 
 if [ -z "${DDSHARK_NETNS_LOCKED:-}" ]; then
   export DDSHARK_NETNS_LOCKED=1
@@ -219,7 +221,7 @@ if [ "$SOAK" = 1 ]; then
   # rates above 1× it ends early, so --soak-seconds is then also the capture's length)
   run_rate soak "$SOAK_RATE" 1 "$SOAK_SECONDS" "$SOAK_CAP/a_tx.pcap" "$SOAK_CAP/b_tx.pcap"
   if [ "$DENSE" = 1 ]; then
-    log "soak: the live panels at the thesis's rate (side buckets)"
+    log "soak: the live panels at the Autoware workload's rate (side buckets)"
     python3 "$REPO/scripts/bench_e2e.py" dense --stack-env "$STACK_RUN/stack.env" --dir "$OUT/soak" \
       --host-a e2e-soak-a --host-b e2e-soak-b --copies "$DENSE_COPIES"
   fi

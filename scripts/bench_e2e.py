@@ -435,8 +435,8 @@ def cmd_ingest(a):
     return 0 if held else 1
 
 
-# The thesis's Autoware mix: samples per second that one host sends.
-THESIS_SAMPLES_PER_S = 19_500
+# The Autoware workload: samples per second that one host sends.
+AUTOWARE_SAMPLES_PER_S = 19_500
 # What the live panels read per sample or span (the rest is per second, per topic or per
 # export interval, so it does not grow with the sample rate and is copied once).
 DENSE_LONG = ("dds_latency", "dds_samples", "dds_submessage_latency", "dds_lost", "dds_repairs")
@@ -444,7 +444,7 @@ DENSE_RAW_FIELDS = ("payload_size", "sn")
 
 
 def cmd_dense(a):
-    """The live panels at the thesis's sample rate: the soak's points of host A that grow
+    """The live panels at the Autoware workload's sample rate: the soak's points of host A that grow
     with the rate, written `copies` times (each copy k ns later) into side buckets, the
     rest once; then every live panel timed over the soak's last 5 minutes there."""
     env = read_env(a.stack_env)
@@ -457,7 +457,7 @@ def cmd_dense(a):
                      f'and r.sender == "{a.host_a}") |> group() |> count()')
     samples = int(r[0]["_value"]) if r else 0
     rate = samples / max(1e-9, res["replay_s"])
-    copies = a.copies or max(1, math.ceil(THESIS_SAMPLES_PER_S / max(1.0, rate)))
+    copies = a.copies or max(1, math.ceil(AUTOWARE_SAMPLES_PER_S / max(1.0, rate)))
     api = Api(env["DDSHARK_INFLUX_URL"], influx.token, influx.org)
     dense = {"bucket": influx.bucket + "_dense", "long_bucket": influx.long_bucket + "_dense"}
     org = api.org_id()
@@ -467,7 +467,7 @@ def cmd_dense(a):
                 api.call("DELETE", f"/api/v2/buckets/{old['id']}")
         api.call("POST", "/api/v2/buckets", {"orgID": org, "name": b, "retentionRules": []})
     log(f"dense: host {a.host_a} sent {samples:,} samples in {res['replay_s']} s ({rate:,.0f}/s); "
-        f"{copies} copies reach {rate * copies:,.0f}/s (the thesis: {THESIS_SAMPLES_PER_S:,}/s)")
+        f"{copies} copies reach {rate * copies:,.0f}/s (the Autoware workload: {AUTOWARE_SAMPLES_PER_S:,}/s)")
     def copy(which, predicate, shift_ns=0):
         """The points of bucket `which` that match, shift_ns later, into its side bucket."""
         src = influx.bucket if which == "bucket" else influx.long_bucket
@@ -602,13 +602,13 @@ def cmd_report(a):
     if os.path.exists(dense) and results:
         d = json.load(open(dense))
         soak = results[-1]
-        text += [f"The live panels at the thesis's rate (`bench_e2e.py dense`): the soak's points of host A "
+        text += [f"The live panels at the Autoware rate (`bench_e2e.py dense`): the soak's points of host A "
                  f"that grow with the sample rate (per-sample latencies, sizes, losses, repairs; the spans' "
                  f"`payload_size` and `sn`) written {d['copies']} times into side buckets (each copy k ns "
                  f"later), the rest once: {d['soak_samples_per_s']:,} samples/s × {d['copies']} = "
-                 f"**{d['dense_samples_per_s']:,} samples/s** ({d['dense_samples']:,} samples; the thesis: "
-                 f"{THESIS_SAMPLES_PER_S:,}/s per host). Each panel over the soak's last 5 minutes, all topics:",
-                 "", "| panel | soak | soak at the thesis's rate |", "|---|---|---|"]
+                 f"**{d['dense_samples_per_s']:,} samples/s** ({d['dense_samples']:,} samples; the Autoware workload: "
+                 f"{AUTOWARE_SAMPLES_PER_S:,}/s per host). Each panel over the soak's last 5 minutes, all topics:",
+                 "", "| panel | soak | soak at the Autoware rate |", "|---|---|---|"]
         for p in d["panels"]:
             mine = next((x for x in soak.get("panels", []) if (x["dashboard"], x["panel"]) == (p["dashboard"], p["panel"])), None)
             cell = lambda x: "—" if x is None else "error" if x.get("error") else f"{x['seconds']} s ({x['rows']} rows)"
@@ -641,7 +641,7 @@ def main():
     d.add_argument("--dir", required=True)
     d.add_argument("--host-a", required=True)
     d.add_argument("--host-b", required=True)
-    d.add_argument("--copies", type=int, default=0, help="default: to the thesis's samples/s")
+    d.add_argument("--copies", type=int, default=0, help="default: to the Autoware workload's samples/s")
     g = sub.add_parser("ingest")
     g.add_argument("--stack-env", required=True)
     g.add_argument("--host-prefix", required=True)

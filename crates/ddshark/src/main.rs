@@ -5,6 +5,11 @@ use ddshark::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NOTHING_TO_D
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The documentation's command lines are run through this parser by the test suite
+    // (crates/ddshark/tests/docs.rs): parse them, then stop.
+    if std::env::var_os("DDSHARK_PARSE_ONLY").is_some() {
+        return ExitCode::SUCCESS;
+    }
     let result = match cli.command {
         None if !cli.daemon.wanted() => {
             eprintln!("{NOTHING_TO_DO}");
