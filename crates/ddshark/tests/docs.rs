@@ -88,13 +88,14 @@ fn commands(snippet: &str) -> Vec<Vec<String>> {
     let mut in_word = false;
     let mut redirected = false;
     let mut chars = snippet.chars().peekable();
-    let mut end_word = |word: &mut String, in_word: &mut bool, cmds: &mut Vec<Vec<String>>, redirected: bool| {
-        if *in_word && !redirected {
-            cmds.last_mut().unwrap().push(std::mem::take(word));
-        }
-        word.clear();
-        *in_word = false;
-    };
+    let end_word =
+        |word: &mut String, in_word: &mut bool, cmds: &mut Vec<Vec<String>>, redirected: bool| {
+            if *in_word && !redirected {
+                cmds.last_mut().unwrap().push(std::mem::take(word));
+            }
+            word.clear();
+            *in_word = false;
+        };
     while let Some(c) = chars.next() {
         match c {
             '\'' | '"' => {
@@ -147,9 +148,9 @@ fn commands(snippet: &str) -> Vec<Vec<String>> {
 fn ddshark_args(words: &[String]) -> Option<Vec<String>> {
     let mut rest = words;
     while let Some((first, tail)) = rest.split_first() {
-        let assignment = first
-            .split_once('=')
-            .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_uppercase()));
+        let assignment = first.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_uppercase())
+        });
         if first == "sudo" || first == "exec" || assignment {
             rest = tail;
         } else {
@@ -162,9 +163,8 @@ fn ddshark_args(words: &[String]) -> Option<Vec<String>> {
 
 /// A usage synopsis (`[OPTIONS]`, `FILE…`, `a|b`) rather than a command to run.
 fn is_synopsis(args: &[String]) -> bool {
-    args.iter().any(|a| {
-        a.contains('[') || a.contains('…') || a.contains("...") || a.contains('|')
-    })
+    args.iter()
+        .any(|a| a.contains('[') || a.contains('…') || a.contains("...") || a.contains('|'))
 }
 
 fn ddshark(args: &[String], parse_only: bool) -> std::process::Output {
@@ -253,10 +253,21 @@ fn work_log_markers(text: &str) -> Vec<String> {
                 continue;
             }
             let rest = &lower[pos..];
-            let marker = ["issue ", "issues ", "session ", "sessions ", "round ", "issue #"]
-                .iter()
-                .find_map(|w| rest.strip_prefix(w))
-                .or_else(|| (pos == 0 || bytes[pos - 1] != b'&').then(|| rest.strip_prefix('#')).flatten());
+            let marker = [
+                "issue ",
+                "issues ",
+                "session ",
+                "sessions ",
+                "round ",
+                "issue #",
+            ]
+            .iter()
+            .find_map(|w| rest.strip_prefix(w))
+            .or_else(|| {
+                (pos == 0 || bytes[pos - 1] != b'&')
+                    .then(|| rest.strip_prefix('#'))
+                    .flatten()
+            });
             if marker.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit())) {
                 found.push(format!("line {}: {}", i + 1, line.trim()));
                 break;
@@ -299,7 +310,9 @@ fn relative_links_point_at_files() {
         let dir = file.parent().unwrap();
         for (start, _) in text.match_indices("](") {
             let target = &text[start + 2..];
-            let Some(end) = target.find(')') else { continue };
+            let Some(end) = target.find(')') else {
+                continue;
+            };
             let target = target[..end].split('#').next().unwrap_or("");
             if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
                 continue;
@@ -309,7 +322,11 @@ fn relative_links_point_at_files() {
             }
         }
     }
-    assert!(bad.is_empty(), "links to missing files:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "links to missing files:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -327,10 +344,15 @@ fn readme_stays_short() {
 #[test]
 fn command_extraction() {
     let c = commands("eval \"$(scripts/stack/start.sh)\" && ddshark -i eth0 --otlp \"$X\" # note");
-    assert_eq!(c.last().unwrap(), &["ddshark", "-i", "eth0", "--otlp", "$X"]);
+    assert_eq!(
+        c.last().unwrap(),
+        &["ddshark", "-i", "eth0", "--otlp", "$X"]
+    );
     let c = commands("sudo ddshark stats a.pcap | jq '.topics[] | .name' > out.json");
     assert_eq!(ddshark_args(&c[0]).unwrap(), ["stats", "a.pcap"]);
     let c = commands("setcap cap_net_raw=eip $(which ddshark)");
     assert!(c.iter().all(|w| ddshark_args(w).is_none()));
-    assert!(is_synopsis(&ddshark_args(&commands("ddshark latency A B --format text\\|tsv")[0]).unwrap()));
+    assert!(is_synopsis(
+        &ddshark_args(&commands("ddshark latency A B --format text\\|tsv")[0]).unwrap()
+    ));
 }

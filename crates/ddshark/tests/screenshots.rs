@@ -1,0 +1,258 @@
+//! The README's pictures, made from real data: the TUI rendered over a replay of a bundled
+//! capture (ratatui's TestBackend, the cells' colours turned into HTML) and the `--html`
+//! latency report of a bundled two-host capture, both photographed by headless Chromium into
+//! docs/img/. Every run makes them again and checks they are pictures of something: a PNG of
+//! the expected size, several times larger than a blank page of the same size.
+//! Needs `chromium` (or `$CHROMIUM`); a missing browser fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use common::{fixture, fixtures, latency_args};
+use ddshark::capture::file::FileSource;
+use ddshark::latency::{html, join_captures, LatencyArgs, LatencyFormat, Level};
+use ddshark::pipeline::{run_inline, Engine, EngineConfig, Sink, SourceCtx};
+use ddshark::state::Snapshot;
+use ddshark::tui::{render, TopicColumn, UiState, SNAPSHOT_NS};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+use ratatui::Terminal;
+
+const TUI_COLS: u16 = 140;
+const TUI_ROWS: u16 = 40;
+/// DejaVu Sans Mono at 14 px: 8.43 px per column; 17 px per row.
+const CELL_W: f64 = 8.43;
+const CELL_H: u32 = 17;
+
+fn chromium() -> String {
+    let c = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    let ok = Command::new(&c)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(ok, "{c} not found: apt-get install chromium (or set CHROMIUM); scripts/setup.sh --test installs it");
+    c
+}
+
+fn img_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn work_dir(tag: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("screenshots-{tag}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Headless Chromium photographs `page` at `width`×`height` into `png`.
+fn photograph(page: &Path, png: &Path, width: u32, height: u32, dir: &Path) {
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--force-device-scale-factor=1",
+        ])
+        .arg(format!("--window-size={width},{height}"))
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed on {}: {}",
+        page.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A PNG's width and height (its IHDR chunk).
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(bytes.get(..8), Some(&b"\x89PNG\r\n\x1a\n"[..]), "not a PNG");
+    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (word(16), word(20))
+}
+
+/// `png` is a picture of something: the size asked for, and several times the bytes of a
+/// blank page photographed at the same size (a flat PNG compresses to almost nothing).
+fn check_picture(png: &Path, width: u32, height: u32, dir: &Path) {
+    let bytes = std::fs::read(png).unwrap();
+    assert_eq!(png_size(&bytes), (width, height), "{}", png.display());
+    let blank = dir.join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let blank_png = dir.join("blank.png");
+    photograph(&blank, &blank_png, width, height, dir);
+    let blank_len = std::fs::metadata(&blank_png).unwrap().len();
+    let len = u64::try_from(bytes.len()).unwrap();
+    assert!(
+        len > 20_000 && len > 5 * blank_len,
+        "{} looks empty: {len} bytes, a blank page {blank_len}",
+        png.display()
+    );
+    eprintln!("{}: {width}x{height}, {len} bytes", png.display());
+}
+
+struct Collect(Arc<Mutex<Vec<Arc<Snapshot>>>>);
+
+impl Sink for Collect {
+    fn on_datagram(&mut self, _d: &rtps_dissect::Datagram<'_>, _ctx: &SourceCtx<'_>) {}
+    fn on_snapshot(&mut self, s: &Arc<Snapshot>) {
+        self.0.lock().unwrap().push(s.clone());
+    }
+}
+
+/// The TUI's state after replaying `rel` as the TUI thread sees it.
+fn replay(rel: &str) -> (UiState, Arc<Snapshot>) {
+    let snaps = Arc::new(Mutex::new(Vec::new()));
+    let mut engine = Engine::new(EngineConfig {
+        report_ns: Some(SNAPSHOT_NS),
+        ..EngineConfig::default()
+    });
+    engine.add_sink(Box::new(Collect(snaps.clone())));
+    let mut src = FileSource::open(&fixture(rel)).unwrap();
+    run_inline(&mut src, &mut engine).unwrap();
+    let last = engine.finish();
+    let mut ui = UiState::new(rel, true, Some(1.0), false);
+    for s in snaps.lock().unwrap().iter() {
+        ui.ingest(s);
+    }
+    ui.ingest(&last);
+    (ui, last)
+}
+
+/// A terminal's colours (xterm's palette on a dark background).
+fn css(color: Color, default: &str) -> String {
+    let named = match color {
+        Color::Reset => return default.to_string(),
+        Color::Black => "#000000",
+        Color::Red => "#cd3131",
+        Color::Green => "#0dbc79",
+        Color::Yellow => "#e5e510",
+        Color::Blue => "#2472c8",
+        Color::Magenta => "#bc3fbc",
+        Color::Cyan => "#11a8cd",
+        Color::Gray => "#bbbbbb",
+        Color::DarkGray => "#767676",
+        Color::LightRed => "#f14c4c",
+        Color::LightGreen => "#23d18b",
+        Color::LightYellow => "#f5f543",
+        Color::LightBlue => "#3b8eea",
+        Color::LightMagenta => "#d670d6",
+        Color::LightCyan => "#29b8db",
+        Color::White => "#e5e5e5",
+        Color::Rgb(r, g, b) => return format!("#{r:02x}{g:02x}{b:02x}"),
+        Color::Indexed(i) => return format!("hsl({} 60% 60%)", u16::from(i) * 360 / 256),
+    };
+    named.to_string()
+}
+
+/// The rendered cells as an HTML page: one `<span>` per run of equally styled cells.
+fn buffer_html(buf: &Buffer) -> String {
+    const FG: &str = "#d4d4d4";
+    const BG: &str = "#1e1e1e";
+    let mut body = String::new();
+    let area = buf.area;
+    for y in 0..area.height {
+        let mut run_style = None;
+        for x in 0..area.width {
+            let cell = &buf[(x, y)];
+            let reversed = cell.modifier.contains(Modifier::REVERSED);
+            let (mut fg, mut bg) = (css(cell.fg, FG), css(cell.bg, BG));
+            if reversed {
+                std::mem::swap(&mut fg, &mut bg);
+            }
+            let bold = cell.modifier.contains(Modifier::BOLD);
+            let style = format!(
+                "color:{fg};background:{bg}{}",
+                if bold { ";font-weight:bold" } else { "" }
+            );
+            if run_style.as_ref() != Some(&style) {
+                if run_style.is_some() {
+                    body.push_str("</span>");
+                }
+                write!(body, "<span style=\"{style}\">").unwrap();
+                run_style = Some(style);
+            }
+            for c in cell.symbol().chars() {
+                match c {
+                    '<' => body.push_str("&lt;"),
+                    '>' => body.push_str("&gt;"),
+                    '&' => body.push_str("&amp;"),
+                    c => body.push(c),
+                }
+            }
+        }
+        body.push_str("</span>\n");
+    }
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>\
+         html,body{{margin:0;background:#1e1e1e}}\
+         pre{{margin:0;font:14px/{CELL_H}px 'DejaVu Sans Mono',monospace;white-space:pre}}\
+         </style></head><body><pre>{body}</pre></body></html>"
+    )
+}
+
+/// The Topics view over the VLAN capture (Autoware topics, a fragmented point cloud), the
+/// point cloud's detail pane open.
+#[test]
+fn tui_screenshot() {
+    let (mut ui, snap) = replay("h_vlan_pcp/a.pcap");
+    ui.sort = TopicColumn::Bandwidth;
+    ui.descending = true;
+    ui.ros_names = true;
+    let mut term = Terminal::new(TestBackend::new(TUI_COLS, TUI_ROWS)).unwrap();
+    term.draw(|f| render(f, Some(&snap), &ui)).unwrap();
+    let screen = term.backend().to_string();
+    for want in ["/sensing/lidar/points", "Topics", "sample sizes"] {
+        assert!(screen.contains(want), "the TUI lacks {want}:\n{screen}");
+    }
+    let dir = work_dir("tui");
+    let page = dir.join("tui.html");
+    std::fs::write(&page, buffer_html(term.backend().buffer())).unwrap();
+    let width = (f64::from(TUI_COLS) * CELL_W).ceil() as u32;
+    let height = u32::from(TUI_ROWS) * CELL_H;
+    let png = img_dir().join("tui-topics.png");
+    photograph(&page, &png, width, height, &dir);
+    check_picture(&png, width, height, &dir);
+}
+
+/// The HTML report of the bundled late-start two-host capture.
+#[test]
+fn latency_report_screenshot() {
+    // The report names its captures as given: as a user in the repository would.
+    std::env::set_current_dir(fixtures().join("../..")).unwrap();
+    let dir = Path::new("tests/pcaps/i_late_start");
+    let args = LatencyArgs {
+        format: LatencyFormat::Text,
+        discovery: vec![dir.join("discovery.pcap")],
+        summary: true,
+        ..latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample)
+    };
+    let run = join_captures(&args, |_| Ok(())).unwrap();
+    let page_text = html::report(&run);
+    assert!(
+        page_text.contains("rt/chatter"),
+        "the report lacks its topic"
+    );
+    let work = work_dir("latency");
+    let page = work.join("report.html");
+    std::fs::write(&page, page_text).unwrap();
+    let png = img_dir().join("latency-report.png");
+    let (width, height) = (1200, 915);
+    photograph(&page, &png, width, height, &work);
+    check_picture(&png, width, height, &work);
+}
