@@ -7,7 +7,7 @@
 #   scripts/setup.sh --test     also everything the test suite needs (scripts/test.sh calls
 #                               this): tshark, tcpdump, namespaces tools, the real DDS traffic
 #                               generator (Cyclone DDS venv, ddsperf, clang), tmux, Chromium,
-#                               Prometheus, tcpreplay, cargo-fuzz, and the real OpenTelemetry
+#                               Prometheus, tcpreplay, cargo-fuzz, cargo-deb, and the real OpenTelemetry
 #                               Collector + InfluxDB 2 + Telegraf + Grafana's dashboard linter
 #                               (scripts/stack/build.sh, ~15 min the first time, cached afterwards).
 #   --no-build                  skip the release build.
@@ -105,6 +105,12 @@ if [ "$want_test" -eq 1 ]; then
   if ! command -v cargo-fuzz >/dev/null; then
     echo "setup: installing cargo-fuzz" >&2
     cargo install -q --locked cargo-fuzz
+  fi
+
+  # cargo-deb: the Debian package the README documents (tests/deb/check.sh builds it).
+  if ! command -v cargo-deb >/dev/null; then
+    echo "setup: installing cargo-deb" >&2
+    cargo install -q --locked cargo-deb
   fi
 
   # The real OpenTelemetry Collector, InfluxDB 2, Telegraf and Grafana's dashboard linter

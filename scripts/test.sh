@@ -47,6 +47,9 @@ step "live capture in network namespaces (real Cyclone DDS traffic, tcpdump alon
 cargo build --release -q -p ddshark
 tests/live/live_capture.sh target/release/ddshark
 
+step "Debian package (cargo deb: contents, dependencies, the capture capabilities)"
+tests/deb/check.sh
+
 step "Flux queries and dashboards on the real collector + InfluxDB"
 tests/flux/run.sh
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The Debian package the README documents: `cargo deb -p ddshark` (cargo-deb, installed by
+# scripts/setup.sh --test) packs the release binary; the .deb must carry /usr/bin/ddshark, depend
+# on libpcap and on setcap's package, give the binary its capture capabilities in postinst, and
+# the binary inside it must run.
+#   usage: tests/deb/check.sh     (after `cargo build --release -p ddshark`)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$HOME/.cargo/bin:$PATH"
+fail() { echo "deb check: FAILED: $*" >&2; exit 1; }
+
+command -v cargo-deb >/dev/null ||
+  fail "cargo-deb not found: cargo install --locked cargo-deb (scripts/setup.sh --test installs it)"
+[ -x target/release/ddshark ] || fail "target/release/ddshark missing: cargo build --release -p ddshark"
+
+rm -rf target/debian
+cargo deb -p ddshark --no-build --no-strip -q >/dev/null
+shopt -s nullglob
+debs=(target/debian/ddshark_*.deb)
+[ ${#debs[@]} -eq 1 ] || fail "expected one target/debian/ddshark_*.deb, found ${#debs[@]}"
+deb=${debs[0]}
+
+info=$(dpkg-deb --info "$deb")
+grep -q '^ Package: ddshark$' <<<"$info" || fail "$deb: no 'Package: ddshark'"
+depends=$(dpkg-deb --field "$deb" Depends)
+for want in libpcap0.8 libcap2-bin; do
+  grep -q "$want" <<<"$depends" || fail "$deb: Depends ($depends) lacks $want"
+done
+grep -q ' postinst$\| postinst ' <<<"$info" || fail "$deb: no postinst"
+
+contents=$(dpkg-deb --contents "$deb")
+grep -qE '^-rwxr-xr-x .* \./usr/bin/ddshark$' <<<"$contents" || fail "$deb: no executable ./usr/bin/ddshark"
+
+work=$(mktemp -d /tmp/ddshark-deb-check.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+dpkg-deb --control "$deb" "$work/DEBIAN"
+grep -q 'setcap cap_net_raw,cap_net_admin=eip /usr/bin/ddshark' "$work/DEBIAN/postinst" ||
+  fail "$deb: postinst does not setcap the binary"
+dpkg-deb --extract "$deb" "$work/root"
+version=$("$work/root/usr/bin/ddshark" --version) || fail "the packaged binary does not run"
+cmp -s "$work/root/usr/bin/ddshark" target/release/ddshark || fail "the packaged binary is not target/release/ddshark"
+
+echo "deb check: $deb ($(stat -c %s "$deb") bytes): $version, Depends: $depends, postinst sets the capture capabilities"
