@@ -8,6 +8,12 @@
 #     materialises the latencies
 #   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that telegraf
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
+# Credentials are made on first start (deploy/secrets.sh) and kept in RUN_DIR/secrets:
+# InfluxDB's token and password, the OTLP bearer token, a private CA and the OTLP
+# receivers' certificate. Whenever the OTLP receivers listen on anything but loopback
+# they require TLS and the bearer token (deploy/otelcol/secure.yaml); stack.env then
+# gives ddshark the https endpoint, OTEL_EXPORTER_OTLP_CERTIFICATE and
+# OTEL_EXPORTER_OTLP_HEADERS.
 # Binaries come from scripts/stack/build.sh (run it first, or pass --build).
 #
 # Usage: scripts/stack/start.sh [--run-dir DIR] [--with-prometheus] [--auto-ports] [--build]
@@ -23,15 +29,23 @@
 #   DDSHARK_STACK_RUN_DIR       run dir (pids, logs, data) [$DDSHARK_STACK_DIR/run]
 #   DDSHARK_STACK_BIND          listen address of every server [127.0.0.1]
 #   DDSHARK_INFLUX_PORT         influxd HTTP API          [8086]
-#   DDSHARK_INFLUX_ORG / _TOKEN                           [ddshark / ddshark-dev-token]
+#   DDSHARK_INFLUX_ORG          organisation              [ddshark]
+#   DDSHARK_INFLUX_TOKEN        operator token            [made on first start: secrets/influx-token]
 #   DDSHARK_INFLUX_BUCKET       raw spans                 [ddshark]
 #   DDSHARK_INFLUX_RAW_RETENTION  its retention (s, m, h, d; 0 = forever) [6h]
 #   DDSHARK_INFLUX_LONG_BUCKET  latencies, per-topic counters [ddshark_long]
 #   DDSHARK_INFLUX_LONG_RETENTION its retention           [30d]
 #     (replaying old captures: set both retentions to 0, InfluxDB refuses points
 #      older than a bucket's retention)
-#   DDSHARK_INFLUX_USER / _PASSWORD  initial user         [ddshark / ddshark-dev-password]
-#   DDSHARK_OTLP_BIND           listen address of the collector's OTLP receivers [DDSHARK_STACK_BIND]
+#   DDSHARK_INFLUX_USER         initial user              [ddshark]
+#   DDSHARK_INFLUX_PASSWORD     its password              [made on first start: secrets/influx-password]
+#   DDSHARK_STACK_SECRETS_DIR   where the credentials are kept [RUN_DIR/secrets]
+#   DDSHARK_OTLP_BIND           listen address of the collector's OTLP receivers [DDSHARK_STACK_BIND];
+#                               beyond loopback TLS and the bearer token are required
+#   DDSHARK_OTLP_SECURE=1       require them on loopback too
+#   DDSHARK_OTLP_TLS_SANS       more names in the OTLP certificate, e.g. DNS:stack.lab,IP:10.0.0.5
+#                               (the bind address, or with 0.0.0.0 this host's addresses and name,
+#                               are always in)
 #   DDSHARK_OTLP_GRPC_PORT      collector OTLP/gRPC       [4317]
 #   DDSHARK_OTLP_HTTP_PORT      collector OTLP/HTTP       [4318]
 #   DDSHARK_OTELCOL_HEALTH_PORT collector health_check    [13133]
@@ -94,11 +108,15 @@ INFLUX_BUCKET="${DDSHARK_INFLUX_BUCKET:-ddshark}"
 INFLUX_LONG_BUCKET="${DDSHARK_INFLUX_LONG_BUCKET:-ddshark_long}"
 RAW_RETENTION="${DDSHARK_INFLUX_RAW_RETENTION:-6h}"
 LONG_RETENTION="${DDSHARK_INFLUX_LONG_RETENTION:-30d}"
-INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-ddshark-dev-token}"
 INFLUX_USER="${DDSHARK_INFLUX_USER:-ddshark}"
-INFLUX_PASSWORD="${DDSHARK_INFLUX_PASSWORD:-ddshark-dev-password}"
 OTLP_BIND="${DDSHARK_OTLP_BIND:-$BIND}"
 OTLP_HOST="$OTLP_BIND"; [ "$OTLP_HOST" = 0.0.0.0 ] && OTLP_HOST=127.0.0.1
+# Beyond loopback the OTLP receivers require TLS and the bearer token.
+case "$OTLP_BIND" in
+  127.*|::1|localhost) OTLP_SECURE="${DDSHARK_OTLP_SECURE:-0}" ;;
+  *) OTLP_SECURE=1 ;;
+esac
+case "$OTLP_SECURE" in 0|1) ;; *) echo "start.sh: DDSHARK_OTLP_SECURE must be 0 or 1" >&2; exit 2 ;; esac
 OTLP_GRPC_PORT="${DDSHARK_OTLP_GRPC_PORT:-4317}"
 OTLP_HTTP_PORT="${DDSHARK_OTLP_HTTP_PORT:-4318}"
 HEALTH_PORT="${DDSHARK_OTELCOL_HEALTH_PORT:-13133}"
@@ -117,6 +135,7 @@ mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 PID_DIR="$RUN_DIR/pids"
 LOG_DIR="$RUN_DIR/logs"
+SECRETS_DIR="${DDSHARK_STACK_SECRETS_DIR:-$RUN_DIR/secrets}"
 
 # ---- refuse to start twice in one run dir --------------------------------
 # pid_alive NAME: the process recorded in PID_DIR/NAME.pid still runs (same
@@ -152,6 +171,22 @@ if [ "$WITH_PROMETHEUS" = 1 ]; then
   [ -n "$PROMETHEUS_BIN" ] || die "prometheus not found (apt-get install prometheus, or build.sh)"
   [ -n "$NODE_EXPORTER_BIN" ] || die "prometheus-node-exporter not found (apt-get install prometheus-node-exporter)"
 fi
+
+# ---- credentials (made once, kept across starts) ----------------------------
+sans=()
+case "$OTLP_BIND" in
+  0.0.0.0|::)
+    for a in $(hostname -I 2>/dev/null); do sans+=("IP:$a"); done
+    sans+=("DNS:$(hostname)") ;;
+  127.*|::1|localhost) ;;
+  *[!0-9.]*) sans+=("DNS:$OTLP_BIND") ;;
+  *) sans+=("IP:$OTLP_BIND") ;;
+esac
+"$REPO_ROOT/deploy/secrets.sh" "$SECRETS_DIR" "${sans[@]}" || die "making the credentials in $SECRETS_DIR failed"
+INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-$(cat "$SECRETS_DIR/influx-token")}"
+INFLUX_PASSWORD="${DDSHARK_INFLUX_PASSWORD:-$(cat "$SECRETS_DIR/influx-password")}"
+OTLP_TOKEN="$(head -n1 "$SECRETS_DIR/otlp-token" | awk '{print $1}')"
+[ -n "$INFLUX_TOKEN" ] && [ -n "$INFLUX_PASSWORD" ] && [ -n "$OTLP_TOKEN" ] || die "empty credentials in $SECRETS_DIR"
 
 # ---- ports must be free ---------------------------------------------------
 ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "$TELEGRAF_OTLP_PORT")
@@ -311,7 +346,16 @@ export DDSHARK_OTLP_GRPC_PORT="$OTLP_GRPC_PORT" DDSHARK_OTLP_HTTP_PORT="$OTLP_HT
 export DDSHARK_OTELCOL_HEALTH_PORT="$HEALTH_PORT" DDSHARK_OTELCOL_METRICS_PORT="$METRICS_PORT"
 export DDSHARK_OTELCOL_PROM_PORT="$PROM_EXP_PORT"
 export DDSHARK_OTELCOL_FILE_PATH="${DDSHARK_OTELCOL_FILE_PATH:-$RUN_DIR/otelcol-export.jsonl}"
-launch otelcol "$RUN_DIR" "$OTELCOL_BIN" --config="$REPO_ROOT/deploy/otelcol/config.yaml"
+otelcol_configs=(--config="$REPO_ROOT/deploy/otelcol/config.yaml")
+OTLP_SCHEME=http
+if [ "$OTLP_SECURE" = 1 ]; then
+  export DDSHARK_OTLP_TLS_CERT="$SECRETS_DIR/otlp.pem" DDSHARK_OTLP_TLS_KEY="$SECRETS_DIR/otlp.key"
+  export DDSHARK_OTLP_TOKEN_FILE="$SECRETS_DIR/otlp-token"
+  otelcol_configs+=(--config="$REPO_ROOT/deploy/otelcol/secure.yaml")
+  OTLP_SCHEME=https
+  say "OTLP receivers on $OTLP_BIND: TLS (CA $SECRETS_DIR/ca.pem) and a bearer token required"
+fi
+launch otelcol "$RUN_DIR" "$OTELCOL_BIN" "${otelcol_configs[@]}"
 wait_http otelcol "http://$HOST:$HEALTH_PORT/" ''
 wait_http otelcol "http://$HOST:$METRICS_PORT/metrics" 'otelcol_'
 
@@ -338,16 +382,24 @@ if [ "$WITH_PROMETHEUS" = 1 ]; then
 fi
 
 # ---- report ---------------------------------------------------------------
+# (it holds the credentials)
+touch "$RUN_DIR/stack.env" && chmod 0600 "$RUN_DIR/stack.env"
 {
   echo "export DDSHARK_STACK_RUN_DIR='$RUN_DIR'"
+  echo "export DDSHARK_STACK_SECRETS_DIR='$SECRETS_DIR'"
   echo "export DDSHARK_INFLUX_URL='$INFLUX_URL'"
   echo "export DDSHARK_INFLUX_ORG='$INFLUX_ORG'"
   echo "export DDSHARK_INFLUX_BUCKET='$INFLUX_BUCKET'"
   echo "export DDSHARK_INFLUX_LONG_BUCKET='$INFLUX_LONG_BUCKET'"
   echo "export DDSHARK_INFLUX_TOKEN='$INFLUX_TOKEN'"
-  echo "export DDSHARK_OTLP_ENDPOINT='http://$OTLP_HOST:$OTLP_GRPC_PORT'"
-  echo "export DDSHARK_OTLP_HTTP_ENDPOINT='http://$OTLP_HOST:$OTLP_HTTP_PORT'"
-  echo "export OTEL_EXPORTER_OTLP_ENDPOINT='http://$OTLP_HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_OTLP_ENDPOINT='$OTLP_SCHEME://$OTLP_HOST:$OTLP_GRPC_PORT'"
+  echo "export DDSHARK_OTLP_HTTP_ENDPOINT='$OTLP_SCHEME://$OTLP_HOST:$OTLP_HTTP_PORT'"
+  echo "export OTEL_EXPORTER_OTLP_ENDPOINT='$OTLP_SCHEME://$OTLP_HOST:$OTLP_GRPC_PORT'"
+  if [ "$OTLP_SECURE" = 1 ]; then
+    echo "export DDSHARK_OTLP_TOKEN='$OTLP_TOKEN'"
+    echo "export OTEL_EXPORTER_OTLP_CERTIFICATE='$SECRETS_DIR/ca.pem'"
+    echo "export OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer%20$OTLP_TOKEN'"
+  fi
   echo "export DDSHARK_TELEGRAF_OTLP_ADDR='$HOST:$TELEGRAF_OTLP_PORT'"
   echo "export DDSHARK_OTELCOL_HEALTH_URL='http://$HOST:$HEALTH_PORT/'"
   echo "export DDSHARK_OTELCOL_METRICS_URL='http://$HOST:$METRICS_PORT/metrics'"

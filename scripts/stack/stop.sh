@@ -5,7 +5,7 @@
 # process is gone (SIGTERM, then SIGKILL after DDSHARK_STACK_STOP_TIMEOUT s).
 #
 # Usage: scripts/stack/stop.sh [--run-dir DIR] [--purge]
-#   --purge   also delete the run dir (logs, InfluxDB data, stack.env)
+#   --purge   also delete the run dir (logs, InfluxDB data, credentials, stack.env)
 set -euo pipefail
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -78,7 +78,7 @@ if [ "$PURGE" = 1 ] && [ -d "$RUN_DIR" ]; then
   # Only delete what start.sh creates; refuse anything that does not look like a run dir.
   if [ -d "$RUN_DIR/logs" ] || [ -f "$RUN_DIR/stack.env" ] || [ -d "$RUN_DIR/influxdb" ]; then
     rm -rf "$RUN_DIR/logs" "$RUN_DIR/influxdb" "$RUN_DIR/prometheus-data" "$RUN_DIR/pids" \
-      "$RUN_DIR/stack.env" "$RUN_DIR/prometheus.yml" "$RUN_DIR/otelcol-export.jsonl"
+      "$RUN_DIR/secrets" "$RUN_DIR/stack.env" "$RUN_DIR/prometheus.yml" "$RUN_DIR/otelcol-export.jsonl"
     rmdir "$RUN_DIR" 2>/dev/null || true
     say "purged $RUN_DIR"
   fi

@@ -123,7 +123,7 @@ class Influx:
         self.org = env.get("DDSHARK_INFLUX_ORG", "ddshark")
         self.bucket = env.get("DDSHARK_INFLUX_BUCKET", "ddshark")
         self.long_bucket = env.get("DDSHARK_INFLUX_LONG_BUCKET", "ddshark_long")
-        self.token = env.get("DDSHARK_INFLUX_TOKEN", "ddshark-dev-token")
+        self.token = env["DDSHARK_INFLUX_TOKEN"]
 
     def query(self, flux, types=False, timeout=300):
         """Run Flux; returns a list of row dicts (all tables). Raises on errors.

@@ -190,8 +190,26 @@ fn seen(c: &Collector, receiver: &str, transport: &str) -> Seen {
 
 const OTEL_VARS: [&str; 3] = ["OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "HOSTNAME"];
 
-/// `ddshark -r a_small_reliable --otlp` with exactly `env` as its OTEL variables.
+/// `ddshark -r a_small_reliable --otlp` with exactly `env` as its OTEL variables; it
+/// must succeed.
 fn run(env: &[(&str, String)], extra: &[&str]) -> String {
+    let (ok, err) = run_status(env, extra);
+    assert!(ok, "ddshark with {env:?} failed:\n{err}");
+    err
+}
+
+/// The same where the collector cannot get the spans: ddshark must exit non-zero.
+fn run_refused(env: &[(&str, String)], extra: &[&str]) -> String {
+    let (ok, err) = run_status(env, extra);
+    assert!(
+        !ok,
+        "ddshark with {env:?} exited 0 though nothing was delivered:\n{err}"
+    );
+    assert!(err.contains("spans not delivered"), "{err}");
+    err
+}
+
+fn run_status(env: &[(&str, String)], extra: &[&str]) -> (bool, String) {
     let pcap = fixture("a_small_reliable/a.pcap");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ddshark"));
     cmd.args(["-r", pcap.to_str().unwrap(), "--no-tui", "--otlp"])
@@ -207,8 +225,7 @@ fn run(env: &[(&str, String)], extra: &[&str]) -> String {
     }
     let out = cmd.output().expect("running ddshark");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "ddshark with {env:?} failed:\n{err}");
-    err
+    (out.status.success(), err)
 }
 
 /// Waits until the collector counted `want` more spans and some metric points on
@@ -416,7 +433,7 @@ fn every_otlp_variable_for_traces_and_metrics_against_the_collector() {
         );
         wait_for(&c, "otlp", "grpc", b, var_t);
     }
-    let err = run(
+    let err = run_refused(
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", http.clone()),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", v("http/protobuf")),
@@ -473,7 +490,7 @@ fn every_otlp_variable_for_traces_and_metrics_against_the_collector() {
             );
         }
         let b = seen(&c, "otlp/mtls", transport);
-        let err = run(
+        let err = run_refused(
             &[
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", v(proto)),

@@ -21,7 +21,6 @@ const ORG: &str = "ddshark";
 const BUCKET: &str = "ddshark";
 /// ddshark's OTLP metrics (per-topic counters) go to the long bucket.
 const LONG_BUCKET: &str = "ddshark_long";
-const TOKEN: &str = "ddshark-dev-token";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -40,6 +39,8 @@ fn stack_bin_dir() -> PathBuf {
 struct Stack {
     run_dir: PathBuf,
     ports: [u16; 7],
+    /// InfluxDB's operator token.
+    token: String,
     /// A collector this test restarted itself (not known to stop.sh).
     own_collector: Option<Child>,
 }
@@ -77,9 +78,17 @@ impl Stack {
             .stderr(Stdio::piped())
             .output()
             .expect("running scripts/stack/start.sh");
+        // (InfluxDB's token: start.sh makes one on first start)
+        let token = std::fs::read_to_string(run_dir.join("stack.env"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("export DDSHARK_INFLUX_TOKEN="))
+            .map(|v| v.trim_matches('\'').to_string())
+            .unwrap_or_default();
         let stack = Stack {
             run_dir,
             ports,
+            token,
             own_collector: None,
         };
         assert!(
@@ -198,7 +207,7 @@ impl Stack {
                 "-XPOST",
                 &format!("{}/api/v2/query?org={ORG}", self.influx_url()),
                 "-H",
-                &format!("Authorization: Token {TOKEN}"),
+                &format!("Authorization: Token {}", self.token),
                 "-H",
                 "Content-Type: application/vnd.flux",
                 "-H",
@@ -368,20 +377,38 @@ fn csv_records(s: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// `ddshark ARGS`, which must succeed.
 fn ddshark(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
-        .args(args)
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_SERVICE_NAME")
-        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
-        .output()
-        .expect("running ddshark");
+    let out = ddshark_status(args);
     assert!(
         out.status.success(),
         "ddshark {args:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// `ddshark ARGS` whose export the collector cannot get: it must exit non-zero.
+fn ddshark_refused(args: &[&str]) -> std::process::Output {
+    let out = ddshark_status(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("spans not delivered"),
+        "ddshark {args:?} exited 0 though nothing was delivered:\n{err}"
+    );
+    out
+}
+
+fn ddshark_status(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args(args)
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
+        .env_remove("OTEL_EXPORTER_OTLP_CERTIFICATE")
+        .env_remove("OTEL_SERVICE_NAME")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
+        .output()
+        .expect("running ddshark")
 }
 
 fn hex(b: &[u8]) -> String {
@@ -1230,7 +1257,7 @@ service:
     }
     // Without the CA the server is not trusted: nothing is sent, and the replay
     // still ends (after --otlp-flush-timeout), reporting what it gave up.
-    let out = ddshark(&[
+    let out = ddshark_refused(&[
         "-r",
         pcap.to_str().unwrap(),
         "--no-tui",
