@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rtps_dissect::{Dissector, FrameOutcome};
+use rtps_dissect::Dissector;
 
 use crate::capture::file::FileSource;
 use crate::capture::PacketSource;
@@ -41,15 +41,21 @@ pub fn dissect_source(
             }
             Err(e) => return Err(e.into()),
         };
-        if let FrameOutcome::Rtps(d) = dissector.process(&frame) {
-            for r in SubmessageRecord::all(&d) {
-                if !sink(&r)? {
-                    return Ok(DissectSummary {
-                        stats: dissector.stats(),
-                        truncated,
-                    });
+        let go_on = dissector.process_with(&frame, |outcome| -> Result<bool> {
+            for d in outcome.datagrams() {
+                for r in SubmessageRecord::all(d) {
+                    if !sink(&r)? {
+                        return Ok(false);
+                    }
                 }
             }
+            Ok(true)
+        })?;
+        if !go_on {
+            return Ok(DissectSummary {
+                stats: dissector.stats(),
+                truncated,
+            });
         }
     }
     dissector.finish();

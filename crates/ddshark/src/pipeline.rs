@@ -22,7 +22,7 @@ use std::sync::mpsc::{self, Receiver, RecvError, SyncSender, TryRecvError, TrySe
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rtps_dissect::{Datagram, Dissector, DissectorConfig, Frame, FrameOutcome, LinkType};
+use rtps_dissect::{Datagram, Dissector, DissectorConfig, Frame, LinkType};
 use thiserror::Error;
 
 use crate::capture::{CaptureError, KernelStats, PacketSource};
@@ -165,18 +165,22 @@ impl Engine {
             pipeline,
             ..
         } = self;
-        dissector.process_with(&frame, |outcome| match outcome {
-            FrameOutcome::Rtps(d) => {
-                let ctx = SourceCtx {
-                    source_index: source,
-                    source_name: pipeline.sources.get(source).map_or("", |s| s.name.as_str()),
-                };
+        dissector.process_with(&frame, |outcome| {
+            let datagrams = outcome.datagrams();
+            if datagrams.is_empty() {
+                state.advance(frame.ts_ns);
+                return;
+            }
+            let ctx = SourceCtx {
+                source_index: source,
+                source_name: pipeline.sources.get(source).map_or("", |s| s.name.as_str()),
+            };
+            for d in datagrams {
                 state.on_datagram(d, &ctx);
                 for s in sinks.iter_mut() {
                     s.on_datagram(d, &ctx);
                 }
             }
-            _ => state.advance(frame.ts_ns),
         });
         self.clock();
     }

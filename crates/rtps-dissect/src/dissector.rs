@@ -16,13 +16,14 @@ use crate::frag::{
 use crate::link::{parse_link, LinkType, Network};
 use crate::net::{
     icmp_quotes_rtps, parse_ipv4, parse_ipv6, parse_udp, IpPacket, PROTO_ICMP, PROTO_ICMPV6,
-    PROTO_UDP,
+    PROTO_TCP, PROTO_UDP,
 };
 use crate::plist::{PID_KEY_HASH, PID_STATUS_INFO};
 use crate::rtps::{
     is_rtps_magic, RtpsHeader, SerializedPayload, Submessage, SubmessageBody, SubmessageError,
     SubmessageIter, SubmessageKind,
 };
+use crate::tcp::{parse_tcp, TcpFraming, TcpLimits, TcpMessage, TcpPush, TcpReassembly, TcpStats};
 use crate::types::{Guid, SequenceNumber, VendorId};
 
 /// One captured frame, as any packet source hands it over.
@@ -44,6 +45,7 @@ pub struct DissectorConfig {
     pub discovery_fragments: DiscoveryFragLimits,
     /// Most endpoints the GUID → topic map holds.
     pub max_endpoints: usize,
+    pub tcp: TcpLimits,
 }
 
 impl Default for DissectorConfig {
@@ -51,6 +53,7 @@ impl Default for DissectorConfig {
         Self {
             fragments: FragmentLimits::default(),
             discovery_fragments: DiscoveryFragLimits::default(),
+            tcp: TcpLimits::default(),
             max_endpoints: 65_536,
         }
     }
@@ -96,25 +99,64 @@ pub enum FrameOutcome<'a> {
     Malformed(DissectError),
     /// A whole RTPS datagram (this frame, or the fragment that completed it).
     Rtps(Datagram<'a>),
+    /// A TCP segment of an RTPS stream: the RTPS messages it completed (none when it
+    /// was held for a later message, carried control messages only or repeated bytes).
+    Tcp(TcpSegmentOutcome<'a>),
+}
+
+/// The RTPS messages one TCP segment completed.
+#[derive(Debug, Default)]
+pub struct TcpSegmentOutcome<'a> {
+    pub datagrams: Vec<Datagram<'a>>,
+    /// Framed messages whose RTPS header could not be read.
+    pub malformed: Vec<DissectError>,
+}
+
+impl<'a> FrameOutcome<'a> {
+    /// The RTPS messages this frame completed: one UDP datagram, or any number of
+    /// messages of a TCP stream.
+    pub fn datagrams(&self) -> &[Datagram<'a>] {
+        match self {
+            FrameOutcome::Rtps(d) => std::slice::from_ref(d),
+            FrameOutcome::Tcp(t) => &t.datagrams,
+            _ => &[],
+        }
+    }
+}
+
+/// How an RTPS message reached the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp {
+        framing: TcpFraming,
+        /// Fast DDS' logical port (RTCP header).
+        logical_port: Option<u16>,
+    },
 }
 
 /// A whole RTPS datagram with its timing, addresses and submessages.
 #[derive(Debug)]
 pub struct Datagram<'a> {
-    /// Capture time and frame number of the datagram's first IP fragment.
+    /// Capture time and frame number of the datagram's first IP fragment (TCP: of
+    /// the segment that brought the message's first byte).
     pub ts_first_ns: u64,
     pub frame_first: u64,
-    /// Capture time and frame number of its last IP fragment (= first when unfragmented).
+    /// Capture time and frame number of its last IP fragment (= first when
+    /// unfragmented; TCP: of the segment that completed the message).
     pub ts_last_ns: u64,
     pub frame_last: u64,
-    /// IP fragments it was made of (1 when unfragmented).
+    /// IP fragments it was made of (1 when unfragmented; TCP: the segments that
+    /// carried the framed message).
     pub ip_fragments: u32,
+    pub transport: Transport,
     pub src: SocketAddr,
     pub dst: SocketAddr,
     /// Outer 802.1Q PCP of the frame that carried the first fragment.
     pub pcp: Option<u8>,
     pub vlan_id: Option<u16>,
-    /// UDP length field (header included).
+    /// UDP length field (header included); TCP: the framed message's length
+    /// (framing header included).
     pub udp_len: usize,
     /// The capture holds less than the datagram (snaplen).
     pub truncated: bool,
@@ -161,6 +203,9 @@ pub struct DissectorStats {
     pub discovery_fragments: DiscoveryFragStats,
     pub endpoints_known: u64,
     pub endpoints_evicted: u64,
+    /// RTPS over TCP (left out of reports while no TCP stream carried RTPS).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "TcpStats::is_zero"))]
+    pub tcp: TcpStats,
 }
 
 impl DissectorStats {
@@ -176,6 +221,7 @@ impl DissectorStats {
             self.fragments_dropped,
             self.malformed,
             self.rtps_frames,
+            self.tcp.frames_held,
         ];
         outcomes.iter().fold(0u64, |a, b| a.saturating_add(*b)) == self.frames
     }
@@ -183,6 +229,7 @@ impl DissectorStats {
 
 pub struct Dissector {
     fragments: FragmentTracker,
+    tcp: TcpReassembly,
     discovery_fragments: DiscoveryReassembly,
     decoded: DecodedDiscovery,
     topics: TopicMap,
@@ -256,6 +303,7 @@ impl Dissector {
     pub fn new(config: DissectorConfig) -> Self {
         Self {
             fragments: FragmentTracker::new(config.fragments),
+            tcp: TcpReassembly::new(config.tcp),
             discovery_fragments: DiscoveryReassembly::new(config.discovery_fragments),
             decoded: DecodedDiscovery::default(),
             topics: TopicMap::new(config.max_endpoints),
@@ -270,6 +318,11 @@ impl Dissector {
             discovery_fragments: self.discovery_fragments.stats(),
             endpoints_known: self.topics.len() as u64,
             endpoints_evicted: self.topics.evicted(),
+            tcp: TcpStats {
+                frames_held: self.stats.tcp.frames_held,
+                messages_malformed: self.stats.tcp.messages_malformed,
+                ..self.tcp.stats()
+            },
             ..self.stats
         }
     }
@@ -285,12 +338,14 @@ impl Dissector {
 
     /// End of input: every datagram still missing fragments is given up and returned.
     pub fn finish(&mut self) -> Vec<IncompleteDatagram> {
+        self.tcp.flush();
         self.fragments.flush()
     }
 
     pub fn process<'a>(&'a mut self, frame: &Frame<'a>) -> FrameOutcome<'a> {
         let Dissector {
             fragments,
+            tcp,
             discovery_fragments,
             decoded,
             topics,
@@ -298,7 +353,7 @@ impl Dissector {
             spare,
         } = self;
         let outcome = process_frame(
-            fragments,
+            (fragments, tcp),
             (discovery_fragments, decoded),
             topics,
             frame,
@@ -319,6 +374,7 @@ impl Dissector {
     ) -> R {
         let Dissector {
             fragments,
+            tcp,
             discovery_fragments,
             decoded,
             topics,
@@ -326,7 +382,7 @@ impl Dissector {
             spare,
         } = self;
         let outcome = process_frame(
-            fragments,
+            (fragments, tcp),
             (discovery_fragments, decoded),
             topics,
             frame,
@@ -358,18 +414,38 @@ fn count_outcome(s: &mut DissectorStats, frame: &Frame<'_>, outcome: &FrameOutco
         FrameOutcome::Malformed(_) => inc(&mut s.malformed),
         FrameOutcome::Rtps(d) => {
             inc(&mut s.rtps_frames);
-            inc(&mut s.rtps_datagrams);
-            let errors = d.submessage_errors as u64;
-            let ok = (d.submessages.len() as u64).saturating_sub(errors);
-            s.submessages = s.submessages.saturating_add(ok);
-            s.submessage_errors = s.submessage_errors.saturating_add(errors);
-            s.discovery_records = s.discovery_records.saturating_add(d.discovery.len() as u64);
+            count_datagram(s, d);
+        }
+        FrameOutcome::Tcp(t) => {
+            s.tcp.messages_malformed = s
+                .tcp
+                .messages_malformed
+                .saturating_add(t.malformed.len() as u64);
+            if !t.datagrams.is_empty() {
+                inc(&mut s.rtps_frames);
+                for d in &t.datagrams {
+                    count_datagram(s, d);
+                }
+            } else if !t.malformed.is_empty() {
+                inc(&mut s.malformed);
+            } else {
+                inc(&mut s.tcp.frames_held);
+            }
         }
     }
 }
 
+fn count_datagram(s: &mut DissectorStats, d: &Datagram<'_>) {
+    inc(&mut s.rtps_datagrams);
+    let errors = d.submessage_errors as u64;
+    let ok = (d.submessages.len() as u64).saturating_sub(errors);
+    s.submessages = s.submessages.saturating_add(ok);
+    s.submessage_errors = s.submessage_errors.saturating_add(errors);
+    s.discovery_records = s.discovery_records.saturating_add(d.discovery.len() as u64);
+}
+
 fn process_frame<'a>(
-    fragments: &'a mut FragmentTracker,
+    (fragments, tcp): (&'a mut FragmentTracker, &'a mut TcpReassembly),
     (discovery_fragments, decoded): (&mut DiscoveryReassembly, &mut DecodedDiscovery),
     topics: &'a mut TopicMap,
     frame: &Frame<'a>,
@@ -440,6 +516,16 @@ fn process_frame<'a>(
         };
         match ip.protocol {
             PROTO_UDP => {}
+            PROTO_TCP => {
+                return process_tcp(
+                    tcp,
+                    (discovery_fragments, decoded),
+                    topics,
+                    &ip,
+                    payload,
+                    &envelope,
+                )
+            }
             PROTO_ICMP | PROTO_ICMPV6 if icmp_quotes_rtps(ip.protocol, payload) => {
                 return FrameOutcome::Skipped(SkipReason::IcmpQuotedRtps)
             }
@@ -492,6 +578,7 @@ fn process_frame<'a>(
             ts_last_ns: envelope.ts_last_ns,
             frame_last: envelope.frame_last,
             ip_fragments: envelope.ip_fragments,
+            transport: Transport::Udp,
             src: SocketAddr::new(ip.src, udp.src_port),
             dst: SocketAddr::new(ip.dst, udp.dst_port),
             pcp: envelope.pcp,
@@ -506,6 +593,118 @@ fn process_frame<'a>(
             topics: &*topics,
         })
     }
+}
+
+/// A TCP segment: into its stream, and every RTPS message it completed dissected.
+fn process_tcp<'a>(
+    tcp: &'a mut TcpReassembly,
+    (discovery_fragments, decoded): (&mut DiscoveryReassembly, &mut DecodedDiscovery),
+    topics: &'a mut TopicMap,
+    ip: &IpPacket<'a>,
+    payload: &'a [u8],
+    envelope: &Envelope,
+) -> FrameOutcome<'a> {
+    let seg = match parse_tcp(payload) {
+        Ok(s) => s,
+        Err(e) => return FrameOutcome::Malformed(e),
+    };
+    let src = SocketAddr::new(ip.src, seg.src_port);
+    let dst = SocketAddr::new(ip.dst, seg.dst_port);
+    let (bytes, messages): (&'a [u8], Vec<TcpMessage>) =
+        match tcp.push(src, dst, &seg, envelope.ts_last_ns, envelope.frame_last) {
+            TcpPush::NotRtps => return FrameOutcome::Skipped(SkipReason::NotUdp),
+            TcpPush::Bare => (
+                seg.payload,
+                vec![TcpMessage {
+                    framing: TcpFraming::Bare,
+                    logical_port: None,
+                    start: 0,
+                    len: seg.payload.len(),
+                    framed_len: seg.payload.len(),
+                    ts_first_ns: envelope.ts_first_ns,
+                    frame_first: envelope.frame_first,
+                    ts_last_ns: envelope.ts_last_ns,
+                    frame_last: envelope.frame_last,
+                    segments: 1,
+                }],
+            ),
+            TcpPush::Stream { key, messages } => {
+                let tcp: &'a TcpReassembly = tcp;
+                (tcp.stream_bytes(&key), messages)
+            }
+        };
+    let mut out = TcpSegmentOutcome::default();
+    // Discovery first, for every message (it teaches the topic map), then the
+    // datagrams, which all read the map as it is after this segment.
+    let mut walked = Vec::with_capacity(messages.len());
+    for m in &messages {
+        let message = bytes
+            .get(m.start..m.start.saturating_add(m.len))
+            .unwrap_or_default();
+        let header = match RtpsHeader::parse(message) {
+            Ok(h) => h,
+            Err(e) => {
+                out.malformed.push(e);
+                continue;
+            }
+        };
+        let mut walk = SubmessageIter::with_wire_len(message, &header, message.len());
+        let submessages: Vec<_> = walk.by_ref().collect();
+        let submessage_errors = walk.errors();
+        let mut discovery = Vec::new();
+        for sm in submessages.iter().flatten() {
+            if let Some(rec) = discovery_of(
+                sm,
+                header.vendor,
+                m.ts_last_ns,
+                discovery_fragments,
+                decoded,
+            ) {
+                if let DiscoveryRecord::Endpoint(e) = &rec {
+                    topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
+                }
+                discovery.push(rec);
+            }
+        }
+        walked.push((
+            m,
+            header,
+            message,
+            submessages,
+            submessage_errors,
+            discovery,
+        ));
+    }
+    let topics: &'a TopicMap = topics;
+    out.datagrams = walked
+        .into_iter()
+        .map(
+            |(m, header, message, submessages, submessage_errors, discovery)| Datagram {
+                ts_first_ns: m.ts_first_ns,
+                frame_first: m.frame_first,
+                ts_last_ns: m.ts_last_ns,
+                frame_last: m.frame_last,
+                ip_fragments: m.segments,
+                transport: Transport::Tcp {
+                    framing: m.framing,
+                    logical_port: m.logical_port,
+                },
+                src,
+                dst,
+                pcp: envelope.pcp,
+                vlan_id: envelope.vlan_id,
+                udp_len: m.framed_len,
+                truncated: false,
+                header,
+                message,
+                submessages,
+                discovery,
+                submessage_errors,
+                topics,
+            },
+        )
+        .collect();
+    FrameOutcome::Tcp(out)
 }
 
 /// What a discovery DATA's record is decoded from.

@@ -10,6 +10,9 @@ pub enum Layer {
     Ipv4,
     Ipv6,
     Udp,
+    Tcp,
+    /// RTPS framing on a TCP stream (Fast DDS' RTCP header, a length prefix).
+    TcpFraming,
     RtpsHeader,
     Submessage,
     ParameterList,
@@ -24,6 +27,8 @@ impl Layer {
             Layer::Ipv4 => "IPv4",
             Layer::Ipv6 => "IPv6",
             Layer::Udp => "UDP",
+            Layer::Tcp => "TCP",
+            Layer::TcpFraming => "RTPS-over-TCP framing",
             Layer::RtpsHeader => "RTPS header",
             Layer::Submessage => "RTPS submessage",
             Layer::ParameterList => "ParameterList",

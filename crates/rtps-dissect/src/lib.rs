@@ -26,11 +26,13 @@ pub mod link;
 pub mod net;
 pub mod plist;
 pub mod rtps;
+pub mod tcp;
 pub mod types;
 
 pub use discovery::{DiscoveryRecord, EndpointInfo, EndpointKind, ParticipantInfo, TopicMap};
 pub use dissector::{
     Datagram, Dissector, DissectorConfig, DissectorStats, Frame, FrameOutcome, SkipReason,
+    TcpSegmentOutcome, Transport,
 };
 pub use error::{DissectError, Layer};
 pub use link::LinkType;

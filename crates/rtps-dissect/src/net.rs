@@ -13,6 +13,7 @@ use crate::error::{DissectError, Layer, Result};
 use crate::link::len_error;
 
 pub const PROTO_ICMP: u8 = 1;
+pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 pub const PROTO_ICMPV6: u8 = 58;
 

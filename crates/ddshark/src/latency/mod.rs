@@ -18,7 +18,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use rtps_dissect::{Dissector, FrameOutcome};
+use rtps_dissect::Dissector;
 
 use crate::capture::file::FileSource;
 use crate::capture::PacketSource;
@@ -165,9 +165,11 @@ impl Input {
         };
         let ts = clock(frame.ts_ns, *shift);
         let mut obs = Vec::new();
-        if let FrameOutcome::Rtps(d) = dissector.process(&frame) {
-            observations(&d, level, *shift, stats, &mut obs);
-        }
+        dissector.process_with(&frame, |outcome| {
+            for d in outcome.datagrams() {
+                observations(d, level, *shift, stats, &mut obs);
+            }
+        });
         *next = Some((ts, obs));
         Ok(())
     }
