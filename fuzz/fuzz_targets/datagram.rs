@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtps_dissect::{Dissector, DissectorConfig, Frame, FrameOutcome, LinkType};
+use rtps_dissect::{Dissector, DissectorConfig, Frame, LinkType};
 
 const LINKS: [u32; 8] = [1, 0, 101, 108, 113, 276, 228, 229];
 
@@ -14,6 +14,9 @@ fuzz_target!(|data: &[u8]| {
     let mut config = DissectorConfig::default();
     config.fragments.max_datagrams = 8;
     config.fragments.max_bytes = 1 << 20;
+    config.tcp.max_streams = 4;
+    config.tcp.max_bytes = 1 << 20;
+    config.tcp.max_ahead_bytes = 1 << 16;
     let mut dissector = Dissector::new(config);
     let mut number = 0u64;
     while !rest.is_empty() {
@@ -26,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
         rest = tail;
         number += 1;
         let f = Frame { number, ts_ns: number * 1000, link, data: frame, orig_len: frame.len() as u32 };
-        if let FrameOutcome::Rtps(d) = dissector.process(&f) {
+        let outcome = dissector.process(&f);
+        for d in outcome.datagrams() {
             for sm in d.submessages.iter().flatten() {
                 // Bodies are checked on the walk and decoded on demand: whatever the
                 // walk let through must decode.

@@ -406,6 +406,33 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         d.malformed,
         d.ip.evicted_idle.saturating_add(d.ip.evicted_capacity).saturating_add(d.ip.inconsistent)
     );
+    if !d.tcp.is_zero() {
+        let t = &d.tcp;
+        let _ = write!(
+            health,
+            "; RTPS over TCP: {} messages ({} RTCP-framed, {} length-prefixed, {} bare), {} control, {} streams ({} closed, {} evicted), {} segments ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
+            t.rtps_rtcp.saturating_add(t.rtps_length_prefixed).saturating_add(t.rtps_bare),
+            t.rtps_rtcp,
+            t.rtps_length_prefixed,
+            t.rtps_bare,
+            t.control_bind
+                .saturating_add(t.control_open_logical_port)
+                .saturating_add(t.control_check_logical_port)
+                .saturating_add(t.control_keep_alive)
+                .saturating_add(t.control_logical_port_closed)
+                .saturating_add(t.control_unbind)
+                .saturating_add(t.control_unknown),
+            t.streams_opened,
+            t.streams_closed,
+            t.streams_evicted_idle.saturating_add(t.streams_evicted_capacity),
+            t.segments,
+            t.out_of_order,
+            t.retransmitted,
+            t.gaps,
+            t.gap_bytes,
+            t.resyncs,
+        );
+    }
     for src in &h.pipeline.sources {
         let _ = write!(health, "; {}: {} frames", src.name, src.frames);
         if src.queue_dropped > 0 {

@@ -15,7 +15,7 @@ use ddshark::capture::PacketSource;
 use ddshark::latency::extract::{observations, ExtractStats, Key};
 use ddshark::latency::join::{Join, JoinConfig, LocalSample, SampleRow, Status};
 use ddshark::latency::{join_captures, Level};
-use rtps_dissect::{Dissector, FrameOutcome};
+use rtps_dissect::Dissector;
 
 const WINDOW_NS: i64 = 10_000_000_000;
 
@@ -32,8 +32,8 @@ fn local_samples(path: &Path) -> HashMap<Key, Vec<LocalSample>> {
     let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
     while let Ok(Some(frame)) = src.next_frame() {
         let ts = i64::try_from(frame.ts_ns).unwrap();
-        if let FrameOutcome::Rtps(d) = dissector.process(&frame) {
-            observations(&d, Level::Sample, 0, &mut stats, &mut obs);
+        for d in dissector.process(&frame).datagrams() {
+            observations(d, Level::Sample, 0, &mut stats, &mut obs);
         }
         for o in obs.drain(..) {
             join.push(0, o, &mut rows);

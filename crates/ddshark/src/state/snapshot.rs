@@ -775,7 +775,11 @@ impl State {
                 dissector.skipped_icmp_quoted_rtps,
                 dissector.rti_pings,
                 dissector.malformed
-            ),
+            ) + &if dissector.tcp.frames_held > 0 {
+                format!(" + {} TCP segments held", dissector.tcp.frames_held)
+            } else {
+                String::new()
+            },
         });
         checks.push(Check {
             name: "datagrams",
