@@ -140,10 +140,13 @@ fn latency_join_finds_every_logged_sample_at_its_segments_capture_times() {
             fixture(&format!("{dir}/b.pcap")),
         );
         let mut rows: HashMap<(String, i64), SampleRow> = HashMap::new();
-        join_captures(&latency_args(&a, &[b.clone()], Level::Sample), |r| {
-            rows.insert((r.key.writer.to_string(), r.key.sn), r.clone());
-            Ok(())
-        })
+        join_captures(
+            &latency_args(&a, std::slice::from_ref(&b), Level::Sample),
+            |r| {
+                rows.insert((r.key.writer.to_string(), r.key.sn), r.clone());
+                Ok(())
+            },
+        )
         .unwrap();
         let (sent, received) = (sample_times(&a), sample_times(&b));
         let mut checked = 0;
