@@ -1,0 +1,470 @@
+//! A participant's host (the capture taken on it) from the order of events, not from the
+//! clocks' values (see the crate docs for the rule).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+/// A participant's GUID prefix.
+pub type Participant = [u8; 12];
+
+/// One capture's sighting of a sample: when it first saw any part of it (its own clock) and
+/// the source address of that datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sighting {
+    pub capture: usize,
+    pub t_first: i64,
+    pub src: IpAddr,
+}
+
+/// What the captures saw of one sample of `participant`.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    pub participant: Participant,
+    pub sightings: &'a [Sighting],
+}
+
+/// How a host was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Basis {
+    /// Order of events against the other direction's traffic (clock-independent).
+    Order,
+    /// Only one capture ever saw the participant's host group.
+    OnlyCapture,
+    /// Traffic went one way only: the capture that saw it first (depends on the clocks).
+    Clock,
+}
+
+impl Basis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Order => "order",
+            Basis::OnlyCapture => "only-capture",
+            Basis::Clock => "clock",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Home {
+    pub capture: usize,
+    pub basis: Basis,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct HostRuleConfig {
+    pub captures: usize,
+    /// Samples are compared only within windows this long (X-time): drift within it must
+    /// stay below the sum of the two directions' smallest delays.
+    pub window_ns: i64,
+    /// Most participants and source addresses remembered (further ones are counted).
+    pub max_nodes: usize,
+    /// Most (capture pair, window, participant) cells held.
+    pub max_cells: usize,
+}
+
+impl HostRuleConfig {
+    pub fn new(captures: usize) -> Self {
+        Self {
+            captures,
+            window_ns: 100_000_000,
+            max_nodes: 65_536,
+            max_cells: 4_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostRuleStats {
+    pub samples: u64,
+    pub shared_samples: u64,
+    pub nodes_not_remembered: u64,
+    pub cells_not_remembered: u64,
+}
+
+/// Per (pair, window, participant node): the smallest and largest Δ.
+type CellKey = (u16, u16, i64, u32);
+
+/// Collects the evidence; [`HostRule::decide`] turns it into [`Hosts`].
+#[derive(Debug, Clone)]
+pub struct HostRule {
+    cfg: HostRuleConfig,
+    participants: HashMap<Participant, u32>,
+    ips: HashMap<IpAddr, u32>,
+    /// Union-find over participant and address nodes.
+    parent: Vec<u32>,
+    cells: BTreeMap<CellKey, (i64, i64)>,
+    /// Per participant node: per capture, samples it saw first (the clock fallback) and saw at all.
+    first: HashMap<u32, Vec<u64>>,
+    seen_by: HashMap<u32, Vec<u64>>,
+    stats: HostRuleStats,
+}
+
+impl HostRule {
+    pub fn new(cfg: HostRuleConfig) -> Self {
+        Self {
+            cfg: HostRuleConfig {
+                window_ns: cfg.window_ns.max(1),
+                ..cfg
+            },
+            participants: HashMap::new(),
+            ips: HashMap::new(),
+            parent: Vec::new(),
+            cells: BTreeMap::new(),
+            first: HashMap::new(),
+            seen_by: HashMap::new(),
+            stats: HostRuleStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> HostRuleStats {
+        self.stats
+    }
+
+    fn new_node(&mut self) -> Option<u32> {
+        if self.parent.len() >= self.cfg.max_nodes {
+            self.stats.nodes_not_remembered = self.stats.nodes_not_remembered.saturating_add(1);
+            return None;
+        }
+        let id = u32::try_from(self.parent.len()).ok()?;
+        self.parent.push(id);
+        Some(id)
+    }
+
+    fn participant_node(&mut self, p: Participant) -> Option<u32> {
+        if let Some(&n) = self.participants.get(&p) {
+            return Some(n);
+        }
+        let n = self.new_node()?;
+        self.participants.insert(p, n);
+        Some(n)
+    }
+
+    fn ip_node(&mut self, ip: IpAddr) -> Option<u32> {
+        if let Some(&n) = self.ips.get(&ip) {
+            return Some(n);
+        }
+        let n = self.new_node()?;
+        self.ips.insert(ip, n);
+        Some(n)
+    }
+
+    fn root(&self, mut n: u32) -> u32 {
+        // Paths stay short: `union` always hangs the higher root under the lower one.
+        for _ in 0..self.parent.len() {
+            match self.parent.get(n as usize) {
+                Some(&p) if p != n => n = p,
+                _ => break,
+            }
+        }
+        n
+    }
+
+    fn union(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        let (lo, hi) = (ra.min(rb), ra.max(rb));
+        if let Some(p) = self.parent.get_mut(hi as usize) {
+            *p = lo;
+        }
+    }
+
+    /// Add what the captures saw of one sample.
+    pub fn observe(&mut self, s: &Seen<'_>) {
+        self.stats.samples = self.stats.samples.saturating_add(1);
+        let Some(node) = self.participant_node(s.participant) else {
+            return;
+        };
+        let n = self.cfg.captures;
+        // The address the participant sent from, as its own capture saw it: every capture
+        // sees the same source address, so any sighting will do.
+        if let Some(src) = s.sightings.first().map(|x| x.src) {
+            if let Some(ipn) = self.ip_node(src) {
+                self.union(node, ipn);
+            }
+        }
+        let seen = self.seen_by.entry(node).or_insert_with(|| vec![0; n]);
+        for x in s.sightings {
+            if let Some(c) = seen.get_mut(x.capture) {
+                *c = c.saturating_add(1);
+            }
+        }
+        if s.sightings.len() < 2 {
+            return;
+        }
+        self.stats.shared_samples = self.stats.shared_samples.saturating_add(1);
+        if let Some(earliest) = s.sightings.iter().min_by_key(|x| (x.t_first, x.capture)) {
+            let f = self.first.entry(node).or_insert_with(|| vec![0; n]);
+            if let Some(c) = f.get_mut(earliest.capture) {
+                *c = c.saturating_add(1);
+            }
+        }
+        for (i, a) in s.sightings.iter().enumerate() {
+            for b in s.sightings.iter().skip(i.saturating_add(1)) {
+                let (x, y) = if a.capture <= b.capture { (a, b) } else { (b, a) };
+                if x.capture == y.capture {
+                    continue;
+                }
+                let (Ok(xc), Ok(yc)) = (u16::try_from(x.capture), u16::try_from(y.capture)) else {
+                    continue;
+                };
+                let delta = y.t_first.saturating_sub(x.t_first);
+                let key = (xc, yc, x.t_first.div_euclid(self.cfg.window_ns), node);
+                let full = self.cells.len() >= self.cfg.max_cells;
+                match self.cells.get_mut(&key) {
+                    Some(c) => *c = (c.0.min(delta), c.1.max(delta)),
+                    None if !full => {
+                        self.cells.insert(key, (delta, delta));
+                    }
+                    None => {
+                        self.stats.cells_not_remembered =
+                            self.stats.cells_not_remembered.saturating_add(1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each host group's capture, from the evidence so far.
+    pub fn decide(&self) -> Hosts {
+        let n = self.cfg.captures;
+        // Per (pair, window): per group the Δ range.
+        let mut windows: BTreeMap<(u16, u16, i64), BTreeMap<u32, (i64, i64)>> = BTreeMap::new();
+        for (&(x, y, w, node), &(lo, hi)) in &self.cells {
+            let g = self.root(node);
+            let e = windows
+                .entry((x, y, w))
+                .or_default()
+                .entry(g)
+                .or_insert((lo, hi));
+            *e = (e.0.min(lo), e.1.max(hi));
+        }
+        // Per (pair, group, other group): windows in which all of group's Δ were above all of other's.
+        let mut above: BTreeMap<(u16, u16, u32, u32), u64> = BTreeMap::new();
+        for (&(x, y, _), groups) in &windows {
+            for (&g, &(g_lo, _)) in groups {
+                for (&h, &(_, h_hi)) in groups {
+                    if g != h && g_lo > h_hi {
+                        let v = above.entry((x, y, g, h)).or_insert(0);
+                        *v = v.saturating_add(1);
+                    }
+                }
+            }
+        }
+        // Per pair and group: X-side and Y-side scores; then per group a tally of captures.
+        let mut scores: BTreeMap<(u16, u16, u32), (u64, u64)> = BTreeMap::new();
+        for (&(x, y, g, h), &v) in &above {
+            let e = scores.entry((x, y, g)).or_insert((0, 0));
+            e.0 = e.0.saturating_add(v);
+            let e = scores.entry((x, y, h)).or_insert((0, 0));
+            e.1 = e.1.saturating_add(v);
+        }
+        let mut tally: HashMap<u32, Vec<u64>> = HashMap::new();
+        for (&(x, y, g), &(sx, sy)) in &scores {
+            let side = match sx.cmp(&sy) {
+                std::cmp::Ordering::Greater => x,
+                std::cmp::Ordering::Less => y,
+                std::cmp::Ordering::Equal => continue,
+            };
+            let t = tally.entry(g).or_insert_with(|| vec![0; n]);
+            if let Some(c) = t.get_mut(usize::from(side)) {
+                *c = c.saturating_add(1);
+            }
+        }
+        let mut group_home: HashMap<u32, Home> = HashMap::new();
+        let mut group_first: HashMap<u32, Vec<u64>> = HashMap::new();
+        let mut group_seen: HashMap<u32, Vec<u64>> = HashMap::new();
+        for (map, out) in [
+            (&self.first, &mut group_first),
+            (&self.seen_by, &mut group_seen),
+        ] {
+            for (&node, counts) in map {
+                let g = out.entry(self.root(node)).or_insert_with(|| vec![0; n]);
+                for (a, b) in g.iter_mut().zip(counts) {
+                    *a = a.saturating_add(*b);
+                }
+            }
+        }
+        for &g in group_seen.keys() {
+            if let Some(c) = tally.get(&g).and_then(|t| unique_max(t)) {
+                group_home.insert(
+                    g,
+                    Home {
+                        capture: c,
+                        basis: Basis::Order,
+                    },
+                );
+                continue;
+            }
+            let seen_in: Vec<usize> = group_seen
+                .get(&g)
+                .map(|v| {
+                    v.iter()
+                        .enumerate()
+                        .filter(|(_, &c)| c > 0)
+                        .map(|(i, _)| i)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let [only] = seen_in.as_slice() {
+                group_home.insert(
+                    g,
+                    Home {
+                        capture: *only,
+                        basis: Basis::OnlyCapture,
+                    },
+                );
+                continue;
+            }
+            if let Some(c) = group_first.get(&g).and_then(|t| unique_max(t)) {
+                group_home.insert(
+                    g,
+                    Home {
+                        capture: c,
+                        basis: Basis::Clock,
+                    },
+                );
+            }
+        }
+        let mut hosts = Hosts::default();
+        for (&p, &node) in &self.participants {
+            if let Some(h) = group_home.get(&self.root(node)) {
+                hosts.participants.insert(p, *h);
+            }
+        }
+        for (&ip, &node) in &self.ips {
+            if let Some(h) = group_home.get(&self.root(node)) {
+                hosts.ips.insert(ip, *h);
+            }
+        }
+        hosts
+    }
+}
+
+/// The index of the single largest non-zero count.
+fn unique_max(v: &[u64]) -> Option<usize> {
+    let max = *v.iter().max()?;
+    if max == 0 || v.iter().filter(|&&c| c == max).count() != 1 {
+        return None;
+    }
+    v.iter().position(|&c| c == max)
+}
+
+/// The decided homes: by participant, and by source address for participants the rule
+/// never saw.
+#[derive(Debug, Clone, Default)]
+pub struct Hosts {
+    pub participants: HashMap<Participant, Home>,
+    pub ips: HashMap<IpAddr, Home>,
+}
+
+impl Hosts {
+    pub fn home(&self, participant: &Participant, src: Option<IpAddr>) -> Option<Home> {
+        self.participants
+            .get(participant)
+            .or_else(|| src.and_then(|ip| self.ips.get(&ip)))
+            .copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
+    }
+
+    /// Two hosts: participant 1 on capture 0 (address .1), participant 2 on capture 1 (.2);
+    /// capture 1's clock reads `theta` ahead of capture 0's.
+    fn rule(theta: i64, ppb: i64, second_host_talks: bool) -> Hosts {
+        let mut r = HostRule::new(HostRuleConfig::new(2));
+        let y = |t: i64| t + theta + (i128::from(t) * i128::from(ppb) / 1_000_000_000) as i64;
+        for i in 0..100i64 {
+            let t = i * 20 * MS;
+            r.observe(&Seen {
+                participant: [1; 12],
+                sightings: &[
+                    Sighting {
+                        capture: 0,
+                        t_first: t,
+                        src: ip(1),
+                    },
+                    Sighting {
+                        capture: 1,
+                        t_first: y(t + 80_000 + (i % 5) * 1_000_000),
+                        src: ip(1),
+                    },
+                ],
+            });
+            if second_host_talks && i % 3 == 0 {
+                let t = t + 5 * MS;
+                r.observe(&Seen {
+                    participant: [2; 12],
+                    sightings: &[
+                        Sighting {
+                            capture: 1,
+                            t_first: y(t),
+                            src: ip(2),
+                        },
+                        Sighting {
+                            capture: 0,
+                            t_first: t + 60_000,
+                            src: ip(2),
+                        },
+                    ],
+                });
+            }
+        }
+        // A participant only capture 0 saw, from host 2's address.
+        r.observe(&Seen {
+            participant: [3; 12],
+            sightings: &[Sighting {
+                capture: 0,
+                t_first: 0,
+                src: ip(2),
+            }],
+        });
+        r.decide()
+    }
+
+    #[test]
+    fn homes_do_not_depend_on_the_clock_offset() {
+        for theta in [-1_000 * MS, -12 * MS, 0, 12_345_678, 1_000 * MS] {
+            for ppb in [0, 50_000, -50_000] {
+                let h = rule(theta, ppb, true);
+                let home = |p: u8| h.home(&[p; 12], None);
+                let order = |c| {
+                    Some(Home {
+                        capture: c,
+                        basis: Basis::Order,
+                    })
+                };
+                assert_eq!(home(1), order(0), "θ {theta} drift {ppb}");
+                assert_eq!(home(2), order(1), "θ {theta} drift {ppb}");
+                // Same source address as participant 2: same host.
+                assert_eq!(home(3), order(1), "θ {theta} drift {ppb}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_way_traffic_says_it_fell_back_on_the_clock() {
+        let h = rule(0, 0, false);
+        assert_eq!(
+            h.home(&[1; 12], None),
+            Some(Home {
+                capture: 0,
+                basis: Basis::Clock
+            })
+        );
+        // Participant 3 (address .2) was seen by capture 0 only.
+        assert_eq!(
+            h.home(&[3; 12], None),
+            Some(Home {
+                capture: 0,
+                basis: Basis::OnlyCapture
+            })
+        );
+    }
+}
