@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
+use crate::offset::{Crossing, Direction, OffsetConfig, OffsetEstimator};
+
 /// A participant's GUID prefix.
 pub type Participant = [u8; 12];
 
@@ -20,6 +22,8 @@ pub struct Sighting {
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     pub participant: Participant,
+    /// A discovery (SPDP/SEDP) sample.
+    pub builtin: bool,
     pub sightings: &'a [Sighting],
 }
 
@@ -84,6 +88,18 @@ pub struct HostRuleStats {
 /// Per (pair, window, participant node): the smallest and largest Δ.
 type CellKey = (u16, u16, i64, u32);
 
+/// A participant's samples in one window of one capture pair.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    /// Smallest Δ and the X-time of its sample.
+    lo: i64,
+    t_lo: i64,
+    hi: i64,
+    t_hi: i64,
+    samples: u32,
+    builtin: u32,
+}
+
 /// Collects the evidence; [`HostRule::decide`] turns it into [`Hosts`].
 #[derive(Debug, Clone)]
 pub struct HostRule {
@@ -92,7 +108,7 @@ pub struct HostRule {
     ips: HashMap<IpAddr, u32>,
     /// Union-find over participant and address nodes.
     parent: Vec<u32>,
-    cells: BTreeMap<CellKey, (i64, i64)>,
+    cells: BTreeMap<CellKey, Cell>,
     /// Per participant node: per capture, samples it saw first (the clock fallback) and saw at all.
     first: HashMap<u32, Vec<u64>>,
     seen_by: HashMap<u32, Vec<u64>>,
@@ -207,12 +223,33 @@ impl HostRule {
                     continue;
                 };
                 let delta = y.t_first.saturating_sub(x.t_first);
-                let key = (xc, yc, x.t_first.div_euclid(self.cfg.window_ns), node);
+                let t = x.t_first;
+                let key = (xc, yc, t.div_euclid(self.cfg.window_ns), node);
                 let full = self.cells.len() >= self.cfg.max_cells;
+                let builtin = u32::from(s.builtin);
                 match self.cells.get_mut(&key) {
-                    Some(c) => *c = (c.0.min(delta), c.1.max(delta)),
+                    Some(c) => {
+                        if delta < c.lo {
+                            (c.lo, c.t_lo) = (delta, t);
+                        }
+                        if delta > c.hi {
+                            (c.hi, c.t_hi) = (delta, t);
+                        }
+                        c.samples = c.samples.saturating_add(1);
+                        c.builtin = c.builtin.saturating_add(builtin);
+                    }
                     None if !full => {
-                        self.cells.insert(key, (delta, delta));
+                        self.cells.insert(
+                            key,
+                            Cell {
+                                lo: delta,
+                                t_lo: t,
+                                hi: delta,
+                                t_hi: t,
+                                samples: 1,
+                                builtin,
+                            },
+                        );
                     }
                     None => {
                         self.stats.cells_not_remembered =
@@ -228,45 +265,27 @@ impl HostRule {
         let n = self.cfg.captures;
         // Per (pair, window): per group the Δ range.
         let mut windows: BTreeMap<(u16, u16, i64), BTreeMap<u32, (i64, i64)>> = BTreeMap::new();
-        for (&(x, y, w, node), &(lo, hi)) in &self.cells {
+        for (&(x, y, w, node), c) in &self.cells {
             let g = self.root(node);
             let e = windows
                 .entry((x, y, w))
                 .or_default()
                 .entry(g)
-                .or_insert((lo, hi));
-            *e = (e.0.min(lo), e.1.max(hi));
+                .or_insert((c.lo, c.hi));
+            *e = (e.0.min(c.lo), e.1.max(c.hi));
         }
-        // Per (pair, group, other group): windows in which all of group's Δ were above all of other's.
-        let mut above: BTreeMap<(u16, u16, u32, u32), u64> = BTreeMap::new();
+        let mut by_pair: BTreeMap<(u16, u16), Vec<&BTreeMap<u32, (i64, i64)>>> = BTreeMap::new();
         for (&(x, y, _), groups) in &windows {
-            for (&g, &(g_lo, _)) in groups {
-                for (&h, &(_, h_hi)) in groups {
-                    if g != h && g_lo > h_hi {
-                        let v = above.entry((x, y, g, h)).or_insert(0);
-                        *v = v.saturating_add(1);
-                    }
-                }
-            }
-        }
-        // Per pair and group: X-side and Y-side scores; then per group a tally of captures.
-        let mut scores: BTreeMap<(u16, u16, u32), (u64, u64)> = BTreeMap::new();
-        for (&(x, y, g, h), &v) in &above {
-            let e = scores.entry((x, y, g)).or_insert((0, 0));
-            e.0 = e.0.saturating_add(v);
-            let e = scores.entry((x, y, h)).or_insert((0, 0));
-            e.1 = e.1.saturating_add(v);
+            by_pair.entry((x, y)).or_default().push(groups);
         }
         let mut tally: HashMap<u32, Vec<u64>> = HashMap::new();
-        for (&(x, y, g), &(sx, sy)) in &scores {
-            let side = match sx.cmp(&sy) {
-                std::cmp::Ordering::Greater => x,
-                std::cmp::Ordering::Less => y,
-                std::cmp::Ordering::Equal => continue,
-            };
-            let t = tally.entry(g).or_insert_with(|| vec![0; n]);
-            if let Some(c) = t.get_mut(usize::from(side)) {
-                *c = c.saturating_add(1);
+        for (&(x, y), wins) in &by_pair {
+            for (g, side) in split_pair(wins) {
+                let capture = usize::from(if side { x } else { y });
+                let t = tally.entry(g).or_insert_with(|| vec![0; n]);
+                if let Some(c) = t.get_mut(capture) {
+                    *c = c.saturating_add(1);
+                }
             }
         }
         let mut group_home: HashMap<u32, Home> = HashMap::new();
@@ -339,6 +358,154 @@ impl HostRule {
     }
 }
 
+impl HostRule {
+    /// Per capture pair (X < Y) seen in common: the offset estimator fed with every
+    /// participant's tightest samples per window, the direction taken from `hosts`.
+    /// Samples whose host is neither X nor Y (a third host) are left out.
+    pub fn offsets(
+        &self,
+        hosts: &Hosts,
+        cfg: OffsetConfig,
+    ) -> BTreeMap<(usize, usize), OffsetEstimator> {
+        let mut node_home: HashMap<u32, Home> = HashMap::new();
+        for (p, &node) in &self.participants {
+            if let Some(h) = hosts.participants.get(p) {
+                node_home.insert(node, *h);
+            }
+        }
+        let mut out: BTreeMap<(usize, usize), OffsetEstimator> = BTreeMap::new();
+        for (&(x, y, _, node), c) in &self.cells {
+            let (x, y) = (usize::from(x), usize::from(y));
+            let est = out
+                .entry((x, y))
+                .or_insert_with(|| OffsetEstimator::new(cfg));
+            let Some(home) = node_home.get(&node) else {
+                continue;
+            };
+            // Δ = t_Y − t_X: sent by X, Δ is the raw X→Y delay; sent by Y, −Δ the raw Y→X one.
+            let crossing = if home.capture == x {
+                Crossing {
+                    direction: Direction::XtoY,
+                    t_send: c.t_lo,
+                    t_recv: c.t_lo.saturating_add(c.lo),
+                    samples: c.samples,
+                    builtin: c.builtin,
+                }
+            } else if home.capture == y {
+                Crossing {
+                    direction: Direction::YtoX,
+                    t_send: c.t_hi.saturating_add(c.hi),
+                    t_recv: c.t_hi,
+                    samples: c.samples,
+                    builtin: c.builtin,
+                }
+            } else {
+                continue;
+            };
+            est.add(crossing);
+        }
+        out
+    }
+}
+
+/// The two sides of one capture pair from its windows' per-group Δ ranges: (group, X side?).
+///
+/// Groups whose ranges overlap in a window are on one side (a sample sent from X has a larger
+/// Δ than any sent from Y), and so are groups each found above the other in some windows.
+/// When that leaves exactly two clusters, one always above the other, the upper one is X's
+/// side. Anything else (one cluster: one-way traffic; three or more: no way to tell where the
+/// split lies) decides nothing.
+fn split_pair(wins: &[&BTreeMap<u32, (i64, i64)>]) -> Vec<(u32, bool)> {
+    let mut ids: Vec<u32> = wins.iter().flat_map(|w| w.keys().copied()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let index = |g: u32| ids.binary_search(&g).ok();
+    let mut parent: Vec<usize> = (0..ids.len()).collect();
+    fn find(parent: &[usize], mut i: usize) -> usize {
+        for _ in 0..parent.len() {
+            match parent.get(i) {
+                Some(&p) if p != i => i = p,
+                _ => break,
+            }
+        }
+        i
+    }
+    fn join(parent: &mut [usize], a: usize, b: usize) -> bool {
+        let (ra, rb) = (find(parent, a), find(parent, b));
+        if ra == rb {
+            return false;
+        }
+        if let Some(p) = parent.get_mut(ra.max(rb)) {
+            *p = ra.min(rb);
+        }
+        true
+    }
+    let mut above: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+    for _round in 0..=ids.len() {
+        let mut changed = false;
+        above.clear();
+        for w in wins {
+            // Cluster ranges in this window.
+            let mut ranges: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
+            for (&g, &(lo, hi)) in w.iter() {
+                let Some(i) = index(g) else { continue };
+                let e = ranges.entry(find(&parent, i)).or_insert((lo, hi));
+                *e = (e.0.min(lo), e.1.max(hi));
+            }
+            let list: Vec<(usize, (i64, i64))> = ranges.into_iter().collect();
+            for (i, &(a, (alo, ahi))) in list.iter().enumerate() {
+                for &(b, (blo, bhi)) in list.iter().skip(i.saturating_add(1)) {
+                    if alo > bhi {
+                        let v = above.entry((a, b)).or_insert(0);
+                        *v = v.saturating_add(1);
+                    } else if blo > ahi {
+                        let v = above.entry((b, a)).or_insert(0);
+                        *v = v.saturating_add(1);
+                    } else {
+                        changed |= join(&mut parent, a, b);
+                    }
+                }
+            }
+        }
+        let both_ways: Vec<(usize, usize)> = above
+            .keys()
+            .filter(|(a, b)| above.contains_key(&(*b, *a)))
+            .copied()
+            .collect();
+        for (a, b) in both_ways {
+            changed |= join(&mut parent, a, b);
+        }
+        if !changed {
+            break;
+        }
+    }
+    let related: Vec<(usize, usize)> = above
+        .keys()
+        .map(|&(a, b)| (find(&parent, a), find(&parent, b)))
+        .filter(|(a, b)| a != b)
+        .collect();
+    let mut clusters: Vec<usize> = related.iter().flat_map(|&(a, b)| [a, b]).collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    let [c1, c2] = clusters.as_slice() else {
+        return Vec::new();
+    };
+    let up = if related.iter().all(|&(a, _)| a == *c1) {
+        *c1
+    } else if related.iter().all(|&(a, _)| a == *c2) {
+        *c2
+    } else {
+        return Vec::new();
+    };
+    ids.iter()
+        .enumerate()
+        .filter_map(|(i, &g)| {
+            let c = find(&parent, i);
+            (c == *c1 || c == *c2).then_some((g, c == up))
+        })
+        .collect()
+}
+
 /// The index of the single largest non-zero count.
 fn unique_max(v: &[u64]) -> Option<usize> {
     let max = *v.iter().max()?;
@@ -384,6 +551,7 @@ mod tests {
             let t = i * 20 * MS;
             r.observe(&Seen {
                 participant: [1; 12],
+                builtin: false,
                 sightings: &[
                     Sighting {
                         capture: 0,
@@ -401,6 +569,7 @@ mod tests {
                 let t = t + 5 * MS;
                 r.observe(&Seen {
                     participant: [2; 12],
+                    builtin: true,
                     sightings: &[
                         Sighting {
                             capture: 1,
@@ -419,6 +588,7 @@ mod tests {
         // A participant only capture 0 saw, from host 2's address.
         r.observe(&Seen {
             participant: [3; 12],
+            builtin: false,
             sightings: &[Sighting {
                 capture: 0,
                 t_first: 0,

@@ -38,7 +38,9 @@
 pub mod hosts;
 pub mod offset;
 
-pub use hosts::{Basis, Home, HostRule, HostRuleConfig, HostRuleStats, Hosts, Participant, Seen};
+pub use hosts::{
+    Basis, Home, HostRule, HostRuleConfig, HostRuleStats, Hosts, Participant, Seen, Sighting,
+};
 pub use offset::{
     Crossing, Direction, EstimateError, OffsetConfig, OffsetEstimate, OffsetEstimator,
 };

@@ -26,8 +26,10 @@ pub struct Crossing {
     pub t_send: i64,
     /// On the receiver's clock.
     pub t_recv: i64,
-    /// A discovery (SPDP/SEDP) sample rather than a user one.
-    pub builtin: bool,
+    /// Samples this reading stands for (the tightest of them gave the times), ≥ 1.
+    pub samples: u32,
+    /// Of those, discovery (SPDP/SEDP) samples.
+    pub builtin: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -184,25 +186,24 @@ impl OffsetEstimator {
         }
         let w = self.windows.entry(key).or_default();
         let e = Extreme { t, bound };
+        let n = u64::from(c.samples.max(1));
+        let builtin = u64::from(c.builtin).min(n);
         match c.direction {
             Direction::XtoY => {
-                self.counts.x_to_y = self.counts.x_to_y.saturating_add(1);
+                self.counts.x_to_y = self.counts.x_to_y.saturating_add(n);
                 if w.upper.is_none_or(|u| bound < u.bound) {
                     w.upper = Some(e);
                 }
             }
             Direction::YtoX => {
-                self.counts.y_to_x = self.counts.y_to_x.saturating_add(1);
+                self.counts.y_to_x = self.counts.y_to_x.saturating_add(n);
                 if w.lower.is_none_or(|l| bound > l.bound) {
                     w.lower = Some(e);
                 }
             }
         }
-        if c.builtin {
-            self.counts.builtin = self.counts.builtin.saturating_add(1);
-        } else {
-            self.counts.user = self.counts.user.saturating_add(1);
-        }
+        self.counts.builtin = self.counts.builtin.saturating_add(builtin);
+        self.counts.user = self.counts.user.saturating_add(n - builtin);
     }
 
     pub fn estimate(&self) -> Result<OffsetEstimate, EstimateError> {
@@ -410,7 +411,8 @@ mod tests {
                 direction: Direction::XtoY,
                 t_send: t,
                 t_recv: recv_x + th(recv_x),
-                builtin: false,
+                samples: 1,
+                builtin: 0,
             });
             if i % 7 == 0 {
                 let send_y = t + 10 * MS;
@@ -419,7 +421,8 @@ mod tests {
                     direction: Direction::YtoX,
                     t_send: send_y + th(send_y),
                     t_recv: send_y + d_yx + jitter,
-                    builtin: true,
+                    samples: 1,
+                    builtin: 1,
                 });
             }
         }
@@ -463,7 +466,8 @@ mod tests {
                 direction: Direction::XtoY,
                 t_send: 3 * S + k,
                 t_recv: 3 * S + k - 5 * MS,
-                builtin: false,
+                samples: 1,
+                builtin: 0,
             });
         }
         let est = e.estimate().unwrap_or_else(|e| panic!("{e}"));
@@ -481,7 +485,8 @@ mod tests {
             direction: Direction::XtoY,
             t_send: 0,
             t_recv: 5,
-            builtin: true,
+            samples: 1,
+            builtin: 1,
         });
         assert!(matches!(
             e.estimate(),
@@ -501,13 +506,15 @@ mod tests {
                 direction: Direction::XtoY,
                 t_send: a,
                 t_recv: b,
-                builtin: false,
+                samples: 1,
+                builtin: 0,
             });
             e.add(Crossing {
                 direction: Direction::YtoX,
                 t_send: b,
                 t_recv: a,
-                builtin: false,
+                samples: 1,
+                builtin: 0,
             });
         }
         let _ = e.estimate();

@@ -501,7 +501,14 @@ pub fn report(run: &RunSummary) -> String {
             esc(c)
         );
     }
-    out.push_str("</ul><h2>Per topic</h2><table><tr><th>direction</th><th>topic</th><th>count</th><th>lost</th><th>incomplete</th><th>repaired</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
+    out.push_str("</ul><h2>Clock offset</h2><pre>");
+    let mut offsets = String::new();
+    super::output::offsets_text(run, &mut offsets);
+    if offsets.is_empty() {
+        offsets.push_str("no pair of captures saw samples in common\n");
+    }
+    out.push_str(&esc(&offsets));
+    out.push_str("</pre><h2>Per topic</h2><table><tr><th>direction</th><th>topic</th><th>count</th><th>lost</th><th>incomplete</th><th>repaired</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
     for r in &rows {
         let t = TopicStats::of(direction(r.key.sender, r.key.receiver), r.key, r.group);
         let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());

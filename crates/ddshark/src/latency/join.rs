@@ -12,15 +12,14 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use rtps_dissect::GuidPrefix;
+use latency_core::hosts::Sighting;
+use latency_core::{HostRule, Hosts, Seen};
 use serde::Serialize;
 
 use super::extract::{Key, Obs};
 
 /// Most destinations tracked per sample and capture for repair detection.
 const MAX_DSTS: usize = 16;
-/// Most participants / addresses whose home capture is remembered.
-const MAX_HOMES: usize = 65_536;
 /// Most unicast destination addresses remembered per capture.
 const MAX_DST_IPS: usize = 4_096;
 
@@ -137,8 +136,6 @@ pub struct JoinStats {
     pub receiver_only: u64,
     /// Seen only by the writer's capture, not addressed to or outside of the other capture.
     pub not_expected: u64,
-    /// Homes (participant/address → capture) not remembered because the table was full.
-    pub homes_not_remembered: u64,
 }
 
 #[derive(Debug)]
@@ -315,48 +312,14 @@ fn local_sample(key: Key, p: &Pending, c: &CapObs) -> LocalSample {
     }
 }
 
-/// Votes for the capture that is a participant's (or address's) own host.
-#[derive(Debug)]
-struct Homes<K: std::hash::Hash + Eq> {
-    votes: HashMap<K, Vec<u32>>,
-}
-
-impl<K: std::hash::Hash + Eq> Default for Homes<K> {
-    fn default() -> Self {
-        Self {
-            votes: HashMap::new(),
-        }
-    }
-}
-
-impl<K: std::hash::Hash + Eq + Copy> Homes<K> {
-    fn vote(&mut self, k: K, capture: usize, n: usize, stats: &mut JoinStats) {
-        if !self.votes.contains_key(&k) && self.votes.len() >= MAX_HOMES {
-            stats.homes_not_remembered = stats.homes_not_remembered.saturating_add(1);
-            return;
-        }
-        let v = self.votes.entry(k).or_insert_with(|| vec![0; n]);
-        if let Some(c) = v.get_mut(capture) {
-            *c = c.saturating_add(1);
-        }
-    }
-
-    fn best(&self, k: &K) -> Option<usize> {
-        let v = self.votes.get(k)?;
-        let (i, max) = v
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))?;
-        (*max > 0).then_some(i)
-    }
-}
-
 pub struct Join {
     cfg: JoinConfig,
     pending: HashMap<Key, Pending>,
     queue: VecDeque<(Key, i64)>,
-    homes: Homes<GuidPrefix>,
-    ip_homes: Homes<IpAddr>,
+    /// Decided writers' hosts (`ddshark latency`'s second pass); None: the earliest capture.
+    hosts: Option<Hosts>,
+    /// Collects the evidence for the hosts and the clock offsets (first pass).
+    rule: Option<HostRule>,
     /// Per capture: capture-time range seen so far (reference clock).
     range: Vec<Option<(i64, i64)>>,
     /// Per capture: unicast destination addresses of RTPS seen there.
@@ -373,14 +336,28 @@ impl Join {
             cfg,
             pending: HashMap::new(),
             queue: VecDeque::new(),
-            homes: Homes::default(),
-            ip_homes: Homes::default(),
+            hosts: None,
+            rule: None,
             range: vec![None; cfg.captures],
             dst_ips: vec![HashSet::new(); cfg.captures],
             stats: JoinStats::default(),
             now: i64::MIN,
             local: Vec::new(),
         }
+    }
+
+    /// Feed every finalised sample to `rule` (see [`Join::take_rule`]).
+    pub fn collect_evidence(&mut self, rule: HostRule) {
+        self.rule = Some(rule);
+    }
+
+    pub fn take_rule(&mut self) -> Option<HostRule> {
+        self.rule.take()
+    }
+
+    /// Writers' hosts from here on come from `hosts`.
+    pub fn set_hosts(&mut self, hosts: Hosts) {
+        self.hosts = Some(hosts);
     }
 
     pub fn stats(&self) -> JoinStats {
@@ -581,42 +558,43 @@ impl Join {
         }
     }
 
-    fn home_of(&mut self, key: &Key, p: &Pending) -> Option<usize> {
-        let n = self.cfg.captures;
-        let seen: Vec<usize> = (0..n)
-            .filter(|&i| p.caps.get(i).is_some_and(|c| c.seen))
-            .collect();
-        let prefix = key.writer.prefix;
-        if seen.len() >= 2 {
-            // The writer's own capture sees the sample first (latency > 0 on one clock).
-            let first = seen
-                .iter()
-                .copied()
-                .min_by_key(|&i| (p.caps.get(i).map_or(i64::MAX, |c| c.t_first), i))?;
-            let earliest = p.caps.get(first).map_or(i64::MAX, |c| c.t_first);
-            let tie = seen
-                .iter()
-                .filter(|&&i| p.caps.get(i).is_some_and(|c| c.t_first == earliest))
-                .count()
-                > 1;
-            if !tie {
-                self.homes.vote(prefix, first, n, &mut self.stats);
-                if let Some(src) = p.caps.get(first).and_then(|c| c.src) {
-                    self.ip_homes.vote(src.ip(), first, n, &mut self.stats);
-                }
-            }
-            return self.homes.best(&prefix).or(Some(first));
+    /// The writer's capture: the host rule's decision (latency_core::hosts), else the
+    /// only capture that saw the sample, else the one that saw it first.
+    fn home_of(&self, key: &Key, p: &Pending) -> Option<usize> {
+        let src = p.caps.iter().find_map(|c| c.src).map(|s| s.ip());
+        if let Some(h) = self.hosts.as_ref().and_then(|h| h.home(&key.writer.prefix.0, src)) {
+            return Some(h.capture);
         }
-        let only = *seen.first()?;
-        self.homes
-            .best(&prefix)
-            .or_else(|| {
-                p.caps
-                    .get(only)
-                    .and_then(|c| c.src)
-                    .and_then(|s| self.ip_homes.best(&s.ip()))
+        p.caps
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.seen)
+            .min_by_key(|(i, c)| (c.t_first, *i))
+            .map(|(i, _)| i)
+    }
+
+    fn observe(&mut self, key: &Key, p: &Pending) {
+        let Some(rule) = self.rule.as_mut() else {
+            return;
+        };
+        let sightings: Vec<Sighting> = p
+            .caps
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.seen)
+            .filter_map(|(i, c)| {
+                Some(Sighting {
+                    capture: i,
+                    t_first: c.t_first,
+                    src: c.src?.ip(),
+                })
             })
-            .or(Some(only))
+            .collect();
+        rule.observe(&Seen {
+            participant: key.writer.prefix.0,
+            builtin: key.writer.entity.is_builtin(),
+            sightings: &sightings,
+        });
     }
 
     fn finalise(&mut self, key: Key, out: &mut Vec<SampleRow>) -> bool {
@@ -631,6 +609,7 @@ impl Join {
             }
             return true;
         }
+        self.observe(&key, &p);
         let Some(home) = self.home_of(&key, &p) else {
             return true;
         };
@@ -723,7 +702,7 @@ impl Join {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtps_dissect::{EntityId, Guid};
+    use rtps_dissect::{EntityId, Guid, GuidPrefix};
 
     const S: i64 = 1_000_000_000;
 

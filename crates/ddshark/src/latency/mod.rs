@@ -1,12 +1,15 @@
 //! `ddshark latency SENDER RECEIVER`: one-way latency of every DDS sample (or DATA_FRAG
-//! submessage) between captures taken on different hosts of one (synchronised) clock.
+//! submessage) between captures taken on different hosts.
 //!
 //! The captures are read side by side in capture-time order; every DATA/DATA_FRAG
 //! becomes an observation keyed by (writer GUID, SN[, fragment starting number]) and
-//! meets the other captures' observations in a bounded [`join::Join`]. Each writer's
-//! own capture (the one that sees its samples first) is the sending side, so both
-//! directions of a capture pair come out of one run, and a multicast sample yields one
-//! row per receiving capture.
+//! meets the other captures' observations in a bounded [`join::Join`]. The captures are
+//! read twice: the first pass gathers the evidence for each writer's host and for the
+//! clock offset between each pair of hosts (`latency_core`: the host from the order of
+//! events, not from the clocks; the offset from minimum one-way delays), the second joins
+//! with those hosts (and, with `--offset auto`, the receivers' clocks moved onto the
+//! sender's by the estimate). Both directions of a capture pair come out of one run, and
+//! a multicast sample yields one row per receiving capture.
 
 pub mod extract;
 pub mod html;
@@ -18,6 +21,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use latency_core::{
+    EstimateError, HostRule, HostRuleConfig, HostRuleStats, Hosts, OffsetConfig, OffsetEstimate,
+};
 use rtps_dissect::Dissector;
 
 use crate::capture::file::FileSource;
@@ -51,8 +57,16 @@ Examples:
   ddshark latency hostA.pcap hostB.pcap                      both directions, per sample
   ddshark latency a.pcap b.pcap --level submessage -F tsv    per DATA_FRAG, tab-separated
   ddshark latency a.pcap b.pcap c.pcap --html report.html    one sender, two receivers
+  ddshark latency a.pcap b.pcap --offset auto               correct by the offset estimated from the traffic
   ddshark latency a.pcap b.pcap --offset-ns -25000           B's clock runs 25 µs behind A's
 ";
+
+/// How the receivers' clocks are moved onto the sender's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OffsetMode {
+    /// By the offset (and drift) estimated from the traffic between the two hosts.
+    Auto,
+}
 
 /// Arguments of `ddshark latency`.
 #[derive(Debug, Clone, clap::Args)]
@@ -70,8 +84,13 @@ pub struct LatencyArgs {
     #[arg(long, short = 'F', value_enum, default_value = "text")]
     pub format: LatencyFormat,
     /// Receiver clock minus sender clock, in ns (subtracted from the receivers' timestamps)
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true, conflicts_with = "offset")]
     pub offset_ns: i64,
+    /// `auto`: subtract the clock offset estimated from the traffic itself (NTP's estimate
+    /// from the minimum one-way delay each way, drift followed); the estimate and its bound
+    /// are printed either way
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub offset: Option<OffsetMode>,
     /// Also write a self-contained HTML report (box plot per topic, latency over time, histogram)
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -106,6 +125,16 @@ pub struct LatencyArgs {
 #[derive(Debug, Default)]
 pub struct RunSummary {
     pub captures: Vec<String>,
+    /// Per pair of captures (X < Y) that saw samples in common: the offset of Y's clock
+    /// against X's, or why there is none.
+    pub offsets: Vec<PairOffset>,
+    /// Writers' hosts decided from the clocks (one-way traffic), by participant.
+    pub hosts_from_clock: Vec<String>,
+    pub host_rule: HostRuleStats,
+    /// The receivers' clocks were corrected by the estimate.
+    pub offset_auto: bool,
+    /// Rows with a negative latency (after any correction).
+    pub negative_latencies: u64,
     pub summary: Summary,
     pub join: JoinStats,
     pub extract: Vec<ExtractStats>,
@@ -131,10 +160,34 @@ pub fn direction(sender: usize, receiver: usize) -> String {
     format!("{}->{}", label(sender), label(receiver))
 }
 
+/// The estimate for one pair of captures.
+#[derive(Debug, Clone)]
+pub struct PairOffset {
+    pub x: usize,
+    pub y: usize,
+    pub estimate: Result<OffsetEstimate, EstimateError>,
+}
+
+/// Moves a capture's timestamps onto the first capture's clock.
+#[derive(Debug, Clone, Copy)]
+enum Shift {
+    Constant(i64),
+    Estimated(OffsetEstimate),
+}
+
+impl Shift {
+    fn at(&self, ts_ns: u64) -> i64 {
+        match self {
+            Shift::Constant(s) => *s,
+            Shift::Estimated(e) => e.offset_at_y(i64::try_from(ts_ns).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
 struct Input {
     source: FileSource,
     dissector: Dissector,
-    shift: i64,
+    shift: Shift,
     stats: ExtractStats,
     next: Option<(i64, Vec<Obs>)>,
     truncated: Option<String>,
@@ -163,11 +216,12 @@ impl Input {
             }
             Err(e) => return Err(e.into()),
         };
-        let ts = clock(frame.ts_ns, *shift);
+        let shift = shift.at(frame.ts_ns);
+        let ts = clock(frame.ts_ns, shift);
         let mut obs = Vec::new();
         dissector.process_with(&frame, |outcome| {
             for d in outcome.datagrams() {
-                observations(d, level, *shift, stats, &mut obs);
+                observations(d, level, shift, stats, &mut obs);
             }
         });
         *next = Some((ts, obs));
@@ -202,23 +256,29 @@ fn seed_topics(paths: &[PathBuf], inputs: &mut [Input]) -> Result<()> {
     Ok(())
 }
 
-/// Join the captures; `sink` gets every finalised row (in finalisation order).
-pub fn join_captures(
+/// One pass over the captures through the join; `sink` gets every finalised row.
+struct Pass {
+    join: JoinStats,
+    extract: Vec<ExtractStats>,
+    truncated: Vec<String>,
+    /// Per capture: its first and last frame time (on the first capture's clock).
+    ranges: Vec<Option<(i64, i64)>>,
+    rule: Option<HostRule>,
+}
+
+fn pass(
     args: &LatencyArgs,
-    mut sink: impl FnMut(&SampleRow) -> Result<()>,
-) -> Result<RunSummary> {
-    if args.window_ns <= 0 {
-        bail!("--window-ns must be positive");
-    }
-    let paths: Vec<&Path> = std::iter::once(args.sender.as_path())
-        .chain(args.receivers.iter().map(|p| p.as_path()))
-        .collect();
+    paths: &[&Path],
+    shifts: &[Shift],
+    hosts: Option<Hosts>,
+    mut sink: impl FnMut(Vec<SampleRow>) -> Result<()>,
+) -> Result<Pass> {
     let mut inputs = Vec::with_capacity(paths.len());
-    for (i, p) in paths.iter().enumerate() {
+    for (p, shift) in paths.iter().zip(shifts) {
         inputs.push(Input {
             source: FileSource::open(p)?,
             dissector: Dissector::default(),
-            shift: if i == 0 { 0 } else { args.offset_ns },
+            shift: *shift,
             stats: ExtractStats::default(),
             next: None,
             truncated: None,
@@ -235,18 +295,12 @@ pub fn join_captures(
         max_bytes: args.max_bytes,
         lost_grace_ns: args.lost_grace_ns,
     });
-    let mut summary = Summary::default();
+    match hosts {
+        Some(h) => join.set_hosts(h),
+        None => join.collect_evidence(HostRule::new(HostRuleConfig::new(inputs.len()))),
+    }
+    let mut ranges: Vec<Option<(i64, i64)>> = vec![None; inputs.len()];
     let mut rows = Vec::new();
-    let mut emit = |rows: &mut Vec<SampleRow>, summary: &mut Summary| -> Result<()> {
-        for r in rows.drain(..) {
-            if args.user_only && r.key.writer.entity.is_builtin() {
-                continue;
-            }
-            summary.add(&r);
-            sink(&r)?;
-        }
-        Ok(())
-    };
     loop {
         let best = inputs
             .iter()
@@ -257,25 +311,251 @@ pub fn join_captures(
         let Some(input) = inputs.get_mut(i) else {
             break;
         };
+        if let Some(r) = ranges.get_mut(i) {
+            *r = Some(r.map_or((ts, ts), |(a, b)| (a.min(ts), b.max(ts))));
+        }
         let batch = input.next.take().map(|n| n.1).unwrap_or_default();
         join.saw_frame(i, ts);
         for o in batch {
             join.push(i, o, &mut rows);
         }
         join.advance(ts, &mut rows);
-        emit(&mut rows, &mut summary)?;
+        sink(std::mem::take(&mut rows))?;
         input.refill(args.level)?;
     }
     join.finish(&mut rows);
-    emit(&mut rows, &mut summary)?;
-    Ok(RunSummary {
-        captures: paths.iter().map(|p| p.display().to_string()).collect(),
-        summary,
+    sink(rows)?;
+    Ok(Pass {
         join: join.stats(),
         extract: inputs.iter().map(|i| i.stats).collect(),
         truncated: inputs.iter().filter_map(|i| i.truncated.clone()).collect(),
+        ranges,
+        rule: join.take_rule(),
+    })
+}
+
+/// Refuse inputs that cannot give latencies: the same file twice.
+fn check_distinct(paths: &[&Path]) -> Result<()> {
+    let mut seen: Vec<(PathBuf, u64, &Path)> = Vec::new();
+    for p in paths {
+        let canon = std::fs::canonicalize(p).with_context(|| format!("reading {}", p.display()))?;
+        let len = std::fs::metadata(p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .len();
+        for (c, l, q) in &seen {
+            if *c == canon || (*l == len && same_bytes(p, q)?) {
+                bail!(
+                    "{} and {} are the same capture: latency needs one capture per host",
+                    q.display(),
+                    p.display()
+                );
+            }
+        }
+        seen.push((canon, len, p));
+    }
+    Ok(())
+}
+
+fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
+    use std::io::Read;
+    let open = |p: &Path| {
+        std::fs::File::open(p)
+            .map(io::BufReader::new)
+            .with_context(|| format!("reading {}", p.display()))
+    };
+    let (mut fa, mut fb) = (open(a)?, open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let na = fa.read(&mut ba).with_context(|| format!("reading {}", a.display()))?;
+        let mut filled = 0;
+        while filled < na {
+            let n = fb
+                .read(bb.get_mut(filled..na).unwrap_or_default())
+                .with_context(|| format!("reading {}", b.display()))?;
+            if n == 0 {
+                return Ok(false);
+            }
+            filled += n;
+        }
+        if na == 0 {
+            return Ok(true);
+        }
+        if ba.get(..na) != bb.get(..na) {
+            return Ok(false);
+        }
+    }
+}
+
+fn span_text(r: Option<(i64, i64)>) -> String {
+    match r {
+        Some((a, b)) => format!(
+            "{} .. {}",
+            crate::units::timestamp(a),
+            crate::units::timestamp(b)
+        ),
+        None => "no frames".into(),
+    }
+}
+
+/// Join the captures; `sink` gets every finalised row (in finalisation order).
+pub fn join_captures(
+    args: &LatencyArgs,
+    mut sink: impl FnMut(&SampleRow) -> Result<()>,
+) -> Result<RunSummary> {
+    if args.window_ns <= 0 {
+        bail!("--window-ns must be positive");
+    }
+    let paths: Vec<&Path> = std::iter::once(args.sender.as_path())
+        .chain(args.receivers.iter().map(|p| p.as_path()))
+        .collect();
+    check_distinct(&paths)?;
+    // First pass: each capture on its own clock; the evidence for hosts and offsets.
+    let raw = vec![Shift::Constant(0); paths.len()];
+    let first = pass(args, &paths, &raw, None, |_| Ok(()))?;
+    let rule = first
+        .rule
+        .unwrap_or_else(|| HostRule::new(HostRuleConfig::new(paths.len())));
+    let hosts = rule.decide();
+    let estimators = rule.offsets(&hosts, OffsetConfig::default());
+    let offsets: Vec<PairOffset> = estimators
+        .iter()
+        .map(|(&(x, y), e)| PairOffset {
+            x,
+            y,
+            estimate: e.estimate(),
+        })
+        .collect();
+    let mut hosts_from_clock: Vec<String> = hosts
+        .participants
+        .iter()
+        .filter(|(_, h)| h.basis == latency_core::Basis::Clock)
+        .map(|(p, h)| format!("{} on {}", hex::encode(p), label(h.capture)))
+        .collect();
+    hosts_from_clock.sort();
+    let mut shifts = Vec::with_capacity(paths.len());
+    shifts.push(Shift::Constant(0));
+    for (k, p) in paths.iter().enumerate().skip(1) {
+        let pair = offsets.iter().find(|o| o.x == 0 && o.y == k);
+        let shared = pair.is_some_and(|o| o.estimate != Err(EstimateError::NoSharedSample));
+        if !shared {
+            let (ra, rb) = (
+                first.ranges.first().copied().flatten(),
+                first.ranges.get(k).copied().flatten(),
+            );
+            let overlap = matches!((ra, rb), (Some((a0, a1)), Some((b0, b1))) if a0 <= b1 && b0 <= a1);
+            if !overlap {
+                bail!(
+                    "{} ({}) and {} ({}) do not overlap in time and share no sample: no latency to measure",
+                    paths.first().map_or(String::new(), |p| p.display().to_string()),
+                    span_text(ra),
+                    p.display(),
+                    span_text(rb),
+                );
+            }
+            bail!(
+                "{} and {} share no DDS sample (no writer GUID and SN seen in both): not the same DDS traffic, or filtered apart",
+                paths.first().map_or(String::new(), |p| p.display().to_string()),
+                p.display()
+            );
+        }
+        shifts.push(match (args.offset, pair.map(|o| &o.estimate)) {
+            (Some(OffsetMode::Auto), Some(Ok(e))) => Shift::Estimated(*e),
+            (Some(OffsetMode::Auto), Some(Err(why))) => bail!(
+                "--offset auto: no clock offset between {} and {}: {why}",
+                paths.first().map_or(String::new(), |p| p.display().to_string()),
+                p.display()
+            ),
+            _ => Shift::Constant(args.offset_ns),
+        });
+    }
+    // Second pass: rows, with the decided hosts and the clocks moved as asked.
+    let mut summary = Summary::default();
+    let mut negative = 0u64;
+    let second = pass(args, &paths, &shifts, Some(hosts), |rows| {
+        for r in rows {
+            if args.user_only && r.key.writer.entity.is_builtin() {
+                continue;
+            }
+            if r.latency_ns.is_some_and(|l| l < 0) {
+                negative += 1;
+            }
+            summary.add(&r);
+            sink(&r)?;
+        }
+        Ok(())
+    })?;
+    Ok(RunSummary {
+        captures: paths.iter().map(|p| p.display().to_string()).collect(),
+        offsets,
+        hosts_from_clock,
+        host_rule: rule.stats(),
+        offset_auto: args.offset == Some(OffsetMode::Auto),
+        negative_latencies: negative,
+        summary,
+        join: second.join,
+        extract: second.extract,
+        truncated: second.truncated,
         level: Some(args.level),
     })
+}
+
+/// Warnings about the clocks, for stderr.
+pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
+    let mut w = Vec::new();
+    let name = |i: usize| {
+        format!(
+            "{} ({})",
+            label(i),
+            run.captures.get(i).map_or("", |s| s.as_str())
+        )
+    };
+    for o in &run.offsets {
+        match &o.estimate {
+            Ok(e) if o.x == 0 && !run.offset_auto => {
+                let given = if args.offset_ns != 0 { args.offset_ns } else { 0 };
+                if e.offset_ns.abs_diff(given) > e.half_width_ns.unsigned_abs() {
+                    w.push(format!(
+                        "the clock of {} reads {} against {}'s (± {}), outside the bound of the offset in use ({}): latencies are off by about that much; --offset auto corrects them",
+                        name(o.y),
+                        stats::human_ns(e.offset_ns),
+                        label(o.x),
+                        stats::human_ns(e.half_width_ns),
+                        stats::human_ns(given)
+                    ));
+                }
+            }
+            Err(EstimateError::OneDirection { .. }) if o.x == 0 => w.push(format!(
+                "no clock offset between {} and {}: {}; latencies assume the clocks agree",
+                name(o.x),
+                name(o.y),
+                o.estimate.as_ref().err().map_or(String::new(), |e| e.to_string())
+            )),
+            Err(e @ EstimateError::Inconsistent { .. }) => w.push(format!(
+                "no clock offset between {} and {}: {e}",
+                name(o.x),
+                name(o.y)
+            )),
+            _ => {}
+        }
+    }
+    if run.negative_latencies > 0 {
+        w.push(format!(
+            "{} latencies are negative: the clocks of the captures differ{}",
+            run.negative_latencies,
+            if run.offset_auto {
+                " by more than the estimate's bound (see the clock offset lines)"
+            } else {
+                "; --offset auto corrects by the offset estimated from the traffic"
+            }
+        ));
+    }
+    if !run.hosts_from_clock.is_empty() {
+        w.push(format!(
+            "the order of events could not place these participants (one-way traffic, or groups of participants whose samples never mix), so their hosts were taken from the clocks (the capture that saw them first): {}",
+            run.hosts_from_clock.join(", ")
+        ));
+    }
+    w
 }
 
 pub fn run(args: &LatencyArgs) -> Result<()> {
@@ -310,6 +590,9 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     }
     for t in &run.truncated {
         eprintln!("ddshark: warning: {t}; used what came before it");
+    }
+    for w in clock_warnings(args, &run) {
+        eprintln!("ddshark: warning: {w}");
     }
     if let Some(path) = &args.html {
         let page = html::report(&run);

@@ -175,12 +175,58 @@ pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String)
     }
 }
 
+/// The clock offset of every pair, for people.
+pub fn offsets_text(run: &RunSummary, out: &mut String) {
+    for o in &run.offsets {
+        let (x, y) = (label(o.x), label(o.y));
+        match &o.estimate {
+            Ok(e) => {
+                let drift = if e.drifting {
+                    format!(
+                        " at {}, drifting {:+.1} ppm",
+                        timestamp(e.t_ref),
+                        e.drift_ppb as f64 / 1000.0
+                    )
+                } else {
+                    String::new()
+                };
+                let applied = if run.offset_auto && o.x == 0 {
+                    "; corrected (--offset auto)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "clock offset {y}-{x}: {} ± {}{drift} (min {x}->{y} {}, min {y}->{x} {}; {} {x}->{y} and {} {y}->{x} samples, {} builtin){applied}",
+                    human_ns(e.offset_ns),
+                    human_ns(e.half_width_ns),
+                    human_ns(e.min_x_to_y_ns),
+                    human_ns(e.min_y_to_x_ns),
+                    e.counts.x_to_y,
+                    e.counts.y_to_x,
+                    e.counts.builtin,
+                );
+            }
+            Err(why) => {
+                let _ = writeln!(out, "clock offset {y}-{x}: none: {why}");
+            }
+        }
+    }
+    if run.offsets.iter().any(|o| o.estimate.is_ok()) {
+        let _ = writeln!(
+            out,
+            "  (the true offset lies within ± of the estimate; where within it depends on the path's asymmetry, which traffic cannot show)"
+        );
+    }
+}
+
 /// Per-topic statistics table (and histograms) for people.
 pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
     let _ = writeln!(out);
     for (i, c) in run.captures.iter().enumerate() {
         let _ = writeln!(out, "capture {} = {c}", label(i));
     }
+    offsets_text(run, out);
     let level = match run.level {
         Some(Level::Submessage) => "submessage (per DATA_FRAG)",
         _ => "sample (DDS layer)",
@@ -275,6 +321,47 @@ pub fn stats_text(run: &RunSummary, out: &mut String) {
 }
 
 #[derive(Serialize)]
+struct JsonOffset {
+    kind: &'static str,
+    /// "B-A": B's clock minus A's.
+    pair: String,
+    offset_ns: Option<i64>,
+    half_width_ns: Option<i64>,
+    /// Capture time (on the first capture's clock) `offset_ns` refers to.
+    t_ref_ns: Option<i64>,
+    drift_ppb: Option<i64>,
+    min_forward_ns: Option<i64>,
+    min_backward_ns: Option<i64>,
+    samples_forward: u64,
+    samples_backward: u64,
+    samples_builtin: u64,
+    outliers: u32,
+    applied: bool,
+    error: Option<String>,
+}
+
+fn json_offset(run: &RunSummary, o: &super::PairOffset) -> JsonOffset {
+    let e = o.estimate.as_ref().ok();
+    let counts = e.map(|e| e.counts).unwrap_or_default();
+    JsonOffset {
+        kind: "clock_offset",
+        pair: format!("{}-{}", label(o.y), label(o.x)),
+        offset_ns: e.map(|e| e.offset_ns),
+        half_width_ns: e.map(|e| e.half_width_ns),
+        t_ref_ns: e.map(|e| e.t_ref),
+        drift_ppb: e.map(|e| e.drift_ppb),
+        min_forward_ns: e.map(|e| e.min_x_to_y_ns),
+        min_backward_ns: e.map(|e| e.min_y_to_x_ns),
+        samples_forward: counts.x_to_y,
+        samples_backward: counts.y_to_x,
+        samples_builtin: counts.builtin,
+        outliers: e.map_or(0, |e| e.outliers),
+        applied: run.offset_auto && o.x == 0 && e.is_some(),
+        error: o.estimate.as_ref().err().map(|w| w.to_string()),
+    }
+}
+
+#[derive(Serialize)]
 struct JsonStats<'a> {
     kind: &'static str,
     captures: &'a [String],
@@ -290,6 +377,12 @@ pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
         }
         LatencyFormat::Tsv => {}
         LatencyFormat::Json => {
+            for o in &run.offsets {
+                if let Ok(s) = serde_json::to_string(&json_offset(run, o)) {
+                    out.push_str(&s);
+                    out.push('\n');
+                }
+            }
             for (k, g) in &run.summary.groups {
                 let t = TopicStats::of(direction(k.sender, k.receiver), k, g);
                 if let Ok(s) = serde_json::to_string(&t) {
