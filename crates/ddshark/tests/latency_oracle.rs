@@ -349,9 +349,12 @@ fn offset_shifts_every_latency_and_both_directions_come_out() {
 
 #[test]
 fn several_receivers_get_one_row_each() {
-    // The receiver capture given twice stands for two receiving hosts on one segment.
+    // The receiver capture and a copy of it (rewritten with nanosecond timestamps) stand for
+    // two receiving hosts on one segment.
     let dir = fixtures().join("b_large_frag");
     let b = dir.join("b.pcap");
+    let b2 = std::env::temp_dir().join(format!("ddshark-lat-b2-{}.pcap", std::process::id()));
+    common::shifted_copy(&b, &b2, |t| t);
     let (two, _) = run(&latency_args(
         &dir.join("a.pcap"),
         std::slice::from_ref(&b),
@@ -359,9 +362,10 @@ fn several_receivers_get_one_row_each() {
     ));
     let (three, s) = run(&latency_args(
         &dir.join("a.pcap"),
-        &[b.clone(), b],
+        &[b, b2.clone()],
         Level::Sample,
     ));
+    let _ = std::fs::remove_file(&b2);
     assert_eq!(s.captures.len(), 3);
     let ab: HashMap<_, _> = two
         .iter()

@@ -160,6 +160,7 @@ pub fn latency_args(
         level,
         format: ddshark::latency::LatencyFormat::Tsv,
         offset_ns: 0,
+        offset: None,
         html: None,
         discovery: Vec::new(),
         summary: false,
@@ -171,3 +172,52 @@ pub fn latency_args(
         quiet: true,
     }
 }
+
+/// `src` (classic pcap, µs or ns) rewritten as a nanosecond pcap whose timestamps read
+/// `clock`; returns the first frame's time.
+pub fn shifted_copy(src: &Path, dst: &Path, clock: impl Fn(i64) -> i64) -> i64 {
+    let b = std::fs::read(src).unwrap();
+    let (le, nanos) = match &b[..4] {
+        [0xd4, 0xc3, 0xb2, 0xa1] => (true, false),
+        [0x4d, 0x3c, 0xb2, 0xa1] => (true, true),
+        [0xa1, 0xb2, 0xc3, 0xd4] => (false, false),
+        [0xa1, 0xb2, 0x3c, 0x4d] => (false, true),
+        m => panic!("{}: not a classic pcap ({m:?})", src.display()),
+    };
+    let u32_at = |o: usize| {
+        let f: [u8; 4] = b[o..o + 4].try_into().unwrap();
+        if le {
+            u32::from_le_bytes(f)
+        } else {
+            u32::from_be_bytes(f)
+        }
+    };
+    let put = |out: &mut Vec<u8>, v: u32| {
+        out.extend_from_slice(&if le { v.to_le_bytes() } else { v.to_be_bytes() })
+    };
+    let mut out = Vec::with_capacity(b.len());
+    out.extend_from_slice(if le {
+        &[0x4d, 0x3c, 0xb2, 0xa1]
+    } else {
+        &[0xa1, 0xb2, 0x3c, 0x4d]
+    });
+    out.extend_from_slice(&b[4..24]);
+    let mut off = 24;
+    let mut first = None;
+    while off + 16 <= b.len() {
+        let sec = i64::from(u32_at(off));
+        let frac = i64::from(u32_at(off + 4));
+        let t = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
+        first.get_or_insert(t);
+        let moved = clock(t);
+        put(&mut out, u32::try_from(moved.div_euclid(1_000_000_000)).unwrap());
+        put(&mut out, u32::try_from(moved.rem_euclid(1_000_000_000)).unwrap());
+        let incl = u32_at(off + 8) as usize;
+        let end = (off + 16 + incl).min(b.len());
+        out.extend_from_slice(&b[off + 8..end]);
+        off = end;
+    }
+    std::fs::write(dst, out).unwrap();
+    first.unwrap()
+}
+

@@ -1,0 +1,260 @@
+//! Two hosts, two clocks: `ddshark latency` on real two-host fixtures whose B side is moved
+//! by a known clock offset (and drift), made here by rewriting the B capture's timestamps.
+//!
+//! On every shifted pair: the reported interval holds the true offset, its half-width is no
+//! wider than NTP's bound from the pair's minimum true delays (the oracle's, unshifted), each
+//! sample keeps its direction (the writer's host does not follow the clocks), and
+//! `--offset auto` latencies equal the tshark oracle's within the half-width.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use common::{fixtures, latency_args, ns_of, read_tsv, shifted_copy};
+use ddshark::latency::join::{SampleRow, Status};
+use ddshark::latency::{direction, join_captures, LatencyArgs, Level, OffsetMode, RunSummary};
+
+const MS: i64 = 1_000_000;
+const S: i64 = 1_000_000_000;
+
+fn run(a: &LatencyArgs) -> anyhow::Result<(Vec<SampleRow>, RunSummary)> {
+    let mut rows = Vec::new();
+    let summary = join_captures(a, |r| {
+        rows.push(r.clone());
+        Ok(())
+    })?;
+    Ok((rows, summary))
+}
+
+/// Clock of the shifted host: true offset θ(t) = `offset` + `ppb`·(t − t0) at A-time t.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    offset: i64,
+    ppb: i64,
+    t0: i64,
+}
+
+impl Clock {
+    fn theta(&self, t: i64) -> i64 {
+        self.offset + ((i128::from(t - self.t0) * i128::from(self.ppb)) / 1_000_000_000) as i64
+    }
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ddshark-clock-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// NTP's bound from the minimum true delays of the unshifted pair (the oracle's latencies).
+fn ntp_bound(oracle: &[HashMap<String, String>]) -> i64 {
+    let min = |dir: &str| {
+        oracle
+            .iter()
+            .filter(|o| o["direction"] == dir && !o["latency_us"].is_empty())
+            .map(|o| (o["latency_us"].parse::<f64>().unwrap() * 1000.0).round() as i64)
+            .min()
+            .unwrap_or_else(|| panic!("no {dir} sample in the oracle"))
+    };
+    (min("A->B") + min("B->A") + 1) / 2
+}
+
+struct Outcome {
+    offset_ns: i64,
+    half_width_ns: i64,
+    bound_ns: i64,
+    worst_auto_error_ns: i64,
+    drift_ppb: i64,
+}
+
+/// One shifted pair, checked end to end.
+fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
+    let dir = fixtures().join(fixture);
+    let a = dir.join("a.pcap");
+    let b = tmp(&format!("{fixture}_{offset}_{ppb}.pcap"));
+    // The B host's clock: B-time = A-time + θ(A-time); t0 = the capture's first frame.
+    let t0 = shifted_copy(&dir.join("b.pcap"), &b, |t| t);
+    let clock = Clock { offset, ppb, t0 };
+    shifted_copy(&dir.join("b.pcap"), &b, |t| t + clock.theta(t));
+    let name = format!("{fixture} shifted by {offset} ns, {ppb} ppb");
+
+    let oracle = read_tsv(&dir.join("oracle_latency.tsv"));
+    let bound = ntp_bound(&oracle);
+
+    // Unshifted rows: every sample's direction.
+    let (base, _) = run(&latency_args(&a, &[dir.join("b.pcap")], Level::Sample)).unwrap();
+    let dirs: BTreeMap<_, _> = base
+        .iter()
+        .map(|r| ((r.key, r.receiver), direction(r.sender, r.receiver)))
+        .collect();
+
+    let (rows, s) = run(&latency_args(&a, std::slice::from_ref(&b), Level::Sample))
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let est = s
+        .offsets
+        .iter()
+        .find(|o| (o.x, o.y) == (0, 1))
+        .unwrap_or_else(|| panic!("{name}: no pair A-B"))
+        .estimate
+        .unwrap_or_else(|e| panic!("{name}: no estimate: {e}"));
+    // The interval holds the true offset at every sample's send time.
+    for r in rows.iter().filter(|r| r.sender == 0) {
+        assert!(
+            est.holds(r.t_send, clock.theta(r.t_send)),
+            "{name}: θ {} at {} outside {est:?}",
+            clock.theta(r.t_send),
+            r.t_send
+        );
+    }
+    // No wider than NTP's bound from the true minimum delays; with drift, the estimate's
+    // drift error over the capture may widen it by as much.
+    let span = est.t_last - est.t_ref;
+    let drift_slack = ((est.drift_ppb - ppb).abs() as i128 * i128::from(span) / 1_000_000_000) as i64;
+    assert!(
+        est.half_width_ns <= bound + drift_slack,
+        "{name}: half-width {} > NTP bound {bound} (+{drift_slack})",
+        est.half_width_ns
+    );
+    // Hosts do not follow the clocks: same directions as unshifted (one clock).
+    let got: BTreeMap<_, _> = rows
+        .iter()
+        .map(|r| ((r.key, r.receiver), direction(r.sender, r.receiver)))
+        .collect();
+    let moved: Vec<_> = dirs
+        .iter()
+        .filter(|(k, d)| got.get(k) != Some(d))
+        .take(5)
+        .collect();
+    assert!(moved.is_empty(), "{name}: directions changed: {moved:?}");
+    assert!(
+        s.hosts_from_clock.is_empty(),
+        "{name}: hosts from the clock: {:?}",
+        s.hosts_from_clock
+    );
+
+    // --offset auto: latencies equal the oracle's within the half-width.
+    let mut auto = latency_args(&a, std::slice::from_ref(&b), Level::Sample);
+    auto.offset = Some(OffsetMode::Auto);
+    let (corrected, _) = run(&auto).unwrap_or_else(|e| panic!("{name} auto: {e:#}"));
+    let by_key: HashMap<(String, i64), &SampleRow> = corrected
+        .iter()
+        .map(|r| ((r.key.writer.to_string(), r.key.sn), r))
+        .collect();
+    let mut worst = 0i64;
+    let mut checked = 0;
+    for o in &oracle {
+        let Some(t_recv) = ns_of(&o["t_recv_complete"]) else {
+            continue;
+        };
+        let t_send = ns_of(&o["t_send_first"]).unwrap() as i64;
+        let truth = t_recv as i64 - t_send;
+        let key = (o["writer_guid"].clone(), o["seq"].parse::<i64>().unwrap());
+        let r = by_key
+            .get(&key)
+            .unwrap_or_else(|| panic!("{name}: {key:?} missing with --offset auto"));
+        assert_eq!(direction(r.sender, r.receiver), o["direction"], "{name} {key:?}");
+        assert_eq!(r.status, Status::Ok, "{name} {key:?}");
+        let err = (r.latency_ns.unwrap() - truth).abs();
+        worst = worst.max(err);
+        checked += 1;
+    }
+    assert!(checked > 30, "{name}: only {checked} oracle samples");
+    assert!(
+        worst <= est.half_width_ns,
+        "{name}: --offset auto latency off by {worst} ns > half-width {}",
+        est.half_width_ns
+    );
+    let _ = std::fs::remove_file(&b);
+    Outcome {
+        offset_ns: est.offset_at(t0) - clock.theta(t0),
+        half_width_ns: est.half_width_ns,
+        bound_ns: bound,
+        worst_auto_error_ns: worst,
+        drift_ppb: est.drift_ppb,
+    }
+}
+
+const OFFSETS: &[i64] = &[-S, -12_345_678, -900_000, 0, 12_345_678, S];
+
+fn check_fixture(fixture: &str) {
+    for &offset in OFFSETS {
+        let o = check_pair(fixture, offset, 0);
+        eprintln!(
+            "{fixture} θ {offset:>+14} ns: estimate − truth {:>+9} ns, half-width {:>8} ns, NTP bound {:>8} ns, worst --offset auto error {:>7} ns",
+            o.offset_ns, o.half_width_ns, o.bound_ns, o.worst_auto_error_ns
+        );
+    }
+}
+
+#[test]
+fn cyclone_pair_under_clock_offsets() {
+    check_fixture("a_small_reliable");
+}
+
+#[test]
+fn fastdds_pair_under_clock_offsets() {
+    check_fixture("k_fastdds");
+}
+
+#[test]
+fn rustdds_pair_under_clock_offsets() {
+    check_fixture("d_rustdds_interop");
+}
+
+#[test]
+fn fastdds_pair_with_50_ppm_drift() {
+    for offset in [-250 * MS, 12_345_678] {
+        let o = check_pair("k_fastdds", offset, 50_000);
+        eprintln!(
+            "k_fastdds θ {offset:+} ns + 50 ppm: drift estimated {} ppb, estimate − truth at start {:+} ns, half-width {} ns, NTP bound {} ns, worst --offset auto error {} ns",
+            o.drift_ppb, o.offset_ns, o.half_width_ns, o.bound_ns, o.worst_auto_error_ns
+        );
+        assert!((o.drift_ppb - 50_000).abs() < 5_000, "drift {} ppb", o.drift_ppb);
+    }
+}
+
+fn error_of(a: &LatencyArgs) -> String {
+    match run(a) {
+        Ok(_) => panic!("expected an error for {:?} {:?}", a.sender, a.receivers),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn the_same_capture_twice_is_refused() {
+    let a = fixtures().join("k_fastdds/a.pcap");
+    let msg = error_of(&latency_args(&a, std::slice::from_ref(&a), Level::Sample));
+    assert!(msg.contains("same capture") && msg.contains("k_fastdds/a.pcap"), "{msg}");
+    // A byte-identical copy is the same capture too.
+    let copy = tmp("copy.pcap");
+    std::fs::copy(&a, &copy).unwrap();
+    let msg = error_of(&latency_args(&a, std::slice::from_ref(&copy), Level::Sample));
+    assert!(msg.contains("same capture") && msg.contains("copy.pcap"), "{msg}");
+    let _ = std::fs::remove_file(&copy);
+}
+
+#[test]
+fn captures_that_share_no_sample_are_refused() {
+    let a = fixtures().join("k_fastdds/a.pcap");
+    let other = fixtures().join("a_small_reliable/b.pcap");
+    // Days apart: no overlap in time.
+    let msg = error_of(&latency_args(&a, std::slice::from_ref(&other), Level::Sample));
+    assert!(
+        msg.contains("do not overlap in time") && msg.contains("a_small_reliable/b.pcap"),
+        "{msg}"
+    );
+    // Moved into A's time range: overlapping, still no sample in common.
+    let a_start = shifted_copy(&a, &tmp("probe.pcap"), |t| t);
+    let moved = tmp("moved.pcap");
+    let o_start = shifted_copy(&other, &moved, |t| t);
+    shifted_copy(&other, &moved, |t| t - o_start + a_start + S);
+    let msg = error_of(&latency_args(&a, std::slice::from_ref(&moved), Level::Sample));
+    assert!(
+        msg.contains("share no DDS sample") && msg.contains("moved.pcap"),
+        "{msg}"
+    );
+    let _ = std::fs::remove_file(&moved);
+    let _ = std::fs::remove_file(tmp("probe.pcap"));
+}
