@@ -111,7 +111,8 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
     // No wider than NTP's bound from the true minimum delays; with drift, the estimate's
     // drift error over the capture may widen it by as much.
     let span = est.t_last - est.t_ref;
-    let drift_slack = ((est.drift_ppb - ppb).abs() as i128 * i128::from(span) / 1_000_000_000) as i64;
+    let drift_slack =
+        ((est.drift_ppb - ppb).abs() as i128 * i128::from(span) / 1_000_000_000) as i64;
     assert!(
         est.half_width_ns <= bound + drift_slack,
         "{name}: half-width {} > NTP bound {bound} (+{drift_slack})",
@@ -154,7 +155,11 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
         let r = by_key
             .get(&key)
             .unwrap_or_else(|| panic!("{name}: {key:?} missing with --offset auto"));
-        assert_eq!(direction(r.sender, r.receiver), o["direction"], "{name} {key:?}");
+        assert_eq!(
+            direction(r.sender, r.receiver),
+            o["direction"],
+            "{name} {key:?}"
+        );
         assert_eq!(r.status, Status::Ok, "{name} {key:?}");
         let err = (r.latency_ns.unwrap() - truth).abs();
         worst = worst.max(err);
@@ -211,7 +216,11 @@ fn fastdds_pair_with_50_ppm_drift() {
             "k_fastdds θ {offset:+} ns + 50 ppm: drift estimated {} ppb, estimate − truth at start {:+} ns, half-width {} ns, NTP bound {} ns, worst --offset auto error {} ns",
             o.drift_ppb, o.offset_ns, o.half_width_ns, o.bound_ns, o.worst_auto_error_ns
         );
-        assert!((o.drift_ppb - 50_000).abs() < 5_000, "drift {} ppb", o.drift_ppb);
+        assert!(
+            (o.drift_ppb - 50_000).abs() < 5_000,
+            "drift {} ppb",
+            o.drift_ppb
+        );
     }
 }
 
@@ -226,12 +235,22 @@ fn error_of(a: &LatencyArgs) -> String {
 fn the_same_capture_twice_is_refused() {
     let a = fixtures().join("k_fastdds/a.pcap");
     let msg = error_of(&latency_args(&a, std::slice::from_ref(&a), Level::Sample));
-    assert!(msg.contains("same capture") && msg.contains("k_fastdds/a.pcap"), "{msg}");
+    assert!(
+        msg.contains("same capture") && msg.contains("k_fastdds/a.pcap"),
+        "{msg}"
+    );
     // A byte-identical copy is the same capture too.
     let copy = tmp("copy.pcap");
     std::fs::copy(&a, &copy).unwrap();
-    let msg = error_of(&latency_args(&a, std::slice::from_ref(&copy), Level::Sample));
-    assert!(msg.contains("same capture") && msg.contains("copy.pcap"), "{msg}");
+    let msg = error_of(&latency_args(
+        &a,
+        std::slice::from_ref(&copy),
+        Level::Sample,
+    ));
+    assert!(
+        msg.contains("same capture") && msg.contains("copy.pcap"),
+        "{msg}"
+    );
     let _ = std::fs::remove_file(&copy);
 }
 
@@ -240,7 +259,11 @@ fn captures_that_share_no_sample_are_refused() {
     let a = fixtures().join("k_fastdds/a.pcap");
     let other = fixtures().join("a_small_reliable/b.pcap");
     // Days apart: no overlap in time.
-    let msg = error_of(&latency_args(&a, std::slice::from_ref(&other), Level::Sample));
+    let msg = error_of(&latency_args(
+        &a,
+        std::slice::from_ref(&other),
+        Level::Sample,
+    ));
     assert!(
         msg.contains("do not overlap in time") && msg.contains("a_small_reliable/b.pcap"),
         "{msg}"
@@ -250,7 +273,11 @@ fn captures_that_share_no_sample_are_refused() {
     let moved = tmp("moved.pcap");
     let o_start = shifted_copy(&other, &moved, |t| t);
     shifted_copy(&other, &moved, |t| t - o_start + a_start + S);
-    let msg = error_of(&latency_args(&a, std::slice::from_ref(&moved), Level::Sample));
+    let msg = error_of(&latency_args(
+        &a,
+        std::slice::from_ref(&moved),
+        Level::Sample,
+    ));
     assert!(
         msg.contains("share no DDS sample") && msg.contains("moved.pcap"),
         "{msg}"

@@ -88,6 +88,9 @@ pub struct HostRuleStats {
 /// Per (pair, window, participant node): the smallest and largest Δ.
 type CellKey = (u16, u16, i64, u32);
 
+/// Per host group (root node): the Δ range in one window of one pair.
+type GroupRanges = BTreeMap<u32, (i64, i64)>;
+
 /// A participant's samples in one window of one capture pair.
 #[derive(Debug, Clone, Copy)]
 struct Cell {
@@ -215,7 +218,11 @@ impl HostRule {
         }
         for (i, a) in s.sightings.iter().enumerate() {
             for b in s.sightings.iter().skip(i.saturating_add(1)) {
-                let (x, y) = if a.capture <= b.capture { (a, b) } else { (b, a) };
+                let (x, y) = if a.capture <= b.capture {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
                 if x.capture == y.capture {
                     continue;
                 }
@@ -264,7 +271,7 @@ impl HostRule {
     pub fn decide(&self) -> Hosts {
         let n = self.cfg.captures;
         // Per (pair, window): per group the Δ range.
-        let mut windows: BTreeMap<(u16, u16, i64), BTreeMap<u32, (i64, i64)>> = BTreeMap::new();
+        let mut windows: BTreeMap<(u16, u16, i64), GroupRanges> = BTreeMap::new();
         for (&(x, y, w, node), c) in &self.cells {
             let g = self.root(node);
             let e = windows
@@ -274,7 +281,7 @@ impl HostRule {
                 .or_insert((c.lo, c.hi));
             *e = (e.0.min(c.lo), e.1.max(c.hi));
         }
-        let mut by_pair: BTreeMap<(u16, u16), Vec<&BTreeMap<u32, (i64, i64)>>> = BTreeMap::new();
+        let mut by_pair: BTreeMap<(u16, u16), Vec<&GroupRanges>> = BTreeMap::new();
         for (&(x, y, _), groups) in &windows {
             by_pair.entry((x, y)).or_default().push(groups);
         }
@@ -415,7 +422,7 @@ impl HostRule {
 /// When that leaves exactly two clusters, one always above the other, the upper one is X's
 /// side. Anything else (one cluster: one-way traffic; three or more: no way to tell where the
 /// split lies) decides nothing.
-fn split_pair(wins: &[&BTreeMap<u32, (i64, i64)>]) -> Vec<(u32, bool)> {
+fn split_pair(wins: &[&GroupRanges]) -> Vec<(u32, bool)> {
     let mut ids: Vec<u32> = wins.iter().flat_map(|w| w.keys().copied()).collect();
     ids.sort_unstable();
     ids.dedup();

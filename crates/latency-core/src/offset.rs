@@ -89,7 +89,9 @@ pub struct OffsetEstimator {
 pub enum EstimateError {
     #[error("no sample seen by both captures")]
     NoSharedSample,
-    #[error("samples went only one way ({x_to_y} X→Y, {y_to_x} Y→X): the offset needs both directions")]
+    #[error(
+        "samples went only one way ({x_to_y} X→Y, {y_to_x} Y→X): the offset needs both directions"
+    )]
     OneDirection { x_to_y: u64, y_to_x: u64 },
     #[error("the readings contradict any offset even after dropping {dropped} outliers (bound {width_ns} ns wide)")]
     Inconsistent { dropped: u32, width_ns: i64 },

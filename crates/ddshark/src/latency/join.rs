@@ -562,7 +562,11 @@ impl Join {
     /// only capture that saw the sample, else the one that saw it first.
     fn home_of(&self, key: &Key, p: &Pending) -> Option<usize> {
         let src = p.caps.iter().find_map(|c| c.src).map(|s| s.ip());
-        if let Some(h) = self.hosts.as_ref().and_then(|h| h.home(&key.writer.prefix.0, src)) {
+        if let Some(h) = self
+            .hosts
+            .as_ref()
+            .and_then(|h| h.home(&key.writer.prefix.0, src))
+        {
             return Some(h.capture);
         }
         p.caps

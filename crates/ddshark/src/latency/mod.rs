@@ -84,7 +84,12 @@ pub struct LatencyArgs {
     #[arg(long, short = 'F', value_enum, default_value = "text")]
     pub format: LatencyFormat,
     /// Receiver clock minus sender clock, in ns (subtracted from the receivers' timestamps)
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true, conflicts_with = "offset")]
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_hyphen_values = true,
+        conflicts_with = "offset"
+    )]
     pub offset_ns: i64,
     /// `auto`: subtract the clock offset estimated from the traffic itself (NTP's estimate
     /// from the minimum one-way delay each way, drift followed); the estimate and its bound
@@ -366,7 +371,9 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
     let (mut fa, mut fb) = (open(a)?, open(b)?);
     let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
     loop {
-        let na = fa.read(&mut ba).with_context(|| format!("reading {}", a.display()))?;
+        let na = fa
+            .read(&mut ba)
+            .with_context(|| format!("reading {}", a.display()))?;
         let mut filled = 0;
         while filled < na {
             let n = fb
@@ -442,7 +449,8 @@ pub fn join_captures(
                 first.ranges.first().copied().flatten(),
                 first.ranges.get(k).copied().flatten(),
             );
-            let overlap = matches!((ra, rb), (Some((a0, a1)), Some((b0, b1))) if a0 <= b1 && b0 <= a1);
+            let overlap =
+                matches!((ra, rb), (Some((a0, a1)), Some((b0, b1))) if a0 <= b1 && b0 <= a1);
             if !overlap {
                 bail!(
                     "{} ({}) and {} ({}) do not overlap in time and share no sample: no latency to measure",
@@ -462,7 +470,9 @@ pub fn join_captures(
             (Some(OffsetMode::Auto), Some(Ok(e))) => Shift::Estimated(*e),
             (Some(OffsetMode::Auto), Some(Err(why))) => bail!(
                 "--offset auto: no clock offset between {} and {}: {why}",
-                paths.first().map_or(String::new(), |p| p.display().to_string()),
+                paths
+                    .first()
+                    .map_or(String::new(), |p| p.display().to_string()),
                 p.display()
             ),
             _ => Shift::Constant(args.offset_ns),
@@ -512,7 +522,11 @@ pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
     for o in &run.offsets {
         match &o.estimate {
             Ok(e) if o.x == 0 && !run.offset_auto => {
-                let given = if args.offset_ns != 0 { args.offset_ns } else { 0 };
+                let given = if args.offset_ns != 0 {
+                    args.offset_ns
+                } else {
+                    0
+                };
                 if e.offset_ns.abs_diff(given) > e.half_width_ns.unsigned_abs() {
                     w.push(format!(
                         "the clock of {} reads {} against {}'s (± {}), outside the bound of the offset in use ({}): latencies are off by about that much; --offset auto corrects them",
@@ -528,7 +542,10 @@ pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
                 "no clock offset between {} and {}: {}; latencies assume the clocks agree",
                 name(o.x),
                 name(o.y),
-                o.estimate.as_ref().err().map_or(String::new(), |e| e.to_string())
+                o.estimate
+                    .as_ref()
+                    .err()
+                    .map_or(String::new(), |e| e.to_string())
             )),
             Err(e @ EstimateError::Inconsistent { .. }) => w.push(format!(
                 "no clock offset between {} and {}: {e}",

@@ -210,8 +210,14 @@ pub fn shifted_copy(src: &Path, dst: &Path, clock: impl Fn(i64) -> i64) -> i64 {
         let t = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
         first.get_or_insert(t);
         let moved = clock(t);
-        put(&mut out, u32::try_from(moved.div_euclid(1_000_000_000)).unwrap());
-        put(&mut out, u32::try_from(moved.rem_euclid(1_000_000_000)).unwrap());
+        put(
+            &mut out,
+            u32::try_from(moved.div_euclid(1_000_000_000)).unwrap(),
+        );
+        put(
+            &mut out,
+            u32::try_from(moved.rem_euclid(1_000_000_000)).unwrap(),
+        );
         let incl = u32_at(off + 8) as usize;
         let end = (off + 16 + incl).min(b.len());
         out.extend_from_slice(&b[off + 8..end]);
@@ -220,4 +226,3 @@ pub fn shifted_copy(src: &Path, dst: &Path, clock: impl Fn(i64) -> i64) -> i64 {
     std::fs::write(dst, out).unwrap();
     first.unwrap()
 }
-
