@@ -42,12 +42,19 @@ fuzz_target!(|data: &[u8]| {
                 )
                 .is_ok());
                 let _ = sm.sample_piece();
+                // (DATA_BATCH: every SampleInfo walked, SNs computed)
+                let _ = sm.sample_pieces().count();
+                let _ = sm.session_sn();
                 let _ = sm.heartbeat_sns();
                 let _ = sm.writer_guid();
                 let _ = sm.payload_size();
                 if let rtps_dissect::SubmessageBody::AckNack { reader_sn_state, .. } = &sm.body() {
                     let _ = reader_sn_state.iter().count();
                 }
+            }
+            for e in d.submessages.iter().filter_map(|r| r.as_ref().err()) {
+                // Lax reads of what an undecodable submessage holds.
+                let _ = (e.first_last_sns(), e.count(), e.writer_sn(), e.writer_guid());
             }
         }
     }

@@ -61,6 +61,24 @@ pub struct SubmessageRecord {
     pub type_name: Option<String>,
     pub truncated: bool,
     pub error: Option<String>,
+    /// DATA_SESSION: the SN within the channel's session (`sn` is the writer's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_sn: Option<i64>,
+    /// DATA_BATCH: every sample in it (`sn` is the batch's SN, `first_sn`/`last_sn` its
+    /// samples' range, `payload_size` their sum).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Vec<BatchSampleRecord>>,
+}
+
+/// One sample of a DATA_BATCH.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BatchSampleRecord {
+    pub sn: i64,
+    /// serializedDataLength.
+    pub size: u32,
+    /// Source timestamp of the sample, ns since the epoch.
+    pub info_ts_ns: Option<i64>,
+    pub key: bool,
 }
 
 impl SubmessageRecord {
@@ -132,9 +150,16 @@ impl SubmessageRecord {
             r.topic = Some(info.topic.to_string());
             r.type_name = Some(info.type_name.to_string());
         }
-        if matches!(sm.kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
+        if matches!(
+            sm.kind,
+            SubmessageKind::Data
+                | SubmessageKind::DataFrag
+                | SubmessageKind::DataSession
+                | SubmessageKind::DataBatch
+        ) {
             r.info_ts_ns = sm.ctx.timestamp.and_then(|t| t.to_ns());
         }
+        r.session_sn = sm.session_sn();
         match &sm.body() {
             SubmessageBody::AckNack {
                 reader_sn_state,
@@ -214,6 +239,36 @@ impl SubmessageRecord {
                         .and_then(|b| <[u8; 2]>::try_from(b).ok())
                         .map(|b| format!("0x{:04x}", u16::from_be_bytes(b)));
                 }
+            }
+            SubmessageBody::HeartbeatBatch {
+                first_sn,
+                last_sn,
+                count,
+                ..
+            } => {
+                r.first_sn = Some(*first_sn);
+                r.last_sn = Some(*last_sn);
+                r.count = Some(*count);
+            }
+            SubmessageBody::DataBatch {
+                first_sample_sn,
+                offset_to_last_sample_sn,
+                samples,
+                ..
+            } => {
+                r.first_sn = Some(*first_sample_sn);
+                r.last_sn = first_sample_sn.checked_add(i64::from(*offset_to_last_sample_sn));
+                let batch: Vec<BatchSampleRecord> = samples
+                    .iter()
+                    .map(|s| BatchSampleRecord {
+                        sn: s.sn,
+                        size: s.size,
+                        info_ts_ns: s.timestamp.and_then(|t| t.to_ns()),
+                        key: s.key,
+                    })
+                    .collect();
+                r.payload_size = Some(batch.iter().map(|s| s.size as usize).sum());
+                r.batch = Some(batch);
             }
             SubmessageBody::VendorSpecific {
                 known: Some(known), ..

@@ -412,87 +412,86 @@ impl SpanMapper {
         let iface = self.interface.clone();
         let iface = iface.as_deref().unwrap_or("");
         for sm in d.submessages.iter().flatten() {
-            let Some(piece) = sm.sample_piece() else {
-                continue;
-            };
-            let (kind, frag_start, frags, frag_size) = match piece.fragments {
-                None => (SampleKind::Data, 0, 1, None),
-                Some(r) => (
-                    SampleKind::DataFrag,
-                    r.start,
-                    r.count,
-                    Some(r.fragment_size),
-                ),
-            };
-            let (writer, sn, sample_size, payload) = (
-                piece.writer,
-                piece.sn,
-                piece.sample_size,
-                piece.payload_size,
-            );
-            let writer_entity = writer.entity;
-            let traffic = if writer_entity.is_builtin() {
-                TrafficType::Discovery
-            } else {
-                TrafficType::User
-            };
-            let (topic, type_name) = if let Some(info) = d.topic_of(&writer) {
-                match &self.last_topic {
-                    Some((t, ty)) if **t == *info.topic && **ty == *info.type_name => {
-                        (Some(t.clone()), Some(ty.clone()))
+            for piece in sm.sample_pieces() {
+                let (kind, frag_start, frags, frag_size) = match piece.fragments {
+                    None => (SampleKind::Data, 0, 1, None),
+                    Some(r) => (
+                        SampleKind::DataFrag,
+                        r.start,
+                        r.count,
+                        Some(r.fragment_size),
+                    ),
+                };
+                let (writer, sn, sample_size, payload) = (
+                    piece.writer,
+                    piece.sn,
+                    piece.sample_size,
+                    piece.payload_size,
+                );
+                let writer_entity = writer.entity;
+                let traffic = if writer_entity.is_builtin() {
+                    TrafficType::Discovery
+                } else {
+                    TrafficType::User
+                };
+                let (topic, type_name) = if let Some(info) = d.topic_of(&writer) {
+                    match &self.last_topic {
+                        Some((t, ty)) if **t == *info.topic && **ty == *info.type_name => {
+                            (Some(t.clone()), Some(ty.clone()))
+                        }
+                        _ => {
+                            let pair = (info.topic.clone(), info.type_name.clone());
+                            self.last_topic = Some(pair.clone());
+                            (Some(pair.0), Some(pair.1))
+                        }
                     }
-                    _ => {
-                        let pair = (info.topic.clone(), info.type_name.clone());
-                        self.last_topic = Some(pair.clone());
-                        (Some(pair.0), Some(pair.1))
-                    }
-                }
-            } else if let Some(builtin) = writer_entity.builtin_topic() {
-                (
-                    Some(self.builtin_name(builtin.name)),
-                    Some(self.builtin_name(builtin.type_name)),
-                )
-            } else {
-                (None, None)
-            };
-            let domain_id = self
-                .domains
-                .get(&sm.ctx.src_prefix)
-                .copied()
-                .or_else(|| domain_from_port(d.dst.port()));
-            let index = u32::try_from(sm.index).unwrap_or(u32::MAX);
-            let slot = self.slot(writer, d.ts_first_ns);
-            out(SpanRecord {
-                trace_id: trace_id(&writer, sn),
-                span_id: span_id(&self.host, iface, d.ts_last_ns, d.frame_last, index),
-                kind,
-                start_ns: d.ts_first_ns,
-                end_ns: d.ts_last_ns,
-                traffic,
-                topic,
-                type_name,
-                writer,
-                sn,
-                fragment_starting_num: frag_start,
-                frags_in_submessage: frags,
-                fragment_size: frag_size,
-                sample_size,
-                payload_size: payload,
-                pcp: d.pcp,
-                vlan_id: d.vlan_id,
-                vendor: sm.ctx.src_vendor,
-                src: d.src,
-                dst: d.dst,
-                domain_id,
-                source_timestamp_ns: sm.ctx.timestamp.and_then(|t| t.to_ns()),
-                interface: self.interface.clone(),
-                frame: d.frame_last,
-                frame_first: d.frame_first,
-                ip_fragments: d.ip_fragments,
-                submessage_index: index,
-                slot,
-                sample: None,
-            });
+                } else if let Some(builtin) = writer_entity.builtin_topic() {
+                    (
+                        Some(self.builtin_name(builtin.name)),
+                        Some(self.builtin_name(builtin.type_name)),
+                    )
+                } else {
+                    (None, None)
+                };
+                let domain_id = self
+                    .domains
+                    .get(&sm.ctx.src_prefix)
+                    .copied()
+                    .or_else(|| domain_from_port(d.dst.port()));
+                let index = u32::try_from(sm.index).unwrap_or(u32::MAX);
+                let slot = self.slot(writer, d.ts_first_ns);
+                out(SpanRecord {
+                    trace_id: trace_id(&writer, sn),
+                    span_id: span_id(&self.host, iface, d.ts_last_ns, d.frame_last, index),
+                    kind,
+                    start_ns: d.ts_first_ns,
+                    end_ns: d.ts_last_ns,
+                    traffic,
+                    topic,
+                    type_name,
+                    writer,
+                    sn,
+                    fragment_starting_num: frag_start,
+                    frags_in_submessage: frags,
+                    fragment_size: frag_size,
+                    sample_size,
+                    payload_size: payload,
+                    pcp: d.pcp,
+                    vlan_id: d.vlan_id,
+                    vendor: sm.ctx.src_vendor,
+                    src: d.src,
+                    dst: d.dst,
+                    domain_id,
+                    source_timestamp_ns: sm.ctx.timestamp.and_then(|t| t.to_ns()),
+                    interface: self.interface.clone(),
+                    frame: d.frame_last,
+                    frame_first: d.frame_first,
+                    ip_fragments: d.ip_fragments,
+                    submessage_index: index,
+                    slot,
+                    sample: None,
+                });
+            }
         }
     }
 

@@ -36,5 +36,8 @@ pub use dissector::{
 };
 pub use error::{DissectError, Layer};
 pub use link::LinkType;
-pub use rtps::{FragmentRange, SamplePiece, Submessage, SubmessageBody, SubmessageKind};
+pub use rtps::{
+    BatchSample, FragmentRange, SamplePiece, SamplePieces, Submessage, SubmessageBody,
+    SubmessageKind,
+};
 pub use types::{EntityId, Guid, GuidPrefix, KeyHasher, Locator, SequenceNumber, Time, VendorId};

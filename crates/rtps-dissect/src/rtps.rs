@@ -102,6 +102,49 @@ mod field {
         pub const FRAGMENT_SIZE: Field = 26;
         pub const SAMPLE_SIZE: Field = 28;
     }
+    /// RTI Connext DATA_SESSION (multichannel): DATA with two SNs.
+    pub mod data_session {
+        pub use super::data::{OCTETS_TO_INLINE_QOS, READER, WRITER};
+        use super::Field;
+        /// The SN within the channel's session.
+        pub const SESSION_SN: Field = 12;
+        /// The writer's own SN of the sample ("virtual" SN).
+        pub const VIRTUAL_SN: Field = 20;
+    }
+    /// RTI Connext DATA_BATCH: many samples of one writer in one submessage.
+    pub mod data_batch {
+        pub use super::data::{READER, WRITER};
+        use super::Field;
+        pub const BATCH_SN: Field = 12;
+        pub const FIRST_SAMPLE_SN: Field = 20;
+        pub const OFFSET_TO_LAST_SAMPLE_SN: Field = 28;
+        pub const SAMPLE_COUNT: Field = 32;
+        /// batchInlineQos when the Q flag is set, then octetsToSLEncapsulationId.
+        pub const INLINE_QOS: Field = 36;
+        /// Each SampleInfo: 16 flag bits (big-endian whatever the submessage's order),
+        /// octetsToInlineQos, serializedDataLength, then the optional fields.
+        pub mod sample_info {
+            use super::Field;
+            pub const FLAGS: Field = 0;
+            pub const LENGTH: Field = 4;
+            pub const OPTIONAL: Field = 8;
+            pub const TIMESTAMP_LEN: usize = 8;
+            pub const OFFSET_SN_LEN: usize = 4;
+        }
+        /// The sample list's encapsulation header (id, options) before the samples.
+        pub const ENCAPSULATION_LEN: usize = 4;
+    }
+    /// RTI Connext HEARTBEAT_BATCH: batch SNs and sample SNs.
+    pub mod heartbeat_batch {
+        use super::Field;
+        pub const READER: Field = 0;
+        pub const WRITER: Field = 4;
+        pub const FIRST_BATCH_SN: Field = 8;
+        pub const LAST_BATCH_SN: Field = 16;
+        pub const FIRST_SN: Field = 24;
+        pub const LAST_SN: Field = 32;
+        pub const COUNT: Field = 40;
+    }
     /// Sequence/fragment number sets, from the start of the set.
     pub mod sn_set {
         use super::Field;
@@ -156,6 +199,21 @@ fn id_fields(kind: SubmessageKind) -> Option<(usize, usize, Option<usize>)> {
         SubmessageKind::AckNack => (field::acknack::READER, field::acknack::WRITER, None),
         SubmessageKind::Heartbeat => (field::heartbeat::READER, field::heartbeat::WRITER, None),
         SubmessageKind::Gap => (field::gap::READER, field::gap::WRITER, None),
+        SubmessageKind::DataSession => (
+            field::data_session::READER,
+            field::data_session::WRITER,
+            Some(field::data_session::VIRTUAL_SN),
+        ),
+        SubmessageKind::DataBatch => (
+            field::data_batch::READER,
+            field::data_batch::WRITER,
+            Some(field::data_batch::BATCH_SN),
+        ),
+        SubmessageKind::HeartbeatBatch => (
+            field::heartbeat_batch::READER,
+            field::heartbeat_batch::WRITER,
+            None,
+        ),
         _ => return None,
     })
 }
@@ -227,6 +285,12 @@ pub enum SubmessageKind {
     SecPostfix,
     SrtpsPrefix,
     SrtpsPostfix,
+    /// RTI Connext 0x14: a DATA of a multichannel writer (session and writer SNs).
+    DataSession,
+    /// RTI Connext 0x18: a batch of samples of one writer.
+    DataBatch,
+    /// RTI Connext 0x19: the HEARTBEAT of a batching writer.
+    HeartbeatBatch,
     /// 0x80–0xff: reserved by RTPS for vendors; the meaning depends on the sender's
     /// vendor id ([`VendorSubmessage`]).
     VendorSpecific(u8),
@@ -249,8 +313,11 @@ impl SubmessageKind {
             0x0f => Self::InfoReply,
             0x12 => Self::NackFrag,
             0x13 => Self::HeartbeatFrag,
+            0x14 => Self::DataSession,
             0x15 => Self::Data,
             0x16 => Self::DataFrag,
+            0x18 => Self::DataBatch,
+            0x19 => Self::HeartbeatBatch,
             0x30 => Self::SecBody,
             0x31 => Self::SecPrefix,
             0x32 => Self::SecPostfix,
@@ -282,6 +349,9 @@ impl SubmessageKind {
             Self::SecPostfix => "SEC_POSTFIX",
             Self::SrtpsPrefix => "SRTPS_PREFIX",
             Self::SrtpsPostfix => "SRTPS_POSTFIX",
+            Self::DataSession => "DATA_SESSION",
+            Self::DataBatch => "DATA_BATCH",
+            Self::HeartbeatBatch => "HEARTBEAT_BATCH",
             Self::VendorSpecific(_) => "VENDOR_SPECIFIC",
             Self::Unknown(_) => "UNKNOWN",
         }
@@ -377,6 +447,152 @@ impl<'a> SerializedPayload<'a> {
     }
 }
 
+const SAMPLE_INFO_T: u16 = 0x0001;
+const SAMPLE_INFO_Q: u16 = 0x0002;
+const SAMPLE_INFO_O: u16 = 0x0004;
+const SAMPLE_INFO_K: u16 = 0x0020;
+
+/// One sample of a DATA_BATCH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSample<'a> {
+    pub sn: SequenceNumber,
+    /// serializedDataLength: the sample's size as sent.
+    pub size: u32,
+    /// Source timestamp of this sample (SampleInfo's T flag).
+    pub timestamp: Option<Time>,
+    pub inline_qos: Option<ParameterList<'a>>,
+    /// The sample carries a serialized key (K flag).
+    pub key: bool,
+    /// The sample's bytes the capture holds (fewer than `size` when cut short).
+    pub data: &'a [u8],
+}
+
+/// The samples of a DATA_BATCH: its SampleInfo list and sample list, walked together.
+/// A sample's SN is firstSampleSN + its offsetSN when it has one, else the SN after
+/// the previous sample's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSamples<'a> {
+    infos: &'a [u8],
+    samples: &'a [u8],
+    first_sn: SequenceNumber,
+    little_endian: bool,
+}
+
+impl<'a> BatchSamples<'a> {
+    pub fn iter(&self) -> BatchSampleIter<'a> {
+        BatchSampleIter {
+            batch: *self,
+            info_at: 0,
+            data_at: 0,
+            next_sn: Some(self.first_sn),
+        }
+    }
+
+    /// Checks every SampleInfo; the number of samples.
+    fn check(&self) -> Result<usize> {
+        let mut it = self.iter();
+        let mut n = 0usize;
+        while let Some(sample) = it.step() {
+            sample?;
+            n = n.saturating_add(1);
+        }
+        Ok(n)
+    }
+}
+
+/// Iterator over a DATA_BATCH's samples; stops at the first SampleInfo that does not
+/// decode (the walk rejects such a batch, so this happens only on [`BatchSamples`]
+/// built by hand).
+#[derive(Debug, Clone)]
+pub struct BatchSampleIter<'a> {
+    batch: BatchSamples<'a>,
+    info_at: usize,
+    data_at: usize,
+    next_sn: Option<SequenceNumber>,
+}
+
+impl<'a> BatchSampleIter<'a> {
+    fn step(&mut self) -> Option<Result<BatchSample<'a>>> {
+        use field::data_batch::sample_info as f;
+        if self.info_at >= self.batch.infos.len() {
+            return None;
+        }
+        let b = Bytes::new(
+            self.batch.infos,
+            Layer::Submessage,
+            self.batch.little_endian,
+        );
+        let result = (|| {
+            let at = self.info_at;
+            let flags = b.be_u16(at.saturating_add(f::FLAGS))?;
+            let size = b.u32(at.saturating_add(f::LENGTH))?;
+            let mut pos = at.saturating_add(f::OPTIONAL);
+            let timestamp = if flags & SAMPLE_INFO_T != 0 {
+                let t = info_ts(&b.with(b.slice(pos, f::TIMESTAMP_LEN)?))?;
+                pos = pos.saturating_add(f::TIMESTAMP_LEN);
+                Some(t)
+            } else {
+                None
+            };
+            let sn = if flags & SAMPLE_INFO_O != 0 {
+                let offset = b.u32(pos)?;
+                pos = pos.saturating_add(f::OFFSET_SN_LEN);
+                self.batch.first_sn.checked_add(i64::from(offset))
+            } else {
+                self.next_sn
+            };
+            let Some(sn) = sn else {
+                return Err(DissectError::Invalid {
+                    layer: Layer::Submessage,
+                    offset: at,
+                    what: "DATA_BATCH sample SN",
+                    value: u64::from(size),
+                });
+            };
+            let inline_qos = if flags & SAMPLE_INFO_Q != 0 {
+                let (q, after) = read_inline_qos(&b, pos)?;
+                pos = after;
+                Some(q)
+            } else {
+                None
+            };
+            let len = usize::try_from(size).unwrap_or(usize::MAX);
+            let data_end = self
+                .data_at
+                .saturating_add(len)
+                .min(self.batch.samples.len());
+            let data = self
+                .batch
+                .samples
+                .get(self.data_at.min(data_end)..data_end)
+                .unwrap_or_default();
+            self.data_at = self.data_at.saturating_add(len);
+            self.info_at = pos;
+            self.next_sn = sn.checked_add(1);
+            Ok(BatchSample {
+                sn,
+                size,
+                timestamp,
+                inline_qos,
+                key: flags & SAMPLE_INFO_K != 0,
+                data,
+            })
+        })();
+        if result.is_err() {
+            self.info_at = self.batch.infos.len();
+        }
+        Some(result)
+    }
+}
+
+impl<'a> Iterator for BatchSampleIter<'a> {
+    type Item = BatchSample<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step()?.ok()
+    }
+}
+
 /// Typed content of a submessage. Payloads are borrowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SubmessageBody<'a> {
@@ -457,6 +673,27 @@ pub enum SubmessageBody<'a> {
         key_flag: bool,
         /// The fragment bytes this submessage carries.
         fragments: &'a [u8],
+    },
+    /// RTI's DATA_BATCH: the samples are read from `samples`.
+    DataBatch {
+        reader: EntityId,
+        writer: EntityId,
+        batch_sn: SequenceNumber,
+        first_sample_sn: SequenceNumber,
+        offset_to_last_sample_sn: u32,
+        sample_count: u32,
+        inline_qos: Option<ParameterList<'a>>,
+        samples: BatchSamples<'a>,
+    },
+    /// RTI's HEARTBEAT_BATCH: `first_sn`..`last_sn` are sample SNs, as DATA_BATCH's.
+    HeartbeatBatch {
+        reader: EntityId,
+        writer: EntityId,
+        first_batch_sn: SequenceNumber,
+        last_batch_sn: SequenceNumber,
+        first_sn: SequenceNumber,
+        last_sn: SequenceNumber,
+        count: i32,
     },
     /// DDS-Security submessages: typed, content opaque.
     Security {
@@ -580,6 +817,33 @@ pub struct SamplePiece {
     pub sample_size: u64,
     /// Serialized bytes in this submessage, on the wire ([`Submessage::payload_size`]).
     pub payload_size: u64,
+}
+
+/// The sample pieces of one submessage ([`Submessage::sample_pieces`]).
+#[derive(Debug, Clone)]
+pub struct SamplePieces<'a> {
+    one: Option<SamplePiece>,
+    batch: Option<(Guid, BatchSampleIter<'a>)>,
+}
+
+impl Iterator for SamplePieces<'_> {
+    type Item = SamplePiece;
+
+    #[inline]
+    fn next(&mut self) -> Option<SamplePiece> {
+        if let Some(piece) = self.one.take() {
+            return Some(piece);
+        }
+        let (writer, samples) = self.batch.as_mut()?;
+        let sample = samples.next()?;
+        Some(SamplePiece {
+            writer: *writer,
+            sn: sample.sn,
+            fragments: None,
+            sample_size: u64::from(sample.size),
+            payload_size: u64::from(sample.size),
+        })
+    }
 }
 
 /// Receiver state carried through a message (RTPS 8.3.4 "message receiver").
@@ -718,16 +982,45 @@ impl<'a> Submessage<'a> {
     }
 
     /// A HEARTBEAT's (firstSN, lastSN), read without decoding the rest of the body.
+    /// (HEARTBEAT_BATCH's firstSN and lastSN, the sample SNs, likewise.)
     pub fn heartbeat_sns(&self) -> Option<(SequenceNumber, SequenceNumber)> {
-        use field::heartbeat as f;
-        if self.kind != SubmessageKind::Heartbeat {
+        let (first, last) = match self.kind {
+            SubmessageKind::Heartbeat => (field::heartbeat::FIRST_SN, field::heartbeat::LAST_SN),
+            SubmessageKind::HeartbeatBatch => (
+                field::heartbeat_batch::FIRST_SN,
+                field::heartbeat_batch::LAST_SN,
+            ),
+            _ => return None,
+        };
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        Some((read_sn(&b, first).ok()?, read_sn(&b, last).ok()?))
+    }
+
+    /// DATA_SESSION's session SN (its `writer_sn` is the writer's own, "virtual" SN).
+    pub fn session_sn(&self) -> Option<SequenceNumber> {
+        if self.kind != SubmessageKind::DataSession {
             return None;
         }
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        Some((
-            read_sn(&b, f::FIRST_SN).ok()?,
-            read_sn(&b, f::LAST_SN).ok()?,
-        ))
+        read_sn(&b, field::data_session::SESSION_SN).ok()
+    }
+
+    /// Every sample this submessage carries a part of: one for DATA, DATA_FRAG and
+    /// DATA_SESSION, each sample of a DATA_BATCH, none for other kinds.
+    pub fn sample_pieces(&self) -> SamplePieces<'a> {
+        if self.kind != SubmessageKind::DataBatch {
+            return SamplePieces {
+                one: self.sample_piece(),
+                batch: None,
+            };
+        }
+        let batch = match self.body() {
+            SubmessageBody::DataBatch {
+                writer, samples, ..
+            } => Some((Guid::new(self.ctx.src_prefix, writer), samples.iter())),
+            _ => None,
+        };
+        SamplePieces { one: None, batch }
     }
 
     /// An ACKNACK's readerSNState, read without decoding the rest of the body.
@@ -751,6 +1044,11 @@ impl<'a> Submessage<'a> {
                 use field::data as f;
                 let writer = read_entity(&b, f::WRITER).ok()?;
                 (writer, read_sn(&b, f::WRITER_SN).ok()?, None, payload_size)
+            }
+            SubmessageKind::DataSession => {
+                use field::data_session as f;
+                let writer = read_entity(&b, f::WRITER).ok()?;
+                (writer, read_sn(&b, f::VIRTUAL_SN).ok()?, None, payload_size)
             }
             SubmessageKind::DataFrag => {
                 use field::data_frag as f;
@@ -781,7 +1079,7 @@ impl<'a> Submessage<'a> {
     pub fn payload_size(&self) -> Option<usize> {
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
         let (has_inline_qos, has_payload) = match self.kind {
-            SubmessageKind::Data => (
+            SubmessageKind::Data | SubmessageKind::DataSession => (
                 self.flags & FLAG_DATA_Q != 0,
                 self.flags & (FLAG_DATA_D | FLAG_DATA_K) != 0,
             ),
@@ -977,6 +1275,50 @@ fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumbe
     ))
 }
 
+const FLAG_DATA_BATCH_Q: u8 = 0x02;
+
+/// DATA_BATCH: fixed fields, batch inline QoS, the SampleInfo list (every entry must
+/// decode) and the sample list after its encapsulation header (what the capture holds
+/// of it).
+fn data_batch<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    use field::data_batch as f;
+    let reader = read_entity(b, f::READER)?;
+    let writer = read_entity(b, f::WRITER)?;
+    let batch_sn = read_sn(b, f::BATCH_SN)?;
+    let first_sample_sn = read_sn(b, f::FIRST_SAMPLE_SN)?;
+    let offset_to_last_sample_sn = b.u32(f::OFFSET_TO_LAST_SAMPLE_SN)?;
+    let sample_count = b.u32(f::SAMPLE_COUNT)?;
+    let (inline_qos, pos) = if flags & FLAG_DATA_BATCH_Q != 0 {
+        let (q, after) = read_inline_qos(b, f::INLINE_QOS)?;
+        (Some(q), after)
+    } else {
+        (None, f::INLINE_QOS)
+    };
+    let infos_len = usize::try_from(b.u32(pos)?).unwrap_or(usize::MAX);
+    let infos_at = pos.saturating_add(4);
+    let infos = b.slice(infos_at, infos_len)?;
+    let samples_at = infos_at
+        .saturating_add(infos_len)
+        .saturating_add(f::ENCAPSULATION_LEN);
+    let samples = BatchSamples {
+        infos,
+        samples: b.data().get(samples_at..).unwrap_or_default(),
+        first_sn: first_sample_sn,
+        little_endian: b.little_endian(),
+    };
+    samples.check()?;
+    Ok(SubmessageBody::DataBatch {
+        reader,
+        writer,
+        batch_sn,
+        first_sample_sn,
+        offset_to_last_sample_sn,
+        sample_count,
+        inline_qos,
+        samples,
+    })
+}
+
 /// Decode a submessage body. `body` is exactly the submessage's bytes after its header;
 /// `vendor` is the sender's (it gives vendor-specific ids their meaning).
 pub fn parse_body(
@@ -1112,6 +1454,41 @@ pub fn parse_body(
                 inline_qos,
                 key_flag: flags & FLAG_DATAFRAG_K != 0,
                 fragments: b.rest(pos)?,
+            }
+        }
+        SubmessageKind::DataSession => {
+            use field::data_session as f;
+            let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
+            let reader = read_entity(&b, f::READER)?;
+            let writer = read_entity(&b, f::WRITER)?;
+            read_sn(&b, f::SESSION_SN)?;
+            let writer_sn = read_sn(&b, f::VIRTUAL_SN)?;
+            let (inline_qos, pos) = inline_qos_and_end(&b, otiq, flags & FLAG_DATA_Q != 0)?;
+            let payload = if flags & (FLAG_DATA_D | FLAG_DATA_K) != 0 {
+                Some(SerializedPayload::new(b.rest(pos)?))
+            } else {
+                None
+            };
+            SubmessageBody::Data {
+                reader,
+                writer,
+                writer_sn,
+                inline_qos,
+                payload,
+                key_flag: flags & FLAG_DATA_K != 0,
+            }
+        }
+        SubmessageKind::DataBatch => data_batch(&b, flags)?,
+        SubmessageKind::HeartbeatBatch => {
+            use field::heartbeat_batch as f;
+            SubmessageBody::HeartbeatBatch {
+                reader: read_entity(&b, f::READER)?,
+                writer: read_entity(&b, f::WRITER)?,
+                first_batch_sn: read_sn(&b, f::FIRST_BATCH_SN)?,
+                last_batch_sn: read_sn(&b, f::LAST_BATCH_SN)?,
+                first_sn: read_sn(&b, f::FIRST_SN)?,
+                last_sn: read_sn(&b, f::LAST_SN)?,
+                count: b.i32(f::COUNT)?,
             }
         }
         SubmessageKind::SecBody
@@ -1251,6 +1628,18 @@ impl<'a> SubmessageError<'a> {
                 read_sn(&b, field::heartbeat::LAST_SN).ok(),
             ),
             SubmessageKind::Gap => (read_sn(&b, field::gap::GAP_START).ok(), None),
+            SubmessageKind::HeartbeatBatch => (
+                read_sn(&b, field::heartbeat_batch::FIRST_SN).ok(),
+                read_sn(&b, field::heartbeat_batch::LAST_SN).ok(),
+            ),
+            SubmessageKind::DataBatch => {
+                let first = read_sn(&b, field::data_batch::FIRST_SAMPLE_SN).ok();
+                let offset = b.u32(field::data_batch::OFFSET_TO_LAST_SAMPLE_SN).ok();
+                let last = first
+                    .zip(offset)
+                    .and_then(|(f, o)| f.checked_add(i64::from(o)));
+                (first, last)
+            }
             _ => (None, None),
         }
     }
@@ -1264,6 +1653,7 @@ impl<'a> SubmessageError<'a> {
     pub fn count(&self) -> Option<i32> {
         match self.kind() {
             SubmessageKind::Heartbeat => self.bytes().i32(field::heartbeat::COUNT).ok(),
+            SubmessageKind::HeartbeatBatch => self.bytes().i32(field::heartbeat_batch::COUNT).ok(),
             _ => None,
         }
     }

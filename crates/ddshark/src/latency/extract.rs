@@ -75,58 +75,58 @@ pub fn observations(
     let ts_first = clock(d.ts_first_ns, shift_ns);
     let ts_last = clock(d.ts_last_ns, shift_ns);
     for sm in d.submessages.iter().flatten() {
-        let Some(piece) = sm.sample_piece() else {
-            continue;
-        };
-        let (unit_start, unit_count, units_total, frag_start) = match piece.fragments {
-            None => {
-                stats.data_submessages = stats.data_submessages.saturating_add(1);
-                (1, 1, 1, 0)
-            }
-            Some(range) => {
-                stats.data_frag_submessages = stats.data_frag_submessages.saturating_add(1);
-                if !range.is_consistent() {
-                    stats.unusable_data_frag = stats.unusable_data_frag.saturating_add(1);
-                    continue;
+        for piece in sm.sample_pieces() {
+            let (unit_start, unit_count, units_total, frag_start) = match piece.fragments {
+                None => {
+                    stats.data_submessages = stats.data_submessages.saturating_add(1);
+                    (1, 1, 1, 0)
                 }
-                match level {
-                    Level::Sample => {
-                        let total = range.total().unwrap_or(0);
-                        if total > u64::from(MAX_UNITS) {
-                            stats.too_many_fragments = stats.too_many_fragments.saturating_add(1);
-                            continue;
-                        }
-                        // total ≤ MAX_UNITS: fits in u32.
-                        let total = u32::try_from(total).unwrap_or(1);
-                        (range.start, u32::from(range.count), total, 0)
+                Some(range) => {
+                    stats.data_frag_submessages = stats.data_frag_submessages.saturating_add(1);
+                    if !range.is_consistent() {
+                        stats.unusable_data_frag = stats.unusable_data_frag.saturating_add(1);
+                        continue;
                     }
-                    Level::Submessage => (1, 1, 1, range.start),
+                    match level {
+                        Level::Sample => {
+                            let total = range.total().unwrap_or(0);
+                            if total > u64::from(MAX_UNITS) {
+                                stats.too_many_fragments =
+                                    stats.too_many_fragments.saturating_add(1);
+                                continue;
+                            }
+                            // total ≤ MAX_UNITS: fits in u32.
+                            let total = u32::try_from(total).unwrap_or(1);
+                            (range.start, u32::from(range.count), total, 0)
+                        }
+                        Level::Submessage => (1, 1, 1, range.start),
+                    }
                 }
-            }
-        };
-        let (writer, sn, sample_size) = (piece.writer, piece.sn, piece.sample_size);
-        out.push(Obs {
-            key: Key {
-                writer,
-                sn,
-                frag_start,
-            },
-            unit_start,
-            unit_count,
-            units_total,
-            sample_size,
-            fragmented: piece.fragments.is_some(),
-            ts_first,
-            ts_last,
-            frame_first: d.frame_first,
-            frame_last: d.frame_last,
-            src: d.src,
-            dst: d.dst,
-            pcp: d.pcp,
-            topic: d.topic_of(&writer).map(|t| t.topic.clone()),
-            index: u32::try_from(sm.index).unwrap_or(u32::MAX),
-            slot: 0,
-        });
+            };
+            let (writer, sn, sample_size) = (piece.writer, piece.sn, piece.sample_size);
+            out.push(Obs {
+                key: Key {
+                    writer,
+                    sn,
+                    frag_start,
+                },
+                unit_start,
+                unit_count,
+                units_total,
+                sample_size,
+                fragmented: piece.fragments.is_some(),
+                ts_first,
+                ts_last,
+                frame_first: d.frame_first,
+                frame_last: d.frame_last,
+                src: d.src,
+                dst: d.dst,
+                pcp: d.pcp,
+                topic: d.topic_of(&writer).map(|t| t.topic.clone()),
+                index: u32::try_from(sm.index).unwrap_or(u32::MAX),
+                slot: 0,
+            });
+        }
     }
 }
 

@@ -22,7 +22,11 @@ pub fn submessage_line(r: &SubmessageRecord) -> String {
         let _ = write!(s, " writer={w}");
     }
     if let Some(sn) = r.sn {
-        let _ = write!(s, " sn={sn}");
+        let label = if r.batch.is_some() { "batch_sn" } else { "sn" };
+        let _ = write!(s, " {label}={sn}");
+    }
+    if let Some(sn) = r.session_sn {
+        let _ = write!(s, " session_sn={sn}");
     }
     if let (Some(a), Some(b)) = (r.first_sn, r.last_sn) {
         let _ = write!(s, " sn={a}..{b}");
@@ -35,6 +39,9 @@ pub fn submessage_line(r: &SubmessageRecord) -> String {
         } else {
             let _ = write!(s, " nack={req:?}");
         }
+    }
+    if let Some(batch) = &r.batch {
+        let _ = write!(s, " samples={}", batch.len());
     }
     if let Some(f) = r.frag_start {
         let n = r.frags_in_submessage.unwrap_or(0);

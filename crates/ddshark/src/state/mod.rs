@@ -688,13 +688,19 @@ impl State {
         self.counters.submessages = self.counters.submessages.saturating_add(1);
         // The kinds that matter here are picked before any body is decoded.
         match sm.kind {
-            SubmessageKind::Data | SubmessageKind::DataFrag => {
+            SubmessageKind::Data | SubmessageKind::DataFrag | SubmessageKind::DataSession => {
                 if let Some(piece) = sm.sample_piece() {
                     self.sample_piece(d, &piece, dst);
                 }
                 return;
             }
-            SubmessageKind::Heartbeat => {
+            SubmessageKind::DataBatch => {
+                for piece in sm.sample_pieces() {
+                    self.sample_piece(d, &piece, dst);
+                }
+                return;
+            }
+            SubmessageKind::Heartbeat | SubmessageKind::HeartbeatBatch => {
                 if let (Some(writer), Some((first, last))) = (sm.writer_guid(), sm.heartbeat_sns())
                 {
                     self.heartbeat(writer, first, last);

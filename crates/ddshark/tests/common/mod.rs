@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod public;
+pub mod rti;
 pub mod tls;
 
 use std::collections::HashMap;
