@@ -13,7 +13,7 @@ use crate::pipeline::{run_threaded, CaptureInput, Engine, EngineConfig, RunOptio
 use crate::state::cache::DiscoveryCache;
 use crate::state::ros::{display_topic, display_type};
 use crate::state::snapshot::{Snapshot, TopicView};
-use crate::state::timing::TimingView;
+use crate::state::timing::{TimingView, MIN_RATE_SPAN_NS};
 use crate::state::StateConfig;
 use crate::units::{self, TimeSpan};
 
@@ -188,9 +188,9 @@ fn trunc(s: &str, n: usize) -> String {
 }
 
 /// Bytes per second over the time the topic's writers were active (the last window's
-/// when there is no active time yet).
+/// when they were active less than a second: a burst is not extrapolated).
 fn active_bandwidth(t: &TopicView) -> f64 {
-    if t.timing.active_s > 0.0 {
+    if t.timing.active_s >= MIN_RATE_SPAN_NS as f64 / 1e9 {
         t.totals.bytes as f64 / t.timing.active_s
     } else {
         t.window.bandwidth_bps / 8.0
@@ -295,14 +295,14 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         };
         let _ = writeln!(
             r,
-            "{:<40} {:<34} {:>3} {:>3} {:>8} {:>10} {:>8.1} {:>10} {:>6} {:>6} {:>6} {:>24}",
+            "{:<40} {:<34} {:>3} {:>3} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>6} {:>24}",
             trunc(&display_topic(&t.name, o.ros), 40),
             trunc(&display_type(&t.type_name, o.ros), 34),
             t.writers,
             t.readers,
             t.totals.samples,
             units::bytes(t.totals.bytes as f64),
-            t.timing.rate_hz.unwrap_or(0.0),
+            t.timing.rate_hz.map_or("-".into(), |v| format!("{v:.1}")),
             format!("{}/s", units::bytes(active_bandwidth(t))),
             t.totals.lost,
             t.totals.retransmitted,

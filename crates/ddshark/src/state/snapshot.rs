@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::qos::{mismatches, Mismatch};
 use super::ros::{demangle_topic, demangle_type, RosKind};
-use super::timing::{TimingAgg, TimingView};
+use super::timing::{TimingAgg, TimingView, MIN_RATE_SPAN_NS};
 use super::window::{Counts, Windowed};
 use super::{builtin_topic, deadline_ns, Gone, State, StateCounters, Writer, SIZE_BUCKETS};
 use crate::capture::KernelStats;
@@ -98,6 +98,8 @@ type ShmReader<'a> = (Guid, &'a EndpointInfo, Vec<[u8; 16]>);
 #[derive(Debug, Clone, Copy)]
 struct WindowSpan {
     seconds: f64,
+    /// The configured window.
+    window_seconds: f64,
     /// The span starts at the first sample (seen less than a window ago), so that sample
     /// opens the span rather than filling a period of it.
     from_first_sample: bool,
@@ -117,9 +119,13 @@ impl WindowView {
         } else {
             0.0
         };
+        // Over at least a second (or the whole window, if shorter): a burst of a few
+        // samples microseconds apart is a few samples per second, not 100 000/s.
+        let min_s = (MIN_RATE_SPAN_NS as f64 / 1e9).min(span.window_seconds);
+        let over = seconds.max(min_s);
         let per_s = |v: f64| {
-            if seconds > 0.0 {
-                v / seconds
+            if over > 0.0 {
+                v / over
             } else {
                 0.0
             }
@@ -409,6 +415,7 @@ impl State {
         let start = window_start.max(first_seen_ns);
         WindowSpan {
             seconds: self.now_ns.saturating_sub(start).max(1) as f64 / 1e9,
+            window_seconds: self.config.window_ns as f64 / 1e9,
             from_first_sample: first_seen_ns > window_start,
         }
     }

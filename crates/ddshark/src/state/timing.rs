@@ -113,13 +113,18 @@ impl Timing {
     }
 
     /// Samples per second over the time the writer was active: `n - 1` periods between
-    /// the first and the latest sample.
+    /// the first and the latest sample; none until it was active [`MIN_RATE_SPAN_NS`]
+    /// (a burst of discovery samples microseconds apart is not 100 000/s).
     pub fn rate_hz(&self) -> Option<f64> {
         let active = self.active_ns();
-        (self.samples >= 2 && active > 0)
+        (self.samples >= 2 && active >= MIN_RATE_SPAN_NS)
             .then(|| self.samples.saturating_sub(1) as f64 * 1e9 / active as f64)
     }
 }
+
+/// The shortest capture time a rate is computed over: shorter bursts would extrapolate
+/// a few milliseconds to a second.
+pub const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
 
 /// What `stats`, the TUI and the exporters show of a writer's (or a topic's) timing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -214,7 +219,7 @@ mod tests {
     #[test]
     fn periods_rate_jitter_and_deadline_misses() {
         let mut t = Timing::default();
-        // 10 ms apart, one 40 ms gap, deadline 30 ms.
+        // 10 ms apart, one 40 ms gap, deadline 30 ms; no rate over 80 ms.
         let times = [0u64, 10, 20, 30, 70, 80];
         for (i, ms) in times.iter().enumerate() {
             t.sample(ms * 1_000_000, i as i64 + 1, Some(30_000_000));
@@ -227,9 +232,22 @@ mod tests {
         assert_eq!(v.period_max_ns, Some(40_000_000));
         assert_eq!(v.period_mean_ns, Some(16_000_000.0));
         assert_eq!(v.deadline_misses, 1);
-        assert!((v.rate_hz.unwrap() - 5.0 / 0.08).abs() < 1e-9);
+        assert_eq!(v.rate_hz, None);
         // population std dev of 10,10,10,40,10 ms = 12 ms
         assert!((v.period_stddev_ns.unwrap() - 12_000_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_burst_has_no_rate_until_a_second_has_passed() {
+        let mut t = Timing::default();
+        // Four discovery samples 7 µs apart: no rate (it would read 142 857/s).
+        for i in 0..4u64 {
+            t.sample(i * 7_000, i as i64 + 1, None);
+        }
+        assert_eq!(t.rate_hz(), None);
+        // One more, two seconds after the first: 4 periods in 2 s.
+        t.sample(2_000_000_000, 5, None);
+        assert!((t.rate_hz().unwrap() - 2.0).abs() < 1e-9);
     }
 
     #[test]
