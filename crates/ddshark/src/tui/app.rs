@@ -113,7 +113,7 @@ impl TopicColumn {
             TopicColumn::Readers => "R",
             TopicColumn::Rate => "Rate",
             TopicColumn::Jitter => "Jitter",
-            TopicColumn::Bandwidth => "BW",
+            TopicColumn::Bandwidth => "B/s",
             TopicColumn::MeanSize => "Size",
             TopicColumn::Fragments => "Frag",
             TopicColumn::Lost => "Lost",

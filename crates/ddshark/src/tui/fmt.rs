@@ -1,6 +1,6 @@
 //! Compact number formatting for narrow table cells.
 
-/// `1234` → `1.2k`, with `unit` appended (e.g. `b` for bits/s).
+/// `1234` → `1.2k`, with `unit` appended.
 pub fn si(v: f64, unit: &str) -> String {
     if !v.is_finite() || v <= 0.0 {
         return format!("0{unit}");
@@ -33,9 +33,55 @@ pub fn hz(v: f64) -> String {
     si(v, "")
 }
 
-/// A bandwidth in bits/s.
-pub fn bps(v: f64) -> String {
-    si(v, "b")
+/// A bandwidth given in bits/s, shown in bytes/s as `stats` shows it: `2.4MB/s`.
+pub fn bandwidth(bits_per_s: f64) -> String {
+    format!("{}/s", crate::units::bytes(bits_per_s / 8.0))
+}
+
+/// Widths of table columns that share `avail` cells: each column gets what its content
+/// wants (`wants`) when everything fits; else every column keeps at least its `mins`
+/// (or what it wants, if less), the column `first` (the row's name) then gets what it
+/// wants of the rest, and what remains is shared evenly, a column that wants less than
+/// its share leaving the remainder to the others.
+pub fn share_widths(avail: u16, wants: &[u16], mins: &[u16], first: Option<usize>) -> Vec<u16> {
+    let mut widths: Vec<u16> = wants
+        .iter()
+        .enumerate()
+        .map(|(i, w)| mins.get(i).copied().unwrap_or(0).min(*w))
+        .collect();
+    let used: u16 = widths.iter().fold(0u16, |a, w| a.saturating_add(*w));
+    let mut left = avail.saturating_sub(used);
+    if let Some((w, want)) = first.and_then(|i| widths.get_mut(i).zip(wants.get(i))) {
+        let add = want.saturating_sub(*w).min(left);
+        *w = w.saturating_add(add);
+        left = left.saturating_sub(add);
+    }
+    loop {
+        let hungry: Vec<usize> = (0..widths.len())
+            .filter(|i| widths.get(*i) < wants.get(*i))
+            .collect();
+        if hungry.is_empty() || left == 0 {
+            break;
+        }
+        let each = (left / u16::try_from(hungry.len()).unwrap_or(u16::MAX)).max(1);
+        for i in hungry {
+            let (Some(w), Some(want)) = (widths.get_mut(i), wants.get(i)) else {
+                continue;
+            };
+            let add = each.min(want.saturating_sub(*w)).min(left);
+            *w = w.saturating_add(add);
+            left = left.saturating_sub(add);
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    widths
+}
+
+/// Display width of `s` in terminal cells.
+pub fn cells(s: &str) -> u16 {
+    u16::try_from(ratatui::text::Line::from(s).width()).unwrap_or(u16::MAX)
 }
 
 /// A counter: exact below 100 000, then `123k`, `1.2M`.
@@ -149,7 +195,7 @@ mod tests {
         assert_eq!(hz(0.5), "0.50");
         assert_eq!(hz(30.0), "30");
         assert_eq!(hz(1234.0), "1.2k");
-        assert_eq!(bps(19_200_000.0), "19Mb");
+        assert_eq!(bandwidth(19_200_000.0), "2.4MB/s");
         assert_eq!(count(123_456), "123k");
         assert_eq!(size_bucket_label(0, 17), "<64");
         assert_eq!(size_bucket_label(1, 17), "64");
@@ -162,5 +208,24 @@ mod tests {
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate_left("dir/a.pcap", 7), "…a.pcap");
         assert_eq!(secs(75.0), "1m15s");
+    }
+
+    #[test]
+    fn columns_share_the_width() {
+        // Everything fits: each gets what it wants.
+        assert_eq!(
+            share_widths(100, &[20, 30, 5], &[8, 8, 5], None),
+            [20, 30, 5]
+        );
+        // Too narrow: the short column keeps its want, the long ones share the rest.
+        assert_eq!(
+            share_widths(40, &[10, 50, 50], &[8, 8, 8], None),
+            [10, 15, 15]
+        );
+        // The name column first: whole, the others share what it leaves.
+        assert_eq!(share_widths(56, &[33, 63], &[12, 12], Some(0)), [33, 23]);
+        assert_eq!(share_widths(40, &[60, 63], &[12, 12], Some(0)), [28, 12]);
+        // Narrower than the minimums: the minimums.
+        assert_eq!(share_widths(10, &[20, 20], &[8, 8], None), [8, 8]);
     }
 }

@@ -198,6 +198,24 @@ fn per_sample(v: Option<f64>) -> String {
     }
 }
 
+/// Column widths that share `width` (a column spacing of 1): per column, the width its
+/// content wants and the least it keeps; column 1 (a topic name) is served first
+/// (see [`fmt::share_widths`]).
+fn shared(width: u16, cols: &[(u16, u16)], first: usize) -> Vec<Constraint> {
+    let spacing = u16::try_from(cols.len().saturating_sub(1)).unwrap_or(u16::MAX);
+    let wants: Vec<u16> = cols.iter().map(|c| c.0).collect();
+    let mins: Vec<u16> = cols.iter().map(|c| c.1).collect();
+    fmt::share_widths(width.saturating_sub(spacing), &wants, &mins, Some(first))
+        .into_iter()
+        .map(Constraint::Length)
+        .collect()
+}
+
+/// The widest of a column's cells, its header included.
+fn widest(header: &str, cells: impl Iterator<Item = u16>) -> u16 {
+    cells.fold(fmt::cells(header), u16::max)
+}
+
 /// A table with a header, a selection and a highlight.
 fn table<'a>(
     rows: Vec<Row<'a>>,
@@ -241,22 +259,38 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
         .copied()
         .filter(|c| wide || !matches!(c, TopicColumn::Type | TopicColumn::Jitter))
         .collect();
-    let widths: Vec<Constraint> = cols
-        .iter()
-        .map(|c| match c {
-            TopicColumn::Name => Constraint::Min(12),
-            TopicColumn::Type => Constraint::Length(area.width.saturating_sub(100).clamp(20, 44)),
-            TopicColumn::Writers | TopicColumn::Readers => Constraint::Length(3),
-            TopicColumn::Rate | TopicColumn::MeanSize | TopicColumn::Jitter => {
-                Constraint::Length(6)
-            }
-            TopicColumn::Bandwidth => Constraint::Length(7),
-            TopicColumn::Fragments | TopicColumn::Lost | TopicColumn::Retransmitted => {
-                Constraint::Length(if wide { 6 } else { 4 })
-            }
-            TopicColumn::Pcp => Constraint::Length(if wide { 5 } else { 3 }),
-        })
-        .collect();
+    let name_w = widest(
+        "Topic▼",
+        rows.iter().map(|t| {
+            let marker = if t.shared_memory_only {
+                fmt::cells(SHM_MARKER)
+            } else {
+                0
+            };
+            fmt::cells(ui.topic_name(t)).saturating_add(marker)
+        }),
+    );
+    let type_w = widest("Type▼", rows.iter().map(|t| fmt::cells(ui.type_name(t))));
+    let pcp_w = widest("PCP", rows.iter().map(|t| fmt::cells(&pcp_text(t))));
+    let fixed = |n: u16| (n, n);
+    let widths = shared(
+        area.width,
+        &cols
+            .iter()
+            .map(|c| match c {
+                TopicColumn::Name => (name_w, 12),
+                TopicColumn::Type => (type_w, 12),
+                TopicColumn::Writers | TopicColumn::Readers => fixed(3),
+                TopicColumn::Rate | TopicColumn::MeanSize | TopicColumn::Jitter => fixed(6),
+                TopicColumn::Bandwidth => fixed(8),
+                TopicColumn::Fragments | TopicColumn::Lost | TopicColumn::Retransmitted => {
+                    fixed(if wide { 6 } else { 4 })
+                }
+                TopicColumn::Pcp => (pcp_w, 3),
+            })
+            .collect::<Vec<_>>(),
+        0,
+    );
     let header: Vec<Cell<'_>> = cols
         .iter()
         .map(|c| {
@@ -290,7 +324,7 @@ fn topics(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
                     TopicColumn::Writers => right(t.writers.to_string()),
                     TopicColumn::Readers => right(t.readers.to_string()),
                     TopicColumn::Rate => right(fmt::hz(t.window.rate_hz)),
-                    TopicColumn::Bandwidth => right(fmt::bps(t.window.bandwidth_bps)),
+                    TopicColumn::Bandwidth => right(fmt::bandwidth(t.window.bandwidth_bps)),
                     TopicColumn::MeanSize => right(t.size.mean.map_or("-".into(), units::bytes)),
                     TopicColumn::Fragments => right(per_sample(t.data_frags_per_sample)),
                     TopicColumn::Lost => {
@@ -622,9 +656,9 @@ fn sparklines(f: &mut Frame<'_>, area: Rect, ui: &UiState, t: &TopicView, height
         (
             b,
             format!(
-                "bandwidth {}/s (max {})",
-                fmt::bps(t.window.bandwidth_bps),
-                fmt::bps(bmax as f64)
+                "bandwidth {} (max {})",
+                fmt::bandwidth(t.window.bandwidth_bps),
+                fmt::bandwidth(bmax as f64)
             ),
             bw,
             bmax,
@@ -700,13 +734,15 @@ fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     }
     let wide = area.width >= 120;
     let now = s.summary.capture_time_ns;
-    let body: Vec<Row<'_>> = rows
+    struct Texts {
+        vendor: String,
+        addr: String,
+        name: String,
+        alive: (String, Style),
+    }
+    let texts: Vec<Texts> = rows
         .iter()
         .map(|p| {
-            let (w, r) = endpoints
-                .get(p.guid_prefix.as_str())
-                .copied()
-                .unwrap_or((0, 0));
             let addr = match p.addresses.as_slice() {
                 [] => "-".to_string(),
                 [a] => a.clone(),
@@ -714,7 +750,7 @@ fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
                 all => all.join(" "),
             };
             let quiet_s = now.saturating_sub(p.last_seen_ns) as f64 / 1e9;
-            let (alive, style) = match p.gone {
+            let alive = match p.gone {
                 Some(g) => (gone(g.reason).to_string(), BAD),
                 None => {
                     let lease = p.lease_ns.flatten().map(|ns| ns as f64 / 1e9);
@@ -728,13 +764,29 @@ fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             let vendor = p
                 .vendor_name
                 .map_or_else(|| p.vendor.clone().unwrap_or_default(), str::to_string);
+            Texts {
+                vendor,
+                addr,
+                name: p.entity_name.clone().unwrap_or_default(),
+                alive,
+            }
+        })
+        .collect();
+    let body: Vec<Row<'_>> = rows
+        .iter()
+        .zip(&texts)
+        .map(|(p, t)| {
+            let (w, r) = endpoints
+                .get(p.guid_prefix.as_str())
+                .copied()
+                .unwrap_or((0, 0));
             let mut cells = vec![
                 Cell::from(p.guid_prefix.clone()),
-                Cell::from(vendor),
-                Cell::from(addr),
-                Cell::from(p.entity_name.clone().unwrap_or_default()),
+                Cell::from(t.vendor.clone()),
+                Cell::from(t.addr.clone()),
+                Cell::from(t.name.clone()),
                 right(format!("{w}/{r}")),
-                Cell::from(alive).style(style),
+                Cell::from(t.alive.0.clone()).style(t.alive.1),
             ];
             if wide {
                 cells.push(Cell::from(
@@ -754,13 +806,22 @@ fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
         right("W/R".into()),
         Cell::from("Alive"),
     ];
-    let mut widths = vec![
-        Constraint::Length(24),
-        Constraint::Length(if wide { 22 } else { 11 }),
-        Constraint::Length(if wide { 32 } else { 12 }),
-        Constraint::Min(8),
-        Constraint::Length(5),
-        Constraint::Length(if wide { 16 } else { 8 }),
+    let mut cols = vec![
+        (24, 24),
+        (
+            widest("Vendor", texts.iter().map(|t| fmt::cells(&t.vendor))),
+            8,
+        ),
+        (
+            widest("Address", texts.iter().map(|t| fmt::cells(&t.addr))),
+            12,
+        ),
+        (widest("Name", texts.iter().map(|t| fmt::cells(&t.name))), 8),
+        (5, 5),
+        (
+            widest("Alive", texts.iter().map(|t| fmt::cells(&t.alive.0))),
+            5,
+        ),
     ];
     if wide {
         header.extend([
@@ -768,15 +829,30 @@ fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             right("Dgrams".into()),
             right("Bytes".into()),
         ]);
-        widths.extend([
-            Constraint::Length(3),
-            Constraint::Length(7),
-            Constraint::Length(7),
-        ]);
+        cols.extend([(3, 3), (7, 7), (7, 7)]);
     }
+    let widths = shared(area.width, &cols, 3);
     let title = format!("{} participants · W/R = writers/readers", rows.len());
     let (t, mut state) = table(body, header, widths, sel, title);
     f.render_stateful_widget(t, area, &mut state);
+}
+
+/// The topic an endpoint is shown with (its ROS 2 name with `d`).
+fn endpoint_topic(ros: &Option<String>, dds: &Option<String>, ui: &UiState, none: &str) -> String {
+    match (ros, ui.ros_names) {
+        (Some(r), true) => r.clone(),
+        _ => dds.clone().unwrap_or_else(|| none.into()),
+    }
+}
+
+/// A GUID column: its last 16 hex digits (…prefix:entity) unless the terminal is wide
+/// enough for all 32 after the names.
+fn guid_column(width: u16) -> (u16, u16) {
+    if width >= 160 {
+        (32, 18)
+    } else {
+        (18, 18)
+    }
 }
 
 fn writers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
@@ -784,18 +860,44 @@ fn writers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     let keys: Vec<&str> = rows.iter().map(|w| w.guid.as_str()).collect();
     let sel = ui.selected_index(&keys);
     let wide = area.width >= 120;
-    let gw: u16 = if area.width >= 160 { 32 } else { 18 };
+    let topics: Vec<String> = rows
+        .iter()
+        .map(|w| endpoint_topic(&w.ros_topic, &w.topic, ui, "(no discovery)"))
+        .collect();
+    let qos: Vec<String> = rows
+        .iter()
+        .map(|w| w.qos.as_ref().map_or("?".into(), |q| qos_short(q, true)))
+        .collect();
+    let mut cols = vec![
+        guid_column(area.width),
+        (widest("Topic", topics.iter().map(|t| fmt::cells(t))), 10),
+        (widest("QoS", qos.iter().map(|q| fmt::cells(q))), 11),
+        (6, 6),
+        (5, 5),
+        (5, 5),
+        (4, 4),
+    ];
+    if wide {
+        let src = widest(
+            "Source",
+            rows.iter()
+                .map(|w| fmt::cells(w.src.as_deref().unwrap_or_default())),
+        );
+        cols.extend([(6, 6), (6, 6), (5, 5), (5, 5), (src, 8)]);
+    }
+    let widths = shared(area.width, &cols, 1);
+    let gw = match widths.first() {
+        Some(Constraint::Length(w)) => *w,
+        _ => 18,
+    };
     let body: Vec<Row<'_>> = rows
         .iter()
-        .map(|w| {
-            let topic = match (&w.ros_topic, ui.ros_names) {
-                (Some(r), true) => r.clone(),
-                _ => w.topic.clone().unwrap_or_else(|| "(no discovery)".into()),
-            };
+        .zip(topics.into_iter().zip(qos))
+        .map(|(w, (topic, qos))| {
             let mut cells = vec![
                 Cell::from(fmt::guid(&w.guid, usize::from(gw))),
                 Cell::from(topic),
-                Cell::from(w.qos.as_ref().map_or("?".into(), |q| qos_short(q, true))),
+                Cell::from(qos),
                 right(w.highest_sn.map_or("-".into(), |v| v.to_string())),
                 right(fmt::count(w.totals.heartbeats)),
                 right(fmt::count(w.totals.acknacks)),
@@ -827,15 +929,6 @@ fn writers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
         right("ACKN".into()),
         right("Rep".into()),
     ];
-    let mut widths = vec![
-        Constraint::Length(gw),
-        Constraint::Min(10),
-        Constraint::Length(if wide { 16 } else { 11 }),
-        Constraint::Length(6),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(4),
-    ];
     if wide {
         header.extend([
             right("Smpl".into()),
@@ -843,13 +936,6 @@ fn writers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             right("Lost".into()),
             right("Retx".into()),
             Cell::from("Source"),
-        ]);
-        widths.extend([
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Length(5),
-            Constraint::Length(21),
         ]);
     }
     let title = format!(
@@ -865,24 +951,48 @@ fn readers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
     let keys: Vec<&str> = rows.iter().map(|r| r.guid.as_str()).collect();
     let sel = ui.selected_index(&keys);
     let wide = area.width >= 120;
-    let gw: u16 = if area.width >= 160 { 32 } else { 18 };
+    let topics: Vec<String> = rows
+        .iter()
+        .map(|r| endpoint_topic(&r.ros_topic, &r.topic, ui, "?"))
+        .collect();
+    let qos: Vec<String> = rows
+        .iter()
+        .map(|r| r.qos.as_ref().map_or("?".into(), |q| qos_short(q, false)))
+        .collect();
+    let locators: Vec<String> = rows.iter().map(|r| r.locators.join(" ")).collect();
+    let mut cols = vec![
+        guid_column(area.width),
+        (widest("Topic", topics.iter().map(|t| fmt::cells(t))), 10),
+        (widest("QoS", qos.iter().map(|q| fmt::cells(q))), 11),
+        (6, 6),
+        (6, 6),
+        (5, 5),
+    ];
+    if wide {
+        cols.push((
+            widest("Locators", locators.iter().map(|l| fmt::cells(l))),
+            8,
+        ));
+    }
+    let widths = shared(area.width, &cols, 1);
+    let gw = match widths.first() {
+        Some(Constraint::Length(w)) => *w,
+        _ => 18,
+    };
     let body: Vec<Row<'_>> = rows
         .iter()
-        .map(|r| {
-            let topic = match (&r.ros_topic, ui.ros_names) {
-                (Some(x), true) => x.clone(),
-                _ => r.topic.clone().unwrap_or_else(|| "?".into()),
-            };
+        .zip(topics.into_iter().zip(qos).zip(locators))
+        .map(|(r, ((topic, qos), locators))| {
             let mut cells = vec![
                 Cell::from(fmt::guid(&r.guid, usize::from(gw))),
                 Cell::from(topic),
-                Cell::from(r.qos.as_ref().map_or("?".into(), |q| qos_short(q, false))),
+                Cell::from(qos),
                 right(fmt::count(r.acknacks)),
                 right(fmt::count(r.acknack_requested_sns)),
                 right(fmt::count(r.nackfrags)),
             ];
             if wide {
-                cells.push(Cell::from(r.locators.join(" ")));
+                cells.push(Cell::from(locators));
             }
             let row = Row::new(cells);
             if r.gone.is_some() {
@@ -900,17 +1010,8 @@ fn readers(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
         right("NackSN".into()),
         right("NFrag".into()),
     ];
-    let mut widths = vec![
-        Constraint::Length(gw),
-        Constraint::Min(10),
-        Constraint::Length(if wide { 16 } else { 11 }),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(5),
-    ];
     if wide {
         header.push(Cell::from("Locators"));
-        widths.push(Constraint::Length(40));
     }
     let title = format!(
         "{} readers · ACKN = ACKNACKs sent · NackSN = SNs they asked again · NFrag = NACK_FRAGs",
