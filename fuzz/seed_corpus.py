@@ -6,6 +6,8 @@ datagram land together), as the fuzz target reads them: a link-type selector byt
 then frames each prefixed by a little-endian u16 length.
 parameter_list/: the ParameterList of every SPDP/SEDP DATA (selector byte: bit 0 =
 little endian), found by walking Ethernet/IPv4/UDP/RTPS by hand.
+tcp_stream/: runs of 20 TCP segments of the RTPS-over-TCP fixtures (l_*), as the fuzz
+target reads them: stream selector, flags, sequence delta, time step, length, payload.
 line_protocol/: SAMPLE and DATA_FRAG spans of two hosts as Telegraf hands them to the
 latency join (`ddshark join`), one sample per input, plus odd escapes.
 """
@@ -88,8 +90,39 @@ def plists(frame):
         pos += 4 + otnh
 
 
+def tcp_segments(link, frames):
+    """(source port, flags, seq, payload) of the Ethernet/IPv4/TCP frames with a payload."""
+    if link != 1:
+        return
+    for f in frames:
+        if len(f) < 34 or f[12:14] != b"\x08\x00" or f[23] != 6:
+            continue
+        ihl = (f[14] & 0x0F) * 4
+        tcp = f[14 + ihl:]
+        if len(tcp) < 20:
+            continue
+        doff = (tcp[12] >> 4) * 4
+        sport, = struct.unpack(">H", tcp[:2])
+        seq, = struct.unpack(">I", tcp[4:8])
+        if tcp[doff:]:
+            yield sport, tcp[13], seq, tcp[doff:]
+
+
+def tcp_inputs(segs):
+    for start in range(0, min(len(segs), 600), 20):
+        blob, last = b"", {}
+        for sport, flags, seq, payload in segs[start:start + 20]:
+            stream = sport % 4
+            delta = (seq - last.get(stream, seq)) & 0xFFFFFFFF
+            delta = delta if delta < 0x8000 else 0
+            payload = payload[:4000]
+            last[stream] = seq + len(payload)
+            blob += bytes([stream, flags]) + struct.pack("<hBH", delta, 1, len(payload)) + payload
+        yield blob
+
+
 def main():
-    n_dg = n_pl = 0
+    n_dg = n_pl = n_tcp = 0
     for root, _, files in os.walk(FIXTURES):
         for fn in sorted(files):
             if not fn.endswith(".pcap") or "truncated" in fn:
@@ -108,9 +141,13 @@ def main():
                 for pl in plists(f):
                     put("parameter_list", pl)
                     n_pl += 1
+            for blob in tcp_inputs(list(tcp_segments(link, frames))):
+                put("tcp_stream", blob)
+                n_tcp += 1
     for blob in span_lines():
         put("line_protocol", blob)
-    print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists", file=sys.stderr)
+    print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists, {n_tcp} TCP segment runs",
+          file=sys.stderr)
 
 
 def span_lines():

@@ -9,7 +9,7 @@ export RUSTC_BOOTSTRAP=1
 command -v cargo-fuzz >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
 python3 fuzz/seed_corpus.py
 mkdir -p target/fuzz-logs
-for target in datagram parameter_list line_protocol; do
+for target in datagram parameter_list line_protocol tcp_stream; do
   echo "fuzz: $target for ${secs}s" >&2
   log=target/fuzz-logs/$target.log
   status=0

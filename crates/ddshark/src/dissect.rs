@@ -110,6 +110,20 @@ pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
             s.ip.reassembled,
             s.ip.evicted_idle.saturating_add(s.ip.evicted_capacity).saturating_add(s.ip.inconsistent),
         );
+        if !s.tcp.is_zero() {
+            let t = s.tcp;
+            eprintln!(
+                "ddshark: RTPS over TCP: {} messages in {} streams; {} segments ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
+                t.rtps_rtcp.saturating_add(t.rtps_length_prefixed).saturating_add(t.rtps_bare),
+                t.streams_opened,
+                t.segments,
+                t.out_of_order,
+                t.retransmitted,
+                t.gaps,
+                t.gap_bytes,
+                t.resyncs,
+            );
+        }
     }
     Ok(())
 }

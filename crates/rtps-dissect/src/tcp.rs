@@ -11,9 +11,9 @@
 //!   the first message) and then the RTPS message.
 //! - **Bare RTPS**: a segment that starts with `'RTPS'` is taken as one message.
 //!
-//! A stream (one direction of a 4-tuple) is tracked from the first segment whose
-//! payload holds one of these framings; other TCP traffic costs one scan of its
-//! payload and no state. Bytes are put in sequence order: segments ahead of a hole
+//! A stream (one direction of a 4-tuple) is tracked from the first segment that starts
+//! with one of these framings; other TCP traffic costs a look at its first bytes and
+//! no state. Bytes are put in sequence order: segments ahead of a hole
 //! are held (bounded), retransmitted bytes are dropped, a hole that lasts longer than
 //! `gap_timeout_ns` of capture time (or outgrows the stream's budget) is given up and
 //! the framing is found again at the next magic. Streams end on FIN/RST, idle out on
@@ -205,7 +205,9 @@ impl TcpFraming {
     }
 }
 
-/// Where the framing starts in a segment of a stream not tracked yet.
+/// The framing of a stream not tracked yet, from a segment that starts a message. Only
+/// the segment's first bytes are looked at, so other TCP traffic costs no scan; a stream
+/// picked up mid-message is tracked from its next segment that starts one.
 fn detect(payload: &[u8], max_message: usize) -> Option<(usize, TcpFraming)> {
     if payload.get(4..8).is_some_and(is_rtps_magic) {
         let prefix = payload.get(..4)?;
@@ -229,8 +231,8 @@ fn detect(payload: &[u8], max_message: usize) -> Option<(usize, TcpFraming)> {
             ));
         }
     }
-    if let Some(pos) = find(payload, RTCP_MAGIC) {
-        return Some((pos, TcpFraming::Rtcp));
+    if payload.get(..4) == Some(RTCP_MAGIC.as_slice()) {
+        return Some((0, TcpFraming::Rtcp));
     }
     if payload.get(..4).is_some_and(is_rtps_magic) {
         return Some((0, TcpFraming::Bare));
@@ -1068,6 +1070,21 @@ mod tests {
         r.push(a(3), a(2), &seg(0, b"x"), 2, 2);
         let s = r.stats();
         assert_eq!((s.streams_closed, s.streams_active), (1, 0));
+    }
+
+    #[test]
+    fn a_stream_picked_up_mid_message_starts_at_its_next_message() {
+        let m1 = rtcp(&rtps(1, 40), 1);
+        let m2 = rtcp(&rtps(2, 40), 1);
+        let mut r = TcpReassembly::default();
+        // The capture starts inside m1: no state until a segment starts a message.
+        assert_eq!(
+            r.push(a(1), a(2), &seg(100, &m1[30..]), 0, 0),
+            TcpPush::NotRtps
+        );
+        let got = push(&mut r, 100 + (m1.len() - 30) as u32, &m2, 1);
+        assert_eq!(got, vec![(rtps(2, 40), 1, 1, 1)]);
+        assert_eq!(r.stats().streams_opened, 1);
     }
 
     #[test]

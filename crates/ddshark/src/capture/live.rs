@@ -8,13 +8,15 @@ use thiserror::Error;
 use super::file::timeval_ns;
 use super::{CaptureError, KernelStats, PacketSource};
 
-/// UDP and every IPv4/IPv6 fragment (fragments after the first have no UDP header).
-pub const DEFAULT_FILTER: &str = "udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)";
+/// UDP, TCP (RTPS over TCP: Fast DDS' TCP transport) and every IPv4/IPv6 fragment
+/// (fragments after the first have no UDP header).
+pub const DEFAULT_FILTER: &str = "udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)";
 
 /// The default filter, also inside one 802.1Q tag, where the link type has VLANs
 /// (`vlan` shifts the offsets of what follows it, so it comes last).
-pub const DEFAULT_FILTER_VLAN: &str = "udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) \
-     or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))";
+pub const DEFAULT_FILTER_VLAN: &str =
+    "udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) \
+     or (vlan and (udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))";
 
 #[derive(Debug, Error)]
 pub enum LiveError {
