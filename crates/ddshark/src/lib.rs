@@ -10,6 +10,7 @@ pub mod otlp;
 pub mod output;
 pub mod pipeline;
 pub mod record;
+pub mod recording;
 pub mod spanjoin;
 pub mod state;
 pub mod stats_cmd;

@@ -26,6 +26,7 @@ use rtps_dissect::{Datagram, Dissector, DissectorConfig, Frame, LinkType};
 use thiserror::Error;
 
 use crate::capture::{CaptureError, KernelStats, PacketSource};
+use crate::recording::{FrameBatch, RecordTap};
 use crate::state::cache::DiscoveryCache;
 use crate::state::snapshot::{PipelineCounters, SourceHealth};
 use crate::state::{Snapshot, State, StateConfig};
@@ -273,6 +274,9 @@ pub fn run_inline(
 pub enum PipelineError {
     #[error(transparent)]
     Capture(#[from] CaptureError),
+    /// `-w`: the recording failed (the message names the file).
+    #[error("{0}")]
+    Record(String),
     #[error("{source_name}: {message}")]
     Thread {
         source_name: String,
@@ -311,6 +315,9 @@ pub struct RunOptions {
     pub pace: Option<Arc<PaceControl>>,
     /// Frames still to take over all inputs (`-c COUNT`); at zero the run stops.
     pub frame_budget: Option<Arc<AtomicU64>>,
+    /// `-w`: every frame read is also handed to this recording (copied, never waited on
+    /// by a live source).
+    pub record: Option<RecordTap>,
 }
 
 /// Replay speed and pause, set from another thread (the TUI) while a file replays.
@@ -365,6 +372,7 @@ impl Default for RunOptions {
             stop: Arc::new(AtomicBool::new(false)),
             pace: None,
             frame_budget: None,
+            record: None,
         }
     }
 }
@@ -512,6 +520,8 @@ struct CaptureThread {
     opts: RunOptions,
     batch_size: BatchSize,
     batch: Batch,
+    /// The same frames, for the recording (`-w`).
+    record_batch: Option<FrameBatch>,
     frames: u64,
     /// Replay pacing anchor: (capture time, wall clock) of the first frame since the
     /// last pacing change.
@@ -544,6 +554,7 @@ fn capture_loop(
         src,
         live: input.live,
         batch: recycled_batch(&pool, batch_size),
+        record_batch: opts.record.as_ref().map(RecordTap::empty_batch),
         tx,
         pool,
         shared,
@@ -657,6 +668,9 @@ impl CaptureThread {
             len,
         });
         self.batch.data.extend_from_slice(f.data);
+        if let Some(r) = &mut self.record_batch {
+            r.push(f.ts_ns, f.orig_len, f.data);
+        }
         self.batch.metas.len() >= self.batch_size.frames
             || self.batch.data.len() >= self.batch_size.bytes
     }
@@ -667,6 +681,7 @@ impl CaptureThread {
         if self.batch.metas.is_empty() {
             return Ok(());
         }
+        self.flush_record(!self.live);
         let fresh = recycled_batch(&self.pool, self.batch_size);
         let full = std::mem::replace(&mut self.batch, fresh);
         let frames = full.metas.len() as u64;
@@ -684,6 +699,21 @@ impl CaptureThread {
             send_soon(&self.tx, Msg::Batch(self.src, full))?;
         }
         Ok(())
+    }
+
+    /// Hand the recording its copy of the batch (`wait`: block for room).
+    fn flush_record(&mut self, wait: bool) {
+        let (Some(tap), Some(batch)) = (&self.opts.record, self.record_batch.take()) else {
+            return;
+        };
+        if batch.is_empty() {
+            self.record_batch = Some(batch);
+            return;
+        }
+        self.record_batch = Some(
+            tap.send(self.src, batch, wait)
+                .unwrap_or_else(|| tap.empty_batch()),
+        );
     }
 
     /// A replay follows the recorded timing at the chosen speed, and stops while paused.
@@ -746,6 +776,7 @@ impl CaptureThread {
     /// End of the source: the last batch (it may wait, even from a live capture: it is
     /// the end), then the end message with the source's error and kernel statistics.
     fn finish(&mut self, input: &mut CaptureInput, error: Option<String>, fatal: bool) {
+        self.flush_record(true);
         if !self.batch.metas.is_empty() {
             let last = std::mem::take(&mut self.batch);
             let _ = self.tx.send(Msg::Batch(self.src, last));
@@ -868,7 +899,7 @@ pub fn run_threaded(
                     if let Some(p) = pools.get(src) {
                         let _ = p.try_send(batch);
                     }
-                    sync_counters(engine, &shared);
+                    sync_counters(engine, &shared, opts);
                 }
                 Msg::Idle(now) => engine.idle(now),
                 Msg::Kernel(src, k) => {
@@ -882,7 +913,7 @@ pub fn run_threaded(
                     fatal,
                     kernel,
                 } => {
-                    sync_counters(engine, &shared);
+                    sync_counters(engine, &shared, opts);
                     let p = engine.pipeline_mut();
                     let name = p
                         .sources
@@ -907,7 +938,13 @@ pub fn run_threaded(
             }
         }
     });
-    sync_counters(engine, &shared);
+    // Every frame read is in the writer's queue: wait until it is written (or counted).
+    if let Some(r) = &opts.record {
+        if let Err(e) = r.finish() {
+            first_error.get_or_insert(PipelineError::Record(e));
+        }
+    }
+    sync_counters(engine, &shared, opts);
     let snap = engine.finish();
     match first_error {
         Some(e) => Err(e),
@@ -915,8 +952,9 @@ pub fn run_threaded(
     }
 }
 
-fn sync_counters(engine: &mut Engine, shared: &[Arc<Shared>]) {
+fn sync_counters(engine: &mut Engine, shared: &[Arc<Shared>], opts: &RunOptions) {
     let p = engine.pipeline_mut();
+    p.recording = opts.record.as_ref().map(RecordTap::health);
     let mut dropped = 0u64;
     for (s, sh) in p.sources.iter_mut().zip(shared) {
         s.frames = sh.frames.load(Ordering::Relaxed);

@@ -286,6 +286,8 @@ pub struct PipelineCounters {
     /// Frames handed to the dissector.
     pub frames_processed: u64,
     pub queue_dropped: u64,
+    /// `-w`: the recording's files and counters.
+    pub recording: Option<crate::recording::RecordingHealth>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -845,6 +847,21 @@ impl State {
                     pipeline.frames_processed,
                     pipeline.queue_dropped,
                     dissector.frames
+                ),
+            });
+        }
+        if let (true, Some(r)) = (finished, &pipeline.recording) {
+            let captured = pipeline
+                .sources
+                .iter()
+                .map(|s| s.frames)
+                .fold(0u64, u64::saturating_add);
+            checks.push(Check {
+                name: "recording",
+                ok: captured == r.frames_written.saturating_add(r.not_written()),
+                detail: format!(
+                    "{} frames captured = {} written to {} + {} dropped on a full queue + {} not written otherwise",
+                    captured, r.frames_written, r.path, r.queue_dropped, r.not_written_other
                 ),
             });
         }

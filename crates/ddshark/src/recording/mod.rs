@@ -1,0 +1,755 @@
+//! `-w FILE`: what the capture threads read, written to pcapng files on a writer thread
+//! of its own, with tcpdump's rotation (`-C` size, `-G` seconds, `-W` files).
+//!
+//! ```text
+//!  capture thread ── copy of each batch ──bounded channel──▶ writer thread ─▶ FILE.part
+//!        ▲  (full: batch dropped, counted)                        │            (renamed to
+//!        └──────────── empty batches recycled ◀───────────────────┘             FILE on close)
+//! ```
+//!
+//! The capture threads never wait on the disk: when the writer falls behind, frames
+//! are dropped and counted, and every frame read is either written or counted as not
+//! written (`health.pipeline.recording`). Each file is written as `NAME.part` and
+//! renamed to `NAME` when it is complete, so a file under its final name is always
+//! whole.
+//!
+//! File names, as tcpdump makes them:
+//! - `-C` alone: `FILE`, `FILE1`, `FILE2`, …
+//! - `-C` with `-W N` (a ring): `FILE0` … `FILE{N-1}`, zero-padded to the digits of N,
+//!   then again from `FILE0` (overwritten).
+//! - `-G`: strftime conversions in FILE (`%Y %m %d %H %M %S %j %y %s %%`, UTC) are
+//!   expanded at the capture time of each file's first frame; a FILE without any is
+//!   numbered `FILE`, `FILE1`, … (tcpdump would overwrite it). Files split by `-C`
+//!   within one name get `1`, `2`, … appended. `-W N` stops the capture after N files.
+
+pub mod pcapng;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use pcapng::{Interface, PcapngError, Section};
+
+/// Bytes in one `-C` unit: tcpdump's millions of bytes.
+pub const ROTATE_SIZE_UNIT: u64 = 1_000_000;
+
+/// Files are readable by everyone who may read the directory, like tcpdump's.
+const FILE_MODE: u32 = 0o644;
+
+const WRITE_BUFFER: usize = 1 << 20;
+
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("{path}: cannot create the recording: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot write the recording: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot finish the recording (rename from {part}): {source}")]
+    Rename {
+        path: String,
+        part: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Encode { path: String, source: PcapngError },
+    #[error("-w {0}: the file name has no name part (give a file, not a directory)")]
+    NoFileName(String),
+    #[error("-w {path}: the interface {iface}'s link type {dlt} does not fit pcapng's 16 bits")]
+    LinkType { path: String, iface: String, dlt: u32 },
+}
+
+/// One captured interface: an interface description block in every file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordInterface {
+    pub name: String,
+    /// pcap link type (DLT) of the capture.
+    pub link_type: u32,
+    pub snaplen: u32,
+    /// The capture filter, recorded in the file (if_filter).
+    pub filter: String,
+}
+
+/// What `-w/-C/-G/-W` and the capture ask for.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub path: PathBuf,
+    /// `-C`: start a new file before one would grow past this many bytes.
+    pub rotate_bytes: Option<u64>,
+    /// `-G`: start a new file once a frame is this much capture time after the file's first.
+    pub rotate_ns: Option<u64>,
+    /// `-W`: with `-G`, stop after this many files; with `-C` alone, a ring of this many.
+    pub max_files: Option<u32>,
+    /// Written into the section header (opt_comment `host.name=…`, and each if_description).
+    pub host_name: String,
+    /// In source order: interface id = source index.
+    pub interfaces: Vec<RecordInterface>,
+}
+
+/// How the next file is named.
+#[derive(Debug, Clone)]
+struct Naming {
+    template: String,
+    has_time: bool,
+    /// Ring of this many files, padded to `width` digits.
+    ring: Option<(u32, usize)>,
+    /// Always number the files after the first (`-C`, or `-G` without a time in the name).
+    numbered: bool,
+}
+
+impl Naming {
+    fn new(opts: &RecordOptions) -> Self {
+        let template = opts.path.to_string_lossy().into_owned();
+        let has_time = opts.rotate_ns.is_some() && template.contains('%');
+        let ring = match (opts.rotate_bytes, opts.rotate_ns, opts.max_files) {
+            (Some(_), None, Some(n)) if n > 0 => Some((n, n.to_string().len())),
+            _ => None,
+        };
+        Self {
+            template,
+            has_time,
+            ring,
+            numbered: opts.rotate_bytes.is_some() || opts.rotate_ns.is_some(),
+        }
+    }
+
+    /// The base name (strftime expanded) of a file starting at `ts_ns`.
+    fn base(&self, ts_ns: u64) -> String {
+        if self.has_time {
+            strftime_utc(&self.template, ts_ns)
+        } else {
+            self.template.clone()
+        }
+    }
+
+    /// Name of a file: `index` counts the files under the same base name so far.
+    fn name(&self, base: &str, index: u64) -> PathBuf {
+        match self.ring {
+            Some((n, width)) => {
+                let slot = index % u64::from(n.max(1));
+                PathBuf::from(format!("{base}{slot:0width$}"))
+            }
+            None if index == 0 || !self.numbered => PathBuf::from(base),
+            None => PathBuf::from(format!("{base}{index}")),
+        }
+    }
+}
+
+/// A civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days.saturating_add(719_468);
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+/// strftime's common conversions at `ts_ns` (UTC); others are left as written.
+pub fn strftime_utc(template: &str, ts_ns: u64) -> String {
+    let secs = ts_ns / 1_000_000_000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX);
+    let sod = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    const CUMULATIVE: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+    let month_start = CUMULATIVE
+        .get(m.saturating_sub(1) as usize)
+        .copied()
+        .unwrap_or(0);
+    let yday = month_start + d + u32::from(m > 2 && is_leap(y));
+    let mut out = String::with_capacity(template.len().saturating_add(16));
+    let mut chars = template.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Y') => out.push_str(&format!("{y:04}")),
+            Some('y') => out.push_str(&format!("{:02}", y.rem_euclid(100))),
+            Some('m') => out.push_str(&format!("{m:02}")),
+            Some('d') => out.push_str(&format!("{d:02}")),
+            Some('j') => out.push_str(&format!("{yday:03}")),
+            Some('H') => out.push_str(&format!("{:02}", sod / 3600)),
+            Some('M') => out.push_str(&format!("{:02}", sod / 60 % 60)),
+            Some('S') => out.push_str(&format!("{:02}", sod % 60)),
+            Some('s') => out.push_str(&secs.to_string()),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+fn part_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".part");
+    PathBuf::from(s)
+}
+
+struct OpenFile {
+    out: BufWriter<File>,
+    path: PathBuf,
+    part: PathBuf,
+    bytes: u64,
+    frames: u64,
+    /// Capture time of the file's first frame (`-G` counts from it).
+    start_ns: Option<u64>,
+}
+
+/// Why a frame was not written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    Yes,
+    /// `-G … -W N`: the N files are complete; the capture should stop.
+    FileLimit,
+}
+
+/// Counters of a recording, as the health view shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecordingHealth {
+    /// `-w` as given.
+    pub path: String,
+    /// The file being written (under its final name; on disk as NAME.part until closed).
+    pub current_file: Option<String>,
+    /// Files completed and renamed to their final names.
+    pub files_closed: u64,
+    pub frames_written: u64,
+    pub bytes_written: u64,
+    /// Frames not written because the queue to the writer was full.
+    pub queue_dropped: u64,
+    /// Frames not written for any other reason (after an error, after `-W` files).
+    pub not_written_other: u64,
+    pub error: Option<String>,
+}
+
+impl RecordingHealth {
+    /// Every frame that was read and is not in a file.
+    pub fn not_written(&self) -> u64 {
+        self.queue_dropped.saturating_add(self.not_written_other)
+    }
+}
+
+/// pcapng files with rotation. Driven frame by frame on the writer thread (or directly,
+/// in tests).
+pub struct Recorder {
+    naming: Naming,
+    rotate_bytes: Option<u64>,
+    rotate_ns: Option<u64>,
+    /// `-G … -W N`: stop after this many files.
+    stop_after: Option<u64>,
+    header: Vec<u8>,
+    scratch: Vec<u8>,
+    file: Option<OpenFile>,
+    base: String,
+    index_in_base: u64,
+    files_opened: u64,
+    files_closed: u64,
+    frames_written: u64,
+    bytes_written: u64,
+    /// Closed files in order (for tests and the final message).
+    closed: Vec<PathBuf>,
+}
+
+fn os_release() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let name = std::fs::read_to_string("/proc/sys/kernel/ostype")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| std::env::consts::OS.to_string());
+    format!("{name} {}", release.trim()).trim().to_string()
+}
+
+impl Recorder {
+    /// Check the options and create the first file (named at `now_ns`), so that a file
+    /// that cannot be created is reported before the capture starts.
+    pub fn create(opts: &RecordOptions, now_ns: u64) -> Result<Self, RecordError> {
+        let label = opts.path.display().to_string();
+        if opts.path.file_name().is_none() || label.ends_with('/') {
+            return Err(RecordError::NoFileName(label));
+        }
+        let section = Section {
+            hardware: std::env::consts::ARCH.to_string(),
+            os: os_release(),
+            application: format!("ddshark {}", env!("CARGO_PKG_VERSION")),
+            comment: format!("host.name={}", opts.host_name),
+        };
+        let mut header = Vec::new();
+        let enc = |source| RecordError::Encode {
+            path: label.clone(),
+            source,
+        };
+        pcapng::section_header(&mut header, &section).map_err(enc)?;
+        for i in &opts.interfaces {
+            let link_type = u16::try_from(i.link_type).map_err(|_| RecordError::LinkType {
+                path: label.clone(),
+                iface: i.name.clone(),
+                dlt: i.link_type,
+            })?;
+            let idb = Interface {
+                link_type,
+                snaplen: i.snaplen,
+                name: i.name.clone(),
+                description: format!("{} on host {}", i.name, opts.host_name),
+                filter: i.filter.clone(),
+            };
+            pcapng::interface_description(&mut header, &idb).map_err(enc)?;
+        }
+        let naming = Naming::new(opts);
+        let stop_after = match (opts.rotate_ns, opts.max_files) {
+            (Some(_), Some(n)) => Some(u64::from(n)),
+            _ => None,
+        };
+        let mut r = Self {
+            base: naming.base(now_ns),
+            naming,
+            rotate_bytes: opts.rotate_bytes.map(|b| b.max(1)),
+            rotate_ns: opts.rotate_ns.map(|n| n.max(1)),
+            stop_after,
+            header,
+            scratch: Vec::with_capacity(64 << 10),
+            file: None,
+            index_in_base: 0,
+            files_opened: 0,
+            files_closed: 0,
+            frames_written: 0,
+            bytes_written: 0,
+            closed: Vec::new(),
+        };
+        r.open(None)?;
+        Ok(r)
+    }
+
+    fn open(&mut self, start_ns: Option<u64>) -> Result<(), RecordError> {
+        let path = self.naming.name(&self.base, self.index_in_base);
+        let part = part_path(&path);
+        let create = |source| RecordError::Create {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(FILE_MODE)
+                .open(&part)
+                .map_err(create)?
+        };
+        let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
+        out.write_all(&self.header)
+            .map_err(|source| RecordError::Write {
+                path: path.display().to_string(),
+                source,
+            })?;
+        self.files_opened = self.files_opened.saturating_add(1);
+        self.bytes_written = self
+            .bytes_written
+            .saturating_add(self.header.len() as u64);
+        self.file = Some(OpenFile {
+            out,
+            bytes: self.header.len() as u64,
+            frames: 0,
+            start_ns,
+            path,
+            part,
+        });
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), RecordError> {
+        let Some(f) = self.file.take() else {
+            return Ok(());
+        };
+        let path = f.path.display().to_string();
+        let file = f.out.into_inner().map_err(|e| RecordError::Write {
+            path: path.clone(),
+            source: e.into_error(),
+        })?;
+        drop(file);
+        std::fs::rename(&f.part, &f.path).map_err(|source| RecordError::Rename {
+            path,
+            part: f.part.display().to_string(),
+            source,
+        })?;
+        self.files_closed = self.files_closed.saturating_add(1);
+        self.closed.push(f.path);
+        Ok(())
+    }
+
+    /// Close the current file and open the next (named at `ts_ns`).
+    fn rotate(&mut self, ts_ns: u64) -> Result<(), RecordError> {
+        self.close()?;
+        let base = self.naming.base(ts_ns);
+        if base == self.base {
+            self.index_in_base = self.index_in_base.saturating_add(1);
+        } else {
+            self.base = base;
+            self.index_in_base = 0;
+        }
+        self.open(Some(ts_ns))
+    }
+
+    /// Write one frame of interface `interface` (its source index).
+    pub fn write(
+        &mut self,
+        interface: u32,
+        ts_ns: u64,
+        data: &[u8],
+        original_len: u32,
+    ) -> Result<Written, RecordError> {
+        let Some(f) = &mut self.file else {
+            return Ok(Written::FileLimit);
+        };
+        let start = *f.start_ns.get_or_insert(ts_ns);
+        let block = pcapng::epb_len(data.len()) as u64;
+        let by_time = self
+            .rotate_ns
+            .is_some_and(|g| ts_ns.saturating_sub(start) >= g);
+        let by_size = self
+            .rotate_bytes
+            .is_some_and(|c| f.frames > 0 && f.bytes.saturating_add(block) > c);
+        if by_time || by_size {
+            if self
+                .stop_after
+                .is_some_and(|n| self.files_opened >= n)
+            {
+                self.close()?;
+                return Ok(Written::FileLimit);
+            }
+            self.rotate(ts_ns)?;
+        }
+        let Some(f) = &mut self.file else {
+            return Ok(Written::FileLimit);
+        };
+        self.scratch.clear();
+        let path = &f.path;
+        pcapng::enhanced_packet(&mut self.scratch, interface, ts_ns, data, original_len).map_err(
+            |source| RecordError::Encode {
+                path: path.display().to_string(),
+                source,
+            },
+        )?;
+        f.out
+            .write_all(&self.scratch)
+            .map_err(|source| RecordError::Write {
+                path: path.display().to_string(),
+                source,
+            })?;
+        f.bytes = f.bytes.saturating_add(self.scratch.len() as u64);
+        f.frames = f.frames.saturating_add(1);
+        self.frames_written = self.frames_written.saturating_add(1);
+        self.bytes_written = self
+            .bytes_written
+            .saturating_add(self.scratch.len() as u64);
+        Ok(Written::Yes)
+    }
+
+    /// Close the last file (renaming it to its final name).
+    pub fn finish(&mut self) -> Result<(), RecordError> {
+        self.close()
+    }
+
+    pub fn current_file(&self) -> Option<&Path> {
+        self.file.as_ref().map(|f| f.path.as_path())
+    }
+
+    /// The files completed so far, in order.
+    pub fn closed_files(&self) -> &[PathBuf] {
+        &self.closed
+    }
+
+    pub fn frames_written(&self) -> u64 {
+        self.frames_written
+    }
+}
+
+/// Frames copied off a capture thread for the writer.
+#[derive(Debug, Default)]
+pub struct FrameBatch {
+    metas: Vec<(u64, u32, u32)>,
+    data: Vec<u8>,
+}
+
+impl FrameBatch {
+    pub fn push(&mut self, ts_ns: u64, original_len: u32, data: &[u8]) {
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        self.metas.push((ts_ns, original_len, len));
+        self.data.extend_from_slice(data);
+    }
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.metas.is_empty()
+    }
+    fn clear(&mut self) {
+        self.metas.clear();
+        self.data.clear();
+    }
+}
+
+enum WriterMsg {
+    Batch(usize, FrameBatch),
+    End,
+}
+
+#[derive(Default)]
+struct TapShared {
+    frames_written: AtomicU64,
+    bytes_written: AtomicU64,
+    files_closed: AtomicU64,
+    queue_dropped: AtomicU64,
+    not_written_other: AtomicU64,
+    current_file: Mutex<Option<String>>,
+    error: Mutex<Option<String>>,
+}
+
+/// The capture threads' side of a recording: hand batches to the writer thread without
+/// waiting (live) and read its counters. Cloned into every capture thread.
+#[derive(Clone)]
+pub struct RecordTap {
+    tx: SyncSender<WriterMsg>,
+    pool: Arc<Mutex<Receiver<FrameBatch>>>,
+    shared: Arc<TapShared>,
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    path: String,
+}
+
+impl std::fmt::Debug for RecordTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordTap").field("path", &self.path).finish()
+    }
+}
+
+impl RecordTap {
+    /// Start the writer thread on `recorder`; up to `queue_batches` batches wait for it.
+    /// On an error or after the `-W` files it sets `stop` (the capture ends).
+    pub fn start(
+        recorder: Recorder,
+        path: &Path,
+        queue_batches: usize,
+        stop: Arc<AtomicBool>,
+    ) -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::sync_channel::<WriterMsg>(queue_batches.max(1));
+        let (pool_tx, pool_rx) = mpsc::sync_channel::<FrameBatch>(queue_batches.saturating_add(4));
+        let shared = Arc::new(TapShared::default());
+        let thread = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("recorder".into())
+                .spawn(move || writer_loop(recorder, &rx, &pool_tx, &shared, &stop))?
+        };
+        Ok(Self {
+            tx,
+            pool: Arc::new(Mutex::new(pool_rx)),
+            shared,
+            thread: Arc::new(Mutex::new(Some(thread))),
+            path: path.display().to_string(),
+        })
+    }
+
+    /// An empty batch: one the writer handed back, or a new one.
+    pub fn empty_batch(&self) -> FrameBatch {
+        let recycled = self.pool.try_lock().ok().and_then(|p| p.try_recv().ok());
+        recycled.unwrap_or_default()
+    }
+
+    /// Hand a batch over. `wait`: block for room (file replays, the last batch); else a
+    /// full queue drops the batch, counted, and returns it for reuse.
+    pub fn send(&self, source: usize, batch: FrameBatch, wait: bool) -> Option<FrameBatch> {
+        if batch.is_empty() {
+            return Some(batch);
+        }
+        let frames = batch.len() as u64;
+        let msg = WriterMsg::Batch(source, batch);
+        let back = if wait {
+            self.tx.send(msg).err().map(|e| e.0)
+        } else {
+            match self.tx.try_send(msg) {
+                Ok(()) => None,
+                Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => Some(m),
+            }
+        };
+        match back {
+            Some(WriterMsg::Batch(_, mut b)) => {
+                self.shared
+                    .queue_dropped
+                    .fetch_add(frames, Ordering::Relaxed);
+                b.clear();
+                Some(b)
+            }
+            _ => None,
+        }
+    }
+
+    /// Everything queued is written and the last file closed. Returns the first error
+    /// of the recording.
+    pub fn finish(&self) -> Result<(), String> {
+        let _ = self.tx.send(WriterMsg::End);
+        let handle = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(h) = handle {
+            if h.join().is_err() {
+                return Err(format!("{}: the recording thread failed", self.path));
+            }
+        }
+        match self.shared.error.lock().ok().and_then(|e| e.clone()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    pub fn health(&self) -> RecordingHealth {
+        let s = &self.shared;
+        RecordingHealth {
+            path: self.path.clone(),
+            current_file: s.current_file.lock().ok().and_then(|c| c.clone()),
+            files_closed: s.files_closed.load(Ordering::Relaxed),
+            frames_written: s.frames_written.load(Ordering::Relaxed),
+            bytes_written: s.bytes_written.load(Ordering::Relaxed),
+            queue_dropped: s.queue_dropped.load(Ordering::Relaxed),
+            not_written_other: s.not_written_other.load(Ordering::Relaxed),
+            error: s.error.lock().ok().and_then(|e| e.clone()),
+        }
+    }
+}
+
+fn writer_loop(
+    mut recorder: Recorder,
+    rx: &Receiver<WriterMsg>,
+    pool: &SyncSender<FrameBatch>,
+    shared: &TapShared,
+    stop: &AtomicBool,
+) {
+    let publish = |r: &Recorder| {
+        shared
+            .frames_written
+            .store(r.frames_written, Ordering::Relaxed);
+        shared
+            .bytes_written
+            .store(r.bytes_written, Ordering::Relaxed);
+        shared
+            .files_closed
+            .store(r.files_closed, Ordering::Relaxed);
+        if let Ok(mut c) = shared.current_file.lock() {
+            *c = r.current_file().map(|p| p.display().to_string());
+        }
+    };
+    let fail = |e: RecordError| {
+        if let Ok(mut slot) = shared.error.lock() {
+            slot.get_or_insert(e.to_string());
+        }
+        stop.store(true, Ordering::Relaxed);
+    };
+    publish(&recorder);
+    // Once an error or the file limit ends the recording, frames are only counted.
+    let mut writing = true;
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            WriterMsg::Batch(source, mut batch) => {
+                let interface = u32::try_from(source).unwrap_or(u32::MAX);
+                let mut off = 0usize;
+                let mut unwritten = 0u64;
+                for &(ts_ns, orig_len, len) in &batch.metas {
+                    let end = off.saturating_add(len as usize);
+                    let data = batch.data.get(off..end).unwrap_or_default();
+                    off = end;
+                    if !writing {
+                        unwritten = unwritten.saturating_add(1);
+                        continue;
+                    }
+                    match recorder.write(interface, ts_ns, data, orig_len) {
+                        Ok(Written::Yes) => {}
+                        Ok(Written::FileLimit) => {
+                            writing = false;
+                            unwritten = unwritten.saturating_add(1);
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            writing = false;
+                            unwritten = unwritten.saturating_add(1);
+                            fail(e);
+                        }
+                    }
+                }
+                shared
+                    .not_written_other
+                    .fetch_add(unwritten, Ordering::Relaxed);
+                publish(&recorder);
+                batch.clear();
+                let _ = pool.try_send(batch);
+            }
+            WriterMsg::End => break,
+        }
+    }
+    if let Err(e) = recorder.finish() {
+        fail(e);
+    }
+    publish(&recorder);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strftime_expands_utc_fields() {
+        // 2024-02-29 23:59:58 UTC
+        let ts = 1_709_251_198_000_000_000u64;
+        assert_eq!(
+            strftime_utc("cap-%Y%m%d-%H%M%S-%j-%y-%s-%%-%q.pcapng", ts),
+            "cap-20240229-235958-060-24-1709251198-%-%q.pcapng"
+        );
+        assert_eq!(strftime_utc("%Y-%m-%d", 0), "1970-01-01");
+        assert_eq!(strftime_utc("%j", 1_735_603_200_000_000_000), "365"); // 2024-12-31
+    }
+
+    fn opts(c: Option<u64>, g: Option<u64>, w: Option<u32>) -> RecordOptions {
+        RecordOptions {
+            path: PathBuf::from("cap.pcapng"),
+            rotate_bytes: c,
+            rotate_ns: g,
+            max_files: w,
+            host_name: "h".into(),
+            interfaces: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_follow_tcpdump() {
+        let n = Naming::new(&opts(Some(1), None, None));
+        let names: Vec<_> = (0..3).map(|i| n.name("cap", i)).collect();
+        assert_eq!(names, ["cap", "cap1", "cap2"].map(PathBuf::from));
+        let ring = Naming::new(&opts(Some(1), None, Some(10)));
+        let names: Vec<_> = [0, 9, 10].iter().map(|&i| ring.name("cap", i)).collect();
+        assert_eq!(names, ["cap00", "cap09", "cap00"].map(PathBuf::from));
+        let plain = Naming::new(&opts(None, None, None));
+        assert_eq!(plain.name("cap", 0), PathBuf::from("cap"));
+    }
+}
