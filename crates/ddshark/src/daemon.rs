@@ -21,6 +21,9 @@ use crate::state::cache::DiscoveryCache;
 use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
 use crate::state::StateConfig;
 use crate::stats_cmd::{text_report, ReportOptions};
+use crate::recording::{
+    RecordInterface, RecordOptions, RecordTap, Recorder, RecordingHealth,
+};
 use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -110,6 +113,22 @@ pub struct DaemonArgs {
     /// Print the final snapshot as JSON (like `ddshark stats`) at the end
     #[arg(long, value_name = "FILE")]
     pub final_json: Option<PathBuf>,
+    /// Also record what is captured to FILE (pcapng, ns timestamps, host and interface
+    /// names; written as FILE.part, renamed when complete)
+    #[arg(short = 'w', long = "write", value_name = "FILE", conflicts_with = "read")]
+    pub write: Option<PathBuf>,
+    /// With -w: start a new file before one exceeds MB million bytes (FILE, FILE1, …)
+    #[arg(short = 'C', long = "file-size", value_name = "MB", requires = "write",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_size: Option<u64>,
+    /// With -w: start a new file every SECONDS of capture time (strftime %Y%m%d… in FILE
+    /// is expanded, UTC; else FILE, FILE1, …)
+    #[arg(short = 'G', long = "rotate-seconds", value_name = "SECONDS", requires = "write")]
+    pub rotate_seconds: Option<TimeSpan>,
+    /// With -C: a ring of COUNT files (FILE0…); with -G: stop after COUNT files
+    #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "write",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub file_count: Option<u32>,
     #[command(flatten)]
     pub otlp: crate::otlp::OtlpArgs,
     /// Read the capture filter from FILE (as tcpdump -F; `#` starts a comment)
@@ -233,6 +252,64 @@ impl Sink for ReportSink {
     }
 }
 
+/// Check `-w/-C/-G/-W`, create the first file and start the writer thread.
+fn start_recording(
+    args: &DaemonArgs,
+    path: &std::path::Path,
+    interfaces: Vec<RecordInterface>,
+    stop: &Arc<AtomicBool>,
+) -> Result<RecordTap> {
+    if args.file_count.is_some() && args.file_size.is_none() && args.rotate_seconds.is_none() {
+        bail!("-W (--file-count) needs -C (a ring of files) or -G (stop after COUNT files)");
+    }
+    let rotate_ns = match args.rotate_seconds {
+        Some(g) if g.ns() == 0 => bail!("-G (--rotate-seconds) must be more than 0"),
+        Some(g) => Some(g.ns()),
+        None => None,
+    };
+    let host_name = args
+        .otlp
+        .host_name
+        .clone()
+        .unwrap_or_else(|| crate::otlp::system_host_name(|k| std::env::var(k).ok()));
+    let opts = RecordOptions {
+        path: path.to_path_buf(),
+        rotate_bytes: args
+            .file_size
+            .map(|mb| mb.saturating_mul(crate::recording::ROTATE_SIZE_UNIT)),
+        rotate_ns,
+        max_files: args.file_count,
+        host_name,
+        interfaces,
+    };
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let recorder = Recorder::create(&opts, now_ns)?;
+    RecordTap::start(recorder, path, args.queue.max(1), stop.clone())
+        .with_context(|| format!("{}: cannot start the recording thread", path.display()))
+}
+
+/// One line on stderr at the end of a recording: what was written, what was not.
+fn report_recording(h: &RecordingHealth) {
+    let mut line = format!(
+        "ddshark: recorded {} frames ({}) in {} file{} ({})",
+        h.frames_written,
+        crate::units::bytes(h.bytes_written as f64),
+        h.files_closed,
+        if h.files_closed == 1 { "" } else { "s" },
+        h.path
+    );
+    if h.not_written() > 0 {
+        line.push_str(&format!(
+            "; {} frames NOT written ({} on a full queue)",
+            h.not_written(),
+            h.queue_dropped
+        ));
+    }
+    eprintln!("{line}");
+}
+
 /// Start the daemon. Returns when the input ends, `--duration` passes or Ctrl-C.
 pub fn run(args: &DaemonArgs) -> Result<()> {
     if args.list_interfaces {
@@ -282,6 +359,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     let mut inputs = Vec::new();
     let user_filter = args.user_filter()?;
     let started;
+    let mut recorded = Vec::new();
     if let Some(path) = &args.read {
         let src = FileSource::open(path)?;
         let size = src.file_size;
@@ -312,6 +390,12 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         for iface in &args.interfaces {
             let src = LiveSource::open(iface, &opts)?;
             names.push(describe_source(&src, None));
+            recorded.push(RecordInterface {
+                name: iface.clone(),
+                link_type: src.link_type().to_dlt(),
+                snaplen: u32::try_from(args.snaplen).unwrap_or(0),
+                filter: opts.filter.clone(),
+            });
             inputs.push(CaptureInput {
                 source: Box::new(src),
                 live: true,
@@ -360,6 +444,10 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
             stop.store(true, Ordering::Relaxed);
         });
     }
+    let record = match &args.write {
+        Some(path) => Some(start_recording(args, path, recorded, &stop)?),
+        None => None,
+    };
     let speed = match args.speed {
         Some(s) if s > 0.0 => Some(s),
         Some(_) => None,
@@ -378,6 +466,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         stop,
         pace: (tui && args.read.is_some()).then(|| Arc::new(PaceControl::new(speed))),
         frame_budget: args.count.map(|c| Arc::new(AtomicU64::new(c))),
+        record,
         ..RunOptions::default()
     };
     let ui = if tui {
@@ -410,6 +499,9 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         let mut merged = cache.unwrap_or_default();
         merged.merge(engine.state.export_cache());
         merged.save(p)?;
+    }
+    if let Some(r) = &run.record {
+        report_recording(&r.health());
     }
     let snap = result?;
     if let Some(p) = &args.final_json {

@@ -446,6 +446,26 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
             );
         }
     }
+    if let Some(rec) = &h.pipeline.recording {
+        let _ = write!(
+            health,
+            "; recording {}: {} frames written in {} files",
+            rec.current_file.as_deref().unwrap_or(&rec.path),
+            rec.frames_written,
+            rec.files_closed.saturating_add(u64::from(rec.current_file.is_some()))
+        );
+        if rec.not_written() > 0 {
+            let _ = write!(
+                health,
+                ", {} NOT WRITTEN ({} on a full queue)",
+                rec.not_written(),
+                rec.queue_dropped
+            );
+        }
+        if let Some(e) = &rec.error {
+            let _ = write!(health, ", ERROR: {e}");
+        }
+    }
     let ev = &h.state;
     let evicted = ev
         .writers_evicted_idle

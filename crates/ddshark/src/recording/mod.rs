@@ -727,7 +727,8 @@ mod tests {
             "cap-20240229-235958-060-24-1709251198-%-%q.pcapng"
         );
         assert_eq!(strftime_utc("%Y-%m-%d", 0), "1970-01-01");
-        assert_eq!(strftime_utc("%j", 1_735_603_200_000_000_000), "365"); // 2024-12-31
+        assert_eq!(strftime_utc("%j", 1_735_603_200_000_000_000), "366"); // 2024-12-31, a leap year
+        assert_eq!(strftime_utc("%j", 1_767_139_200_000_000_000), "365"); // 2025-12-31
     }
 
     fn opts(c: Option<u64>, g: Option<u64>, w: Option<u32>) -> RecordOptions {
@@ -751,5 +752,202 @@ mod tests {
         assert_eq!(names, ["cap00", "cap09", "cap00"].map(PathBuf::from));
         let plain = Naming::new(&opts(None, None, None));
         assert_eq!(plain.name("cap", 0), PathBuf::from("cap"));
+    }
+
+    /// A fresh directory of this test's own under the system's temp dir.
+    fn scratch_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ddshark-rec-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn eth(name: &str) -> RecordInterface {
+        RecordInterface {
+            name: name.into(),
+            link_type: 1,
+            snaplen: 200,
+            filter: "udp".into(),
+        }
+    }
+
+    fn record_opts(dir: &Path, file: &str) -> RecordOptions {
+        RecordOptions {
+            path: dir.join(file),
+            rotate_bytes: None,
+            rotate_ns: None,
+            max_files: None,
+            host_name: "hostA".into(),
+            interfaces: vec![eth("vethA"), eth("vethB")],
+        }
+    }
+
+    /// (ts_ns, caplen, len, data) of every packet, as libpcap reads the file.
+    fn read_back(path: &Path) -> Vec<(u64, u32, u32, Vec<u8>)> {
+        let mut c = pcap::Capture::from_file_with_precision(path, pcap::Precision::Nano).unwrap();
+        let mut out = Vec::new();
+        while let Ok(p) = c.next_packet() {
+            let ts = p.header.ts.tv_sec as u64 * 1_000_000_000 + p.header.ts.tv_usec as u64;
+            out.push((ts, p.header.caplen, p.header.len, p.data.to_vec()));
+        }
+        out
+    }
+
+    const T0: u64 = 1_764_000_000_123_456_789;
+
+    #[test]
+    fn libpcap_reads_back_ns_timestamps_lengths_and_both_interfaces() {
+        let dir = scratch_dir("readback");
+        let opts = record_opts(&dir, "a.pcapng");
+        let mut r = Recorder::create(&opts, T0).unwrap();
+        assert!(dir.join("a.pcapng.part").exists());
+        assert!(!dir.join("a.pcapng").exists());
+        let frames: Vec<(u32, u64, Vec<u8>, u32)> = vec![
+            (0, T0, vec![1u8; 60], 60),
+            (1, T0 + 1, vec![2u8; 61], 1514),
+            (0, T0 + 1_000_000_007, vec![3u8; 200], 9000),
+        ];
+        for (iface, ts, data, orig) in &frames {
+            assert_eq!(r.write(*iface, *ts, data, *orig).unwrap(), Written::Yes);
+        }
+        r.finish().unwrap();
+        let path = dir.join("a.pcapng");
+        assert!(!dir.join("a.pcapng.part").exists());
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+        assert_eq!(mode & 0o022, 0, "group/others may not write: {mode:o}");
+        let got = read_back(&path);
+        let want: Vec<_> = frames
+            .iter()
+            .map(|(_, ts, d, orig)| (*ts, d.len() as u32, *orig, d.clone()))
+            .collect();
+        assert_eq!(got, want);
+        let bytes = std::fs::read(&path).unwrap();
+        let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+        assert!(has(b"host.name=hostA"));
+        assert!(has(b"vethB on host hostA"));
+        assert!(has(format!("ddshark {}", env!("CARGO_PKG_VERSION")).as_bytes()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn size_rotation_never_grows_a_file_past_c_and_names_files_like_tcpdump() {
+        let dir = scratch_dir("size");
+        let mut opts = record_opts(&dir, "s.pcapng");
+        let header = Recorder::create(&opts, T0).unwrap().header.len() as u64;
+        // Room for exactly three 100-byte packets per file.
+        let limit = header + 3 * pcapng::epb_len(100) as u64;
+        opts.rotate_bytes = Some(limit);
+        let mut r = Recorder::create(&opts, T0).unwrap();
+        for i in 0..8u64 {
+            r.write(0, T0 + i, &[i as u8; 100], 100).unwrap();
+        }
+        r.finish().unwrap();
+        let names: Vec<_> = r.closed_files().iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+        assert_eq!(names, ["s.pcapng", "s.pcapng1", "s.pcapng2"]);
+        let counts: Vec<_> = r.closed_files().iter().map(|p| read_back(p).len()).collect();
+        assert_eq!(counts, [3, 3, 2]);
+        for p in r.closed_files() {
+            assert!(std::fs::metadata(p).unwrap().len() <= limit);
+        }
+        // The first packet of the second file is the fourth written.
+        assert_eq!(read_back(&dir.join("s.pcapng1"))[0].0, T0 + 3);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_ring_keeps_the_last_w_files() {
+        let dir = scratch_dir("ring");
+        let probe = scratch_dir("ring-probe");
+        let header = Recorder::create(&record_opts(&probe, "p"), T0).unwrap().header.len() as u64;
+        let _ = std::fs::remove_dir_all(&probe);
+        let mut opts = record_opts(&dir, "r");
+        opts.rotate_bytes = Some(header + pcapng::epb_len(10) as u64);
+        opts.max_files = Some(3);
+        let mut r = Recorder::create(&opts, T0).unwrap();
+        for i in 0..5u64 {
+            r.write(0, T0 + i, &[0; 10], 10).unwrap();
+        }
+        r.finish().unwrap();
+        let mut left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["r0", "r1", "r2"]);
+        // Five files in a ring of three: r0 and r1 hold the fourth and fifth frames.
+        assert_eq!(read_back(&dir.join("r0"))[0].0, T0 + 3);
+        assert_eq!(read_back(&dir.join("r1"))[0].0, T0 + 4);
+        assert_eq!(read_back(&dir.join("r2"))[0].0, T0 + 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn time_rotation_counts_capture_time_and_w_stops_after_w_files() {
+        let dir = scratch_dir("time");
+        let mut opts = record_opts(&dir, "t-%H%M%S.pcapng");
+        opts.rotate_ns = Some(1_000_000_000);
+        opts.max_files = Some(2);
+        // 2025-11-24 16:00:00 UTC
+        let t = 1_764_000_000_000_000_000u64;
+        let mut r = Recorder::create(&opts, t).unwrap();
+        let mut outcomes = Vec::new();
+        for ms in [0u64, 500, 999, 1000, 1700, 2000, 2100] {
+            outcomes.push(r.write(0, t + ms * 1_000_000, &[0; 20], 20).unwrap());
+        }
+        r.finish().unwrap();
+        use Written::{FileLimit, Yes};
+        assert_eq!(outcomes, [Yes, Yes, Yes, Yes, Yes, FileLimit, FileLimit]);
+        let names: Vec<_> = r.closed_files().iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+        assert_eq!(names, ["t-160000.pcapng", "t-160001.pcapng"]);
+        let counts: Vec<_> = r.closed_files().iter().map(|p| read_back(p).len()).collect();
+        assert_eq!(counts, [3, 2]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn time_rotation_without_a_time_in_the_name_numbers_the_files() {
+        let dir = scratch_dir("timenum");
+        let mut opts = record_opts(&dir, "g.pcapng");
+        opts.rotate_ns = Some(10);
+        let mut r = Recorder::create(&opts, T0).unwrap();
+        for i in [0u64, 10, 25] {
+            r.write(0, T0 + i, &[0; 20], 20).unwrap();
+        }
+        r.finish().unwrap();
+        let names: Vec<_> = r.closed_files().iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+        assert_eq!(names, ["g.pcapng", "g.pcapng1", "g.pcapng2"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_created_is_named() {
+        let dir = scratch_dir("nodir");
+        let opts = record_opts(&dir.join("missing"), "x.pcapng");
+        let e = Recorder::create(&opts, T0).err().unwrap().to_string();
+        assert!(e.contains("missing/x.pcapng: cannot create"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_writer_thread_writes_every_batch_it_is_given_and_counts_the_rest() {
+        let dir = scratch_dir("tap");
+        let opts = record_opts(&dir, "w.pcapng");
+        let stop = Arc::new(AtomicBool::new(false));
+        let tap = RecordTap::start(Recorder::create(&opts, T0).unwrap(), &opts.path, 2, stop.clone()).unwrap();
+        for b in 0..10u64 {
+            let mut batch = tap.empty_batch();
+            for i in 0..100u64 {
+                batch.push(T0 + b * 100 + i, 80, &[b as u8; 80]);
+            }
+            assert!(tap.send((b % 2) as usize, batch, true).is_none());
+        }
+        tap.finish().unwrap();
+        let h = tap.health();
+        assert_eq!((h.frames_written, h.not_written(), h.files_closed), (1000, 0, 1));
+        let got = read_back(&dir.join("w.pcapng"));
+        assert_eq!(got.len(), 1000);
+        assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(!stop.load(Ordering::Relaxed));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1103,6 +1103,21 @@ fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
             left.push(kv_warn("export failed", e.failed));
         }
     }
+    if let Some(rec) = &h.pipeline.recording {
+        left.push(kv(
+            "recording (-w)",
+            format!(
+                "{} frames, {} → {}",
+                fmt::count(rec.frames_written),
+                crate::units::bytes(rec.bytes_written as f64),
+                fmt::truncate_left(rec.current_file.as_deref().unwrap_or(&rec.path), 28)
+            ),
+        ));
+        left.push(kv_warn("not recorded", rec.not_written()));
+        if let Some(e) = &rec.error {
+            left.push(Line::from(Span::styled(fmt::truncate(e, 60), BAD)));
+        }
+    }
     left.push(kv_warn("undecodable submsgs", d.submessage_errors));
     left.push(kv_warn("malformed frames", d.malformed));
     left.push(kv_warn("truncated frames", d.frames_truncated));
