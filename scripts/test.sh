@@ -50,6 +50,9 @@ tests/live/live_capture.sh target/release/ddshark
 step "Debian package (cargo deb: contents, dependencies, the capture capabilities)"
 tests/deb/check.sh
 
+step "recording (-w, -C, -G/-W, a full disk) against tcpdump on a replayed veth"
+tests/live/record.sh target/release/ddshark
+
 step "Flux queries and dashboards on the real collector + InfluxDB"
 tests/flux/run.sh
 

@@ -17,13 +17,11 @@ use crate::pipeline::{
     run_threaded, CaptureInput, Engine, EngineConfig, PaceControl, RunOptions, Sink, SnapshotHub,
     SourceCtx,
 };
+use crate::recording::{RecordInterface, RecordOptions, RecordTap, Recorder, RecordingHealth};
 use crate::state::cache::DiscoveryCache;
 use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
 use crate::state::StateConfig;
 use crate::stats_cmd::{text_report, ReportOptions};
-use crate::recording::{
-    RecordInterface, RecordOptions, RecordTap, Recorder, RecordingHealth,
-};
 use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -115,7 +113,12 @@ pub struct DaemonArgs {
     pub final_json: Option<PathBuf>,
     /// Also record what is captured to FILE (pcapng, ns timestamps, host and interface
     /// names; written as FILE.part, renamed when complete)
-    #[arg(short = 'w', long = "write", value_name = "FILE", conflicts_with = "read")]
+    #[arg(
+        short = 'w',
+        long = "write",
+        value_name = "FILE",
+        conflicts_with = "read"
+    )]
     pub write: Option<PathBuf>,
     /// With -w: start a new file before one exceeds MB million bytes (FILE, FILE1, …)
     #[arg(short = 'C', long = "file-size", value_name = "MB", requires = "write",
@@ -123,7 +126,12 @@ pub struct DaemonArgs {
     pub file_size: Option<u64>,
     /// With -w: start a new file every SECONDS of capture time (strftime %Y%m%d… in FILE
     /// is expanded, UTC; else FILE, FILE1, …)
-    #[arg(short = 'G', long = "rotate-seconds", value_name = "SECONDS", requires = "write")]
+    #[arg(
+        short = 'G',
+        long = "rotate-seconds",
+        value_name = "SECONDS",
+        requires = "write"
+    )]
     pub rotate_seconds: Option<TimeSpan>,
     /// With -C: a ring of COUNT files (FILE0…); with -G: stop after COUNT files
     #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "write",
@@ -394,7 +402,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
                 name: iface.clone(),
                 link_type: src.link_type().to_dlt(),
                 snaplen: u32::try_from(args.snaplen).unwrap_or(0),
-                filter: opts.filter.clone(),
+                filter: src.filter().to_string(),
             });
             inputs.push(CaptureInput {
                 source: Box::new(src),

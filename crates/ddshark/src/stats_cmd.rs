@@ -449,10 +449,11 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
     if let Some(rec) = &h.pipeline.recording {
         let _ = write!(
             health,
-            "; recording {}: {} frames written in {} files",
+            "; recording {}: {} frames written in {} file(s)",
             rec.current_file.as_deref().unwrap_or(&rec.path),
             rec.frames_written,
-            rec.files_closed.saturating_add(u64::from(rec.current_file.is_some()))
+            rec.files_closed
+                .saturating_add(u64::from(rec.current_file.is_some()))
         );
         if rec.not_written() > 0 {
             let _ = write!(

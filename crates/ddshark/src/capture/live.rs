@@ -86,6 +86,8 @@ pub struct LiveSource {
     capture: Capture<Active>,
     name: String,
     link: LinkType,
+    /// The BPF filter in force (the default's VLAN form where the link type has VLANs).
+    filter: String,
     frames: u64,
     /// Timestamps are nanoseconds (else microseconds, scaled).
     nano: bool,
@@ -179,6 +181,11 @@ impl LiveSource {
         };
         let vlan_ok =
             opts.filter == DEFAULT_FILTER && capture.filter(DEFAULT_FILTER_VLAN, true).is_ok();
+        let filter = if vlan_ok {
+            DEFAULT_FILTER_VLAN.to_string()
+        } else {
+            opts.filter.clone()
+        };
         if !opts.filter.trim().is_empty() && !vlan_ok {
             capture
                 .filter(&opts.filter, true)
@@ -204,6 +211,7 @@ impl LiveSource {
             capture,
             name: iface.to_string(),
             link,
+            filter,
             frames: 0,
             nano,
             idle_sleep_us: 0,
@@ -212,6 +220,10 @@ impl LiveSource {
 
     pub fn link_type(&self) -> LinkType {
         self.link
+    }
+
+    pub fn filter(&self) -> &str {
+        &self.filter
     }
 }
 

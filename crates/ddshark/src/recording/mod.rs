@@ -18,7 +18,9 @@
 //! - `-C` with `-W N` (a ring): `FILE0` … `FILE{N-1}`, zero-padded to the digits of N,
 //!   then again from `FILE0` (overwritten).
 //! - `-G`: strftime conversions in FILE (`%Y %m %d %H %M %S %j %y %s %%`, UTC) are
-//!   expanded at the capture time of each file's first frame; a FILE without any is
+//!   expanded when the recording starts for the first file (it is created then, so that
+//!   a file that cannot be created is reported at once) and at the capture time of the
+//!   first frame of each later file; a FILE without any is
 //!   numbered `FILE`, `FILE1`, … (tcpdump would overwrite it). Files split by `-C`
 //!   within one name get `1`, `2`, … appended. `-W N` stops the capture after N files.
 
@@ -68,7 +70,11 @@ pub enum RecordError {
     #[error("-w {0}: the file name has no name part (give a file, not a directory)")]
     NoFileName(String),
     #[error("-w {path}: the interface {iface}'s link type {dlt} does not fit pcapng's 16 bits")]
-    LinkType { path: String, iface: String, dlt: u32 },
+    LinkType {
+        path: String,
+        iface: String,
+        dlt: u32,
+    },
 }
 
 /// One captured interface: an interface description block in every file.
@@ -271,6 +277,8 @@ pub struct Recorder {
     files_closed: u64,
     frames_written: u64,
     bytes_written: u64,
+    /// Frames of a file that failed, not yet counted as not written (see `abandon`).
+    frames_lost: u64,
     /// Closed files in order (for tests and the final message).
     closed: Vec<PathBuf>,
 }
@@ -339,6 +347,7 @@ impl Recorder {
             files_closed: 0,
             frames_written: 0,
             bytes_written: 0,
+            frames_lost: 0,
             closed: Vec::new(),
         };
         r.open(None)?;
@@ -369,9 +378,7 @@ impl Recorder {
                 source,
             })?;
         self.files_opened = self.files_opened.saturating_add(1);
-        self.bytes_written = self
-            .bytes_written
-            .saturating_add(self.header.len() as u64);
+        self.bytes_written = self.bytes_written.saturating_add(self.header.len() as u64);
         self.file = Some(OpenFile {
             out,
             bytes: self.header.len() as u64,
@@ -388,16 +395,27 @@ impl Recorder {
             return Ok(());
         };
         let path = f.path.display().to_string();
-        let file = f.out.into_inner().map_err(|e| RecordError::Write {
-            path: path.clone(),
-            source: e.into_error(),
-        })?;
-        drop(file);
-        std::fs::rename(&f.part, &f.path).map_err(|source| RecordError::Rename {
-            path,
-            part: f.part.display().to_string(),
-            source,
-        })?;
+        let (frames, bytes) = (f.frames, f.bytes);
+        let closed = match f.out.into_inner() {
+            Err(e) => Err(RecordError::Write {
+                path: path.clone(),
+                source: e.into_error(),
+            }),
+            Ok(file) => {
+                drop(file);
+                std::fs::rename(&f.part, &f.path).map_err(|source| RecordError::Rename {
+                    path,
+                    part: f.part.display().to_string(),
+                    source,
+                })
+            }
+        };
+        if let Err(e) = closed {
+            self.frames_written = self.frames_written.saturating_sub(frames);
+            self.bytes_written = self.bytes_written.saturating_sub(bytes);
+            self.frames_lost = self.frames_lost.saturating_add(frames);
+            return Err(e);
+        }
         self.files_closed = self.files_closed.saturating_add(1);
         self.closed.push(f.path);
         Ok(())
@@ -436,10 +454,7 @@ impl Recorder {
             .rotate_bytes
             .is_some_and(|c| f.frames > 0 && f.bytes.saturating_add(block) > c);
         if by_time || by_size {
-            if self
-                .stop_after
-                .is_some_and(|n| self.files_opened >= n)
-            {
+            if self.stop_after.is_some_and(|n| self.files_opened >= n) {
                 self.close()?;
                 return Ok(Written::FileLimit);
             }
@@ -465,15 +480,25 @@ impl Recorder {
         f.bytes = f.bytes.saturating_add(self.scratch.len() as u64);
         f.frames = f.frames.saturating_add(1);
         self.frames_written = self.frames_written.saturating_add(1);
-        self.bytes_written = self
-            .bytes_written
-            .saturating_add(self.scratch.len() as u64);
+        self.bytes_written = self.bytes_written.saturating_add(self.scratch.len() as u64);
         Ok(Written::Yes)
     }
 
     /// Close the last file (renaming it to its final name).
     pub fn finish(&mut self) -> Result<(), RecordError> {
         self.close()
+    }
+
+    /// After an error: give up the current file (it stays as NAME.part, incomplete) and
+    /// return how many frames were in it or in a file that could not be closed; they no
+    /// longer count as written.
+    pub fn abandon(&mut self) -> u64 {
+        if let Some(f) = self.file.take() {
+            self.frames_written = self.frames_written.saturating_sub(f.frames);
+            self.bytes_written = self.bytes_written.saturating_sub(f.bytes);
+            self.frames_lost = self.frames_lost.saturating_add(f.frames);
+        }
+        std::mem::take(&mut self.frames_lost)
     }
 
     pub fn current_file(&self) -> Option<&Path> {
@@ -544,7 +569,9 @@ pub struct RecordTap {
 
 impl std::fmt::Debug for RecordTap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecordTap").field("path", &self.path).finish()
+        f.debug_struct("RecordTap")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -654,9 +681,7 @@ fn writer_loop(
         shared
             .bytes_written
             .store(r.bytes_written, Ordering::Relaxed);
-        shared
-            .files_closed
-            .store(r.files_closed, Ordering::Relaxed);
+        shared.files_closed.store(r.files_closed, Ordering::Relaxed);
         if let Ok(mut c) = shared.current_file.lock() {
             *c = r.current_file().map(|p| p.display().to_string());
         }
@@ -693,7 +718,9 @@ fn writer_loop(
                         }
                         Err(e) => {
                             writing = false;
-                            unwritten = unwritten.saturating_add(1);
+                            unwritten = unwritten
+                                .saturating_add(1)
+                                .saturating_add(recorder.abandon());
                             fail(e);
                         }
                     }
@@ -709,6 +736,8 @@ fn writer_loop(
         }
     }
     if let Err(e) = recorder.finish() {
+        let lost = recorder.abandon();
+        shared.not_written_other.fetch_add(lost, Ordering::Relaxed);
         fail(e);
     }
     publish(&recorder);
@@ -813,7 +842,9 @@ mod tests {
         r.finish().unwrap();
         let path = dir.join("a.pcapng");
         assert!(!dir.join("a.pcapng.part").exists());
-        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
         assert_eq!(mode & 0o022, 0, "group/others may not write: {mode:o}");
         let got = read_back(&path);
         let want: Vec<_> = frames
@@ -825,7 +856,9 @@ mod tests {
         let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
         assert!(has(b"host.name=hostA"));
         assert!(has(b"vethB on host hostA"));
-        assert!(has(format!("ddshark {}", env!("CARGO_PKG_VERSION")).as_bytes()));
+        assert!(has(
+            format!("ddshark {}", env!("CARGO_PKG_VERSION")).as_bytes()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -842,9 +875,17 @@ mod tests {
             r.write(0, T0 + i, &[i as u8; 100], 100).unwrap();
         }
         r.finish().unwrap();
-        let names: Vec<_> = r.closed_files().iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+        let names: Vec<_> = r
+            .closed_files()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect();
         assert_eq!(names, ["s.pcapng", "s.pcapng1", "s.pcapng2"]);
-        let counts: Vec<_> = r.closed_files().iter().map(|p| read_back(p).len()).collect();
+        let counts: Vec<_> = r
+            .closed_files()
+            .iter()
+            .map(|p| read_back(p).len())
+            .collect();
         assert_eq!(counts, [3, 3, 2]);
         for p in r.closed_files() {
             assert!(std::fs::metadata(p).unwrap().len() <= limit);
@@ -858,7 +899,10 @@ mod tests {
     fn a_ring_keeps_the_last_w_files() {
         let dir = scratch_dir("ring");
         let probe = scratch_dir("ring-probe");
-        let header = Recorder::create(&record_opts(&probe, "p"), T0).unwrap().header.len() as u64;
+        let header = Recorder::create(&record_opts(&probe, "p"), T0)
+            .unwrap()
+            .header
+            .len() as u64;
         let _ = std::fs::remove_dir_all(&probe);
         let mut opts = record_opts(&dir, "r");
         opts.rotate_bytes = Some(header + pcapng::epb_len(10) as u64);
@@ -897,9 +941,17 @@ mod tests {
         r.finish().unwrap();
         use Written::{FileLimit, Yes};
         assert_eq!(outcomes, [Yes, Yes, Yes, Yes, Yes, FileLimit, FileLimit]);
-        let names: Vec<_> = r.closed_files().iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+        let names: Vec<_> = r
+            .closed_files()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect();
         assert_eq!(names, ["t-160000.pcapng", "t-160001.pcapng"]);
-        let counts: Vec<_> = r.closed_files().iter().map(|p| read_back(p).len()).collect();
+        let counts: Vec<_> = r
+            .closed_files()
+            .iter()
+            .map(|p| read_back(p).len())
+            .collect();
         assert_eq!(counts, [3, 2]);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -914,7 +966,11 @@ mod tests {
             r.write(0, T0 + i, &[0; 20], 20).unwrap();
         }
         r.finish().unwrap();
-        let names: Vec<_> = r.closed_files().iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+        let names: Vec<_> = r
+            .closed_files()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect();
         assert_eq!(names, ["g.pcapng", "g.pcapng1", "g.pcapng2"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -933,7 +989,13 @@ mod tests {
         let dir = scratch_dir("tap");
         let opts = record_opts(&dir, "w.pcapng");
         let stop = Arc::new(AtomicBool::new(false));
-        let tap = RecordTap::start(Recorder::create(&opts, T0).unwrap(), &opts.path, 2, stop.clone()).unwrap();
+        let tap = RecordTap::start(
+            Recorder::create(&opts, T0).unwrap(),
+            &opts.path,
+            2,
+            stop.clone(),
+        )
+        .unwrap();
         for b in 0..10u64 {
             let mut batch = tap.empty_batch();
             for i in 0..100u64 {
@@ -943,7 +1005,10 @@ mod tests {
         }
         tap.finish().unwrap();
         let h = tap.health();
-        assert_eq!((h.frames_written, h.not_written(), h.files_closed), (1000, 0, 1));
+        assert_eq!(
+            (h.frames_written, h.not_written(), h.files_closed),
+            (1000, 0, 1)
+        );
         let got = read_back(&dir.join("w.pcapng"));
         assert_eq!(got.len(), 1000);
         assert!(got.windows(2).all(|w| w[0].0 < w[1].0));

@@ -131,11 +131,7 @@ impl<'a> Block<'a> {
     /// Write the total length at both ends. On error the buffer is cut back to where the
     /// block began.
     fn finish(self) -> Result<usize, PcapngError> {
-        let total = self
-            .out
-            .len()
-            .saturating_sub(self.start)
-            .saturating_add(4);
+        let total = self.out.len().saturating_sub(self.start).saturating_add(4);
         let Ok(len) = u32::try_from(total) else {
             self.out.truncate(self.start);
             return Err(PcapngError::BlockTooLong {
