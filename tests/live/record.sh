@@ -7,7 +7,7 @@
 #                                       names in the section/interface blocks, ns timestamps
 #   size    -w size.pcapng -C 1         files of at most 1,000,000 bytes: size.pcapng,
 #                                       size.pcapng1, …; together every frame
-#   time    -w time-%s.pcapng -G 1 -W 2 two files of one second each, then ddshark stops
+#   time    -w time-%s.pcapng -G 1s -W 2 two files of one second each, then ddshark stops
 #                                       by itself (exit 0); they hold the first frames
 #   full    -w on a 1 MiB tmpfs         the disk fills: ddshark stops with a message naming
 #                                       the file and a non-zero exit
@@ -73,7 +73,7 @@ dd() { # dd NAME ARGS...: ddshark in the background, its pid in $! (via pids)
 }
 dd plain -w "$WORK/rec.pcapng";               DD_PLAIN=$!
 dd size -w "$WORK/size.pcapng" -C 1;           DD_SIZE=$!
-dd time -w "$WORK/time-%s.pcapng" -G 1 -W 2;   DD_TIME=$!
+dd time -w "$WORK/time-%s.pcapng" -G 1s -W 2;  DD_TIME=$!
 mkdir "$WORK/tiny"
 mount -t tmpfs -o size=1m record-tiny "$WORK/tiny"
 dd full -w "$WORK/tiny/full.pcapng";            DD_FULL=$!
@@ -92,8 +92,8 @@ ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --pps=2500 --loop=4 "$INPUT" >"$WOR
   { cat "$WORK/replay.out" >&2; fail "tcpreplay failed"; }
 sleep 1.5
 
-# -G 1 -W 2 stops by itself after its two files.
-wait "$DD_TIME" || { cat "$WORK/time.err" >&2; fail "ddshark -G 1 -W 2 exited with an error"; }
+# -G 1s -W 2 stops by itself after its two files.
+wait "$DD_TIME" || { cat "$WORK/time.err" >&2; fail "ddshark -G 1s -W 2 exited with an error"; }
 # The full disk stopped its ddshark with an error naming the file.
 if wait "$DD_FULL"; then fail "ddshark -w on a full disk exited 0"; fi
 grep -q "tiny/full.pcapng: cannot write the recording: No space left on device" "$WORK/full.err" ||
@@ -152,20 +152,20 @@ for f in "${parts[@]}"; do
 done
 cmp -s "$WORK/ref.txt" "$WORK/size.txt" || fail "the -C files together differ from tcpdump's frames"
 
-# --- -G 1 -W 2: two files, one second of capture time each, then a stop ------------
+# --- -G 1s -W 2: two files, one second of capture time each, then a stop ------------
 mapfile -t tparts < <(cd "$WORK" && ls time-*.pcapng)
-[ "${#tparts[@]}" = 2 ] || fail "-G 1 -W 2 made ${#tparts[@]} files: ${tparts[*]}"
+[ "${#tparts[@]}" = 2 ] || fail "-G 1s -W 2 made ${#tparts[@]} files: ${tparts[*]}"
 : >"$WORK/time.txt"
 n_time=0
 for f in "${tparts[@]}"; do
   n_time=$((n_time + $(count "$WORK/$f")))
   span=$(capinfos -u -S "$WORK/$f" 2>/dev/null | awk '/Capture duration/ { print $3 }')
-  awk -v s="$span" 'BEGIN { exit !(s < 1.0) }' || fail "$f spans $span s (more than -G 1)"
+  awk -v s="$span" 'BEGIN { exit !(s < 1.0) }' || fail "$f spans $span s (more than -G 1s)"
   frames_of "$WORK/$f" >>"$WORK/time.txt"
 done
-[ "$n_time" -gt 0 ] && [ "$n_time" -lt "$ref_frames" ] || fail "-G 1 -W 2 holds $n_time of $ref_frames frames"
+[ "$n_time" -gt 0 ] && [ "$n_time" -lt "$ref_frames" ] || fail "-G 1s -W 2 holds $n_time of $ref_frames frames"
 head -n "$(wc -l <"$WORK/time.txt")" "$WORK/ref.txt" | cmp -s - "$WORK/time.txt" ||
   fail "the -G files do not hold the first frames tcpdump captured"
 
 echo "record: $ref_frames frames replayed and captured; -w wrote all $written (tshark reads $rec_frames, bytes equal to tcpdump's);" \
-  "-C 1: ${#parts[@]} files <= 1 MB; -G 1 -W 2: ${tparts[*]} then stopped by itself ($n_time frames); a full disk: an error naming the file"
+  "-C 1: ${#parts[@]} files <= 1 MB; -G 1s -W 2: ${tparts[*]} then stopped by itself ($n_time frames); a full disk: an error naming the file"

@@ -121,20 +121,22 @@ pub struct DaemonArgs {
     )]
     pub write: Option<PathBuf>,
     /// With -w: start a new file before one exceeds MB million bytes (FILE, FILE1, …)
-    #[arg(short = 'C', long = "file-size", value_name = "MB", requires = "write",
+    #[arg(short = 'C', long = "file-size", value_name = "MB", requires = "write", group = "rotation",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub file_size: Option<u64>,
-    /// With -w: start a new file every SECONDS of capture time (strftime %Y%m%d… in FILE
-    /// is expanded, UTC; else FILE, FILE1, …)
+    /// With -w: start a new file every DURATION of capture time, e.g. 60s (strftime
+    /// %Y%m%d%H%M%S in FILE is expanded, UTC; else FILE, FILE1, …)
     #[arg(
         short = 'G',
-        long = "rotate-seconds",
-        value_name = "SECONDS",
-        requires = "write"
+        long = "rotate",
+        value_name = "DURATION",
+        requires = "write",
+        group = "rotation",
+        value_parser = TimeSpan::positive
     )]
-    pub rotate_seconds: Option<TimeSpan>,
+    pub rotate: Option<TimeSpan>,
     /// With -C: a ring of COUNT files (FILE0…); with -G: stop after COUNT files
-    #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "write",
+    #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "rotation",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub file_count: Option<u32>,
     #[command(flatten)]
@@ -267,14 +269,7 @@ fn start_recording(
     interfaces: Vec<RecordInterface>,
     stop: &Arc<AtomicBool>,
 ) -> Result<RecordTap> {
-    if args.file_count.is_some() && args.file_size.is_none() && args.rotate_seconds.is_none() {
-        bail!("-W (--file-count) needs -C (a ring of files) or -G (stop after COUNT files)");
-    }
-    let rotate_ns = match args.rotate_seconds {
-        Some(g) if g.ns() == 0 => bail!("-G (--rotate-seconds) must be more than 0"),
-        Some(g) => Some(g.ns()),
-        None => None,
-    };
+    let rotate_ns = args.rotate.map(TimeSpan::ns);
     let host_name = args
         .otlp
         .host_name

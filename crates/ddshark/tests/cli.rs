@@ -379,3 +379,43 @@ fn bursts_of_discovery_are_not_extrapolated_to_rates() {
     let r = chatter["timing"]["rate_hz"].as_f64().expect("a rate");
     assert!((r - 20.0).abs() < 0.5, "{r}");
 }
+
+#[test]
+fn recording_flags_that_cannot_apply_are_refused() {
+    // -w records a live capture; -C/-G/-W need -w; -W needs -C or -G; -G takes a unit.
+    for args in [
+        &["-r", "x.pcap", "-w", "out.pcapng"][..],
+        &["-i", "lo", "-C", "10"],
+        &["-i", "lo", "-G", "10s"],
+        &["-i", "lo", "-w", "out.pcapng", "-W", "3"],
+        &["-i", "lo", "-w", "out.pcapng", "-G", "10"],
+        &["-i", "lo", "-w", "out.pcapng", "-C", "0"],
+    ] {
+        let e = parse_error(args);
+        assert_ne!(e.kind(), ErrorKind::DisplayHelp, "{args:?}");
+    }
+    let ok = parse(&[
+        "-i",
+        "lo",
+        "-w",
+        "a.pcapng",
+        "-C",
+        "100",
+        "-W",
+        "5",
+        "--host-name",
+        "a",
+    ]);
+    assert!(ok.is_ok(), "{ok:?}");
+    let ok = parse(&[
+        "-i",
+        "lo",
+        "-w",
+        "a-%Y%m%d%H%M%S.pcapng",
+        "-G",
+        "60s",
+        "-W",
+        "24",
+    ]);
+    assert!(ok.is_ok(), "{ok:?}");
+}

@@ -48,13 +48,24 @@ fn attr<'a>(line: &'a str, name: &str) -> Option<&'a str> {
 /// Submessages per frame, from `tshark -T pdml`.
 fn tshark_submessages(pcap: &PathBuf) -> Vec<Vec<TsharkSubmessage>> {
     let out = Command::new("tshark")
-        .args(["-n", "-o", "rtps.max_batch_samples_dissected:0", "-T", "pdml", "-r"])
+        .args([
+            "-n",
+            "-o",
+            "rtps.max_batch_samples_dissected:0",
+            "-T",
+            "pdml",
+            "-r",
+        ])
         .arg(pcap)
         .output()
         .unwrap_or_else(|e| {
             panic!("tshark cannot run ({e}): install it with scripts/setup.sh --test")
         });
-    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pdml = String::from_utf8(out.stdout).unwrap();
     let mut frames: Vec<Vec<TsharkSubmessage>> = Vec::new();
     for line in pdml.lines() {
@@ -102,7 +113,12 @@ fn rti_batches_and_sessions_agree_with_tshark() {
     let mut batch_samples = 0;
     for r in &ours {
         let t = &theirs[(r.frame - 1) as usize][r.sm_index];
-        assert_eq!(t.id, format!("0x{:02x}", r.submessage_id), "frame {}", r.frame);
+        assert_eq!(
+            t.id,
+            format!("0x{:02x}", r.submessage_id),
+            "frame {}",
+            r.frame
+        );
         match r.kind {
             "DATA_BATCH" => {
                 let first = t.labelled("firstSampleSeqNumber").unwrap();
@@ -144,5 +160,9 @@ fn rti_batches_and_sessions_agree_with_tshark() {
             other => panic!("unexpected {other}"),
         }
     }
-    assert_eq!(batch_samples, rti::samples().len() - 1, "all but the DATA_SESSION");
+    assert_eq!(
+        batch_samples,
+        rti::samples().len() - 1,
+        "all but the DATA_SESSION"
+    );
 }
