@@ -61,14 +61,13 @@ PORTS = {
     "DDSHARK_INFLUX_RAW_RETENTION": "0", "DDSHARK_INFLUX_LONG_RETENTION": "0",
 }
 STACK_DIR = os.environ.get("DDSHARK_STACK_DIR", os.path.expanduser("~/.cache/ddshark-stack"))
-# Bounded tags of measurement `spans` (deploy/telegraf/telegraf.conf); everything else is a field.
-SPAN_TAGS = {"service.name", "host.name", "capture.interface", "traffic_type", "topic_name",
-             "type_name", "writer_id", "vendor_id", "vendor_name", "domain_id", "slot", "span.name"}
-SPAN_INT_FIELDS = {"sn", "fragment_starting_num", "frags_in_submessage", "sample_size",
-                   "payload_size", "frame", "frame_first", "ip_fragments", "submessage_index",
-                   "end_time_unix_nano", "start_ns", "fragments", "fragments_missing", "submessages",
-                   "repairs"}
-SPAN_STRING_FIELDS = {"trace_id", "span_id", "src", "dst"}
+# Measurement `spans` as the schema defines it (crates/span-schema, which generates this file):
+# its bounded tags, and its typed fields with the ones every span without --otlp-lean carries.
+with open(os.path.join(ROOT, "scripts", "stack", "span_schema.json")) as _fh:
+    SPAN_SCHEMA = json.load(_fh)
+SPAN_TAGS = set(SPAN_SCHEMA["tags"])
+SPAN_FIELDS = SPAN_SCHEMA["fields"]
+SPAN_REQUIRED_FIELDS = set(SPAN_FIELDS) - set(SPAN_SCHEMA["optional_fields"])
 
 FAILURES = []
 
@@ -548,10 +547,9 @@ def check_schema(influx, spans, start, stop):
                           f'"spans") |> group(columns: ["_field"]) |> limit(n: 1) '
                           f'|> keep(columns: ["_field", "_value"])', types=True)
     ftype = {r["_field"]: r["_types"]["_value"] for r in fields}
-    for f in SPAN_INT_FIELDS:
-        check(ftype.get(f) == "long", f"schema: field {f} is {ftype.get(f)}, want long")
-    for f in SPAN_STRING_FIELDS:
-        check(ftype.get(f) == "string", f"schema: field {f} is {ftype.get(f)}, want string")
+    for f in sorted(SPAN_REQUIRED_FIELDS | (set(ftype) & set(SPAN_FIELDS))):
+        want = SPAN_FIELDS.get(f)
+        check(ftype.get(f) == want, f"schema: field {f} is {ftype.get(f)}, want {want}")
     check("attributes" not in ftype, "schema: spans still have the JSON field `attributes`")
     log(f"schema: fields {sorted(ftype.items())}")
 

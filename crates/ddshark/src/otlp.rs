@@ -109,7 +109,8 @@ pub struct OtlpArgs {
     pub otlp_flush_timeout: TimeSpan,
     /// A sample's SAMPLE span leaves once nothing of it was seen for this long
     /// (capture time; `ddshark latency --window` alike)
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = TimeSpan::positive)]
+    #[arg(long, value_name = "DURATION", default_value_t = TimeSpan::from_ns(span_schema::SAMPLE_WINDOW_NS.unsigned_abs()),
+          value_parser = TimeSpan::positive)]
     pub otlp_sample_window: TimeSpan,
     /// Most memory the samples awaiting their SAMPLE span may hold (oldest sent early, counted)
     #[arg(long, value_name = "MIB", default_value = "256")]

@@ -60,7 +60,7 @@ pub struct JoinArgs {
     #[arg(long, default_value_t = 6)]
     pub vote_pushes: u64,
     /// ddshark's --otlp-sample-window, in ns
-    #[arg(long, default_value_t = 10_000_000_000, value_name = "NS")]
+    #[arg(long, default_value_t = span_schema::SAMPLE_WINDOW_NS, value_name = "NS")]
     pub sample_window_ns: i64,
     /// Another host receives a writer if it saw one of its samples this close to t_send
     #[arg(long, default_value_t = 12_000_000_000, value_name = "NS")]

@@ -340,7 +340,7 @@ impl ExporterConfig {
         o: &Overrides,
     ) -> Result<Self, ConfigError> {
         for (k, _) in &o.resource {
-            if crate::schema::SPAN_ATTRIBUTE_KEYS.contains(&k.as_str()) {
+            if crate::schema::is_span_attribute(k.as_str()) {
                 return Err(ConfigError::ReservedResource(k.clone()));
             }
         }
@@ -392,7 +392,7 @@ impl ExporterConfig {
             .build();
         if let Some((k, _)) = resource
             .iter()
-            .find(|(k, _)| crate::schema::SPAN_ATTRIBUTE_KEYS.contains(&k.as_str()))
+            .find(|(k, _)| crate::schema::is_span_attribute(k.as_str()))
         {
             return Err(ConfigError::ReservedResource(k.to_string()));
         }

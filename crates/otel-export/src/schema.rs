@@ -26,88 +26,9 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use rtps_dissect::{Datagram, DiscoveryRecord, Guid, GuidPrefix, KeyHasher, VendorId};
 use sha2::{Digest, Sha256};
 
-/// Attribute keys, shared by the encoder, the docs and the tests.
-pub mod attr {
-    pub const SERVICE_NAME: &str = "service.name";
-    pub const SERVICE_VERSION: &str = "service.version";
-    pub const HOST_NAME: &str = "host.name";
-    pub const CAPTURE_INTERFACE: &str = "capture.interface";
-    pub const TRAFFIC_TYPE: &str = "traffic_type";
-    pub const TOPIC_NAME: &str = "topic_name";
-    pub const TYPE_NAME: &str = "type_name";
-    pub const WRITER_ID: &str = "writer_id";
-    pub const SN: &str = "sn";
-    pub const FRAGMENT_STARTING_NUM: &str = "fragment_starting_num";
-    pub const FRAGS_IN_SUBMESSAGE: &str = "frags_in_submessage";
-    pub const FRAGMENT_SIZE: &str = "fragment_size";
-    pub const SAMPLE_SIZE: &str = "sample_size";
-    pub const PAYLOAD_SIZE: &str = "payload_size";
-    pub const PCP: &str = "pcp";
-    pub const VLAN_ID: &str = "vlan_id";
-    pub const VENDOR_ID: &str = "vendor_id";
-    pub const VENDOR_NAME: &str = "vendor_name";
-    pub const SRC: &str = "src";
-    pub const DST: &str = "dst";
-    pub const DOMAIN_ID: &str = "domain_id";
-    pub const SOURCE_TIMESTAMP_NS: &str = "source_timestamp_ns";
-    pub const FRAME: &str = "frame";
-    pub const FRAME_FIRST: &str = "frame_first";
-    pub const IP_FRAGMENTS: &str = "ip_fragments";
-    pub const SUBMESSAGE_INDEX: &str = "submessage_index";
-    pub const SLOT: &str = "slot";
-    pub const START_NS: &str = "start_ns";
-    pub const FRAGMENTS: &str = "fragments";
-    pub const FRAGMENTS_MISSING: &str = "fragments_missing";
-    pub const SUBMESSAGES: &str = "submessages";
-    pub const REPAIRS: &str = "repairs";
-}
-
-/// Keys every span may carry itself. A resource attribute with one of these keys
-/// is refused (an InfluxDB dimension present twice makes the exporter drop the batch).
-pub const SPAN_ATTRIBUTE_KEYS: [&str; 29] = [
-    attr::TRAFFIC_TYPE,
-    attr::TOPIC_NAME,
-    attr::TYPE_NAME,
-    attr::WRITER_ID,
-    attr::SN,
-    attr::FRAGMENT_STARTING_NUM,
-    attr::FRAGS_IN_SUBMESSAGE,
-    attr::FRAGMENT_SIZE,
-    attr::SAMPLE_SIZE,
-    attr::PAYLOAD_SIZE,
-    attr::PCP,
-    attr::VLAN_ID,
-    attr::VENDOR_ID,
-    attr::VENDOR_NAME,
-    attr::SRC,
-    attr::DST,
-    attr::DOMAIN_ID,
-    attr::SOURCE_TIMESTAMP_NS,
-    attr::CAPTURE_INTERFACE,
-    attr::FRAME,
-    attr::FRAME_FIRST,
-    attr::IP_FRAGMENTS,
-    attr::SUBMESSAGE_INDEX,
-    attr::SLOT,
-    attr::START_NS,
-    attr::FRAGMENTS,
-    attr::FRAGMENTS_MISSING,
-    attr::SUBMESSAGES,
-    attr::REPAIRS,
-];
-
-/// The default InfluxDB span dimensions (tags) for this schema, as in
-/// `deploy/otelcol/config.yaml`.
-pub const INFLUX_SPAN_DIMENSIONS: [&str; 8] = [
-    attr::SERVICE_NAME,
-    attr::HOST_NAME,
-    attr::CAPTURE_INTERFACE,
-    attr::TRAFFIC_TYPE,
-    attr::TOPIC_NAME,
-    attr::WRITER_ID,
-    attr::SN,
-    attr::FRAGMENT_STARTING_NUM,
-];
+/// Attribute keys and types: defined once in the `span-schema` crate, which the
+/// join and the tests of the Telegraf configuration, the docs and the Python checks read too.
+pub use span_schema::{attr, is_span_attribute};
 
 /// The span name: `DATA` or `DATA_FRAG` (one submessage), `SAMPLE` (one whole sample).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -629,9 +550,10 @@ impl SpanDataBuilder {
     }
 
     /// The span → attribute mapping: every attribute a span carries, in order, as
-    /// OpenTelemetry key-values (absent values are left out). Change the schema here.
+    /// OpenTelemetry key-values (absent values are left out). The keys, their types and
+    /// which spans carry them are `span_schema::SPAN_ATTRIBUTES` (checked by a test below).
     pub fn attributes(&mut self, r: &SpanRecord) -> Vec<KeyValue> {
-        let mut a = Vec::with_capacity(SPAN_ATTRIBUTE_KEYS.len());
+        let mut a = Vec::with_capacity(span_schema::SPAN_ATTRIBUTES.len());
         self.common_attributes(r, &mut a);
         if let Some(t) = &r.sample {
             return self.sample_attributes(r, t, a);
@@ -793,65 +715,120 @@ mod tests {
         assert_eq!(domain_from_port(53), None);
     }
 
-    #[test]
-    fn lean_spans_leave_out_only_the_per_datagram_detail() {
-        let record = SpanRecord {
+    /// A span of every kind with every optional value present.
+    fn full_record(sample: Option<SampleTotals>) -> SpanRecord {
+        SpanRecord {
             trace_id: [1; 16],
             span_id: [2; 8],
-            kind: SampleKind::Data,
+            kind: if sample.is_some() {
+                SampleKind::Sample
+            } else {
+                SampleKind::DataFrag
+            },
             start_ns: 5,
             end_ns: 6,
             traffic: TrafficType::User,
             topic: Some(Arc::from("rt/chatter")),
-            type_name: None,
+            type_name: Some(Arc::from("std_msgs::msg::dds_::String_")),
             writer: Guid {
                 prefix: GuidPrefix([1; 12]),
                 entity: rtps_dissect::types::EntityId([0, 0, 1, 2]),
             },
             sn: 7,
-            fragment_starting_num: 0,
+            fragment_starting_num: 1,
             frags_in_submessage: 1,
-            fragment_size: None,
+            fragment_size: Some(1024),
             sample_size: 100,
             payload_size: 104,
-            pcp: None,
-            vlan_id: None,
+            pcp: Some(3),
+            vlan_id: Some(10),
             vendor: VendorId([1, 16]),
             src: "10.0.0.1:7410".parse().unwrap(),
             dst: "239.255.0.1:7401".parse().unwrap(),
             domain_id: Some(0),
             source_timestamp_ns: Some(4),
-            interface: None,
+            interface: Some(Arc::from("eth0")),
             frame: 9,
             frame_first: 9,
             ip_fragments: 1,
             submessage_index: 1,
             slot: 0,
-            sample: None,
+            sample,
+        }
+    }
+
+    /// (key, type) of the attributes the builder gives `record`.
+    fn encoded(record: &SpanRecord, detail: SpanDetail) -> Vec<(String, span_schema::ValueType)> {
+        let scope = InstrumentationScope::builder("test").build();
+        SpanDataBuilder::with_detail(scope, detail)
+            .attributes(record)
+            .into_iter()
+            .map(|kv| {
+                let ty = match kv.value {
+                    Value::I64(_) => span_schema::ValueType::Int,
+                    Value::String(_) => span_schema::ValueType::Str,
+                    other => panic!("{}: unexpected value type {other:?}", kv.key),
+                };
+                (kv.key.as_str().to_owned(), ty)
+            })
+            .collect()
+    }
+
+    /// (key, type) of the schema's attributes that `keep` selects, in the schema's order.
+    fn schema_attributes(
+        keep: impl Fn(&span_schema::SpanAttribute) -> bool,
+    ) -> Vec<(String, span_schema::ValueType)> {
+        span_schema::SPAN_ATTRIBUTES
+            .iter()
+            .filter(|a| keep(a))
+            .map(|a| (a.key.to_owned(), a.ty))
+            .collect()
+    }
+
+    fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn spans_carry_exactly_the_schemas_attributes() {
+        let totals = SampleTotals {
+            fragments: 2,
+            fragments_missing: 0,
+            submessages: 2,
+            repairs: 0,
         };
-        let keys = |detail| {
-            let scope = InstrumentationScope::builder("test").build();
-            SpanDataBuilder::with_detail(scope, detail)
-                .attributes(&record)
-                .into_iter()
-                .map(|kv| kv.key.as_str().to_owned())
-                .collect::<Vec<_>>()
-        };
-        let (full, lean) = (keys(SpanDetail::Full), keys(SpanDetail::Lean));
-        let left_out: Vec<_> = full.iter().filter(|k| !lean.contains(k)).collect();
         assert_eq!(
-            left_out,
-            vec![
-                attr::SRC,
-                attr::DST,
-                attr::SOURCE_TIMESTAMP_NS,
-                attr::FRAME,
-                attr::FRAME_FIRST,
-                attr::IP_FRAGMENTS,
-                attr::SUBMESSAGE_INDEX
-            ]
+            sorted(encoded(&full_record(None), SpanDetail::Full)),
+            sorted(schema_attributes(|a| a.on_submessage_spans())),
+            "DATA/DATA_FRAG spans"
         );
-        assert!(lean.iter().all(|k| full.contains(k)));
+        assert_eq!(
+            sorted(encoded(&full_record(None), SpanDetail::Lean)),
+            sorted(schema_attributes(
+                |a| a.on_submessage_spans() && !a.lean_drops
+            )),
+            "--otlp-lean leaves out exactly the schema's lean_drops"
+        );
+        // SAMPLE spans name a type only for built-in writers (user types: the DATA spans).
+        let mut builtin = full_record(Some(totals));
+        builtin.writer.entity = rtps_dissect::types::EntityId([0, 1, 0, 0xc2]);
+        assert_eq!(
+            sorted(encoded(&builtin, SpanDetail::Full)),
+            sorted(schema_attributes(|a| a.on_sample_spans())),
+            "SAMPLE spans"
+        );
+    }
+
+    #[test]
+    fn absent_values_leave_out_only_optional_attributes() {
+        let mut r = full_record(None);
+        (r.topic, r.type_name, r.fragment_size, r.pcp, r.vlan_id) = (None, None, None, None, None);
+        (r.domain_id, r.source_timestamp_ns, r.interface) = (None, None, None);
+        assert_eq!(
+            sorted(encoded(&r, SpanDetail::Full)),
+            sorted(schema_attributes(|a| a.on_submessage_spans() && !a.optional)),
+        );
     }
 }
 #[cfg(test)]

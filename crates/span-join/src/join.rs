@@ -83,7 +83,7 @@ impl Default for JoinSettings {
             forget_pushes: 360,
             max_participants: 10_000,
             vote_pushes: 6,
-            sample_window_ns: 10 * NS,
+            sample_window_ns: span_schema::SAMPLE_WINDOW_NS,
             receiver_window_ns: 12 * NS,
             lost_grace_ns: NS,
         }

@@ -7,6 +7,8 @@ pub mod line;
 
 use std::borrow::Cow;
 
+use span_schema::{attr, influx};
+
 pub use join::{FragSpan, JoinCounters, JoinSettings, SampleSpan, SpanJoin};
 pub use line::{FieldValue, Line, LineError, LineWriter};
 
@@ -24,7 +26,8 @@ pub fn feed_line(join: &mut SpanJoin, text: &str) {
     }
 }
 
-/// The tags and fields of a span the join reads (everything else on the line is skipped).
+/// The tags and fields of a span the join reads (`span_schema::JOIN_TAGS` and
+/// `JOIN_FIELDS`; everything else on the line is skipped).
 #[derive(Default)]
 struct SpanParts<'a> {
     span_name: Option<Cow<'a, str>>,
@@ -45,7 +48,7 @@ struct SpanParts<'a> {
 }
 
 fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
-    if line.measurement != "spans" {
+    if line.measurement != influx::SPANS {
         return false;
     }
     let Some(time) = line.timestamp else {
@@ -57,11 +60,11 @@ fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
             return false;
         };
         let slot = match &*key {
-            "span.name" => &mut p.span_name,
-            "host.name" => &mut p.host,
-            "writer_id" => &mut p.writer,
-            "topic_name" => &mut p.topic,
-            "slot" => &mut p.slot,
+            influx::SPAN_NAME => &mut p.span_name,
+            attr::HOST_NAME => &mut p.host,
+            attr::WRITER_ID => &mut p.writer,
+            attr::TOPIC_NAME => &mut p.topic,
+            attr::SLOT => &mut p.slot,
             _ => continue,
         };
         *slot = Some(value);
@@ -71,16 +74,16 @@ fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
             return false;
         };
         let slot = match &*key {
-            "end_time_unix_nano" => &mut p.end,
-            "sn" => &mut p.sn,
-            "start_ns" => &mut p.start_ns,
-            "fragments_missing" => &mut p.fragments_missing,
-            "sample_size" => &mut p.sample_size,
-            "repairs" => &mut p.repairs,
-            "submessages" => &mut p.submessages,
-            "fragment_starting_num" => &mut p.fragment_starting_num,
-            "frags_in_submessage" => &mut p.frags_in_submessage,
-            "fragment_size" => &mut p.fragment_size,
+            influx::END_TIME => &mut p.end,
+            attr::SN => &mut p.sn,
+            attr::START_NS => &mut p.start_ns,
+            attr::FRAGMENTS_MISSING => &mut p.fragments_missing,
+            attr::SAMPLE_SIZE => &mut p.sample_size,
+            attr::REPAIRS => &mut p.repairs,
+            attr::SUBMESSAGES => &mut p.submessages,
+            attr::FRAGMENT_STARTING_NUM => &mut p.fragment_starting_num,
+            attr::FRAGS_IN_SUBMESSAGE => &mut p.frags_in_submessage,
+            attr::FRAGMENT_SIZE => &mut p.fragment_size,
             _ => continue,
         };
         *slot = value.as_i64();

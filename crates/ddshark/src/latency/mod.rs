@@ -110,7 +110,7 @@ pub struct LatencyArgs {
     #[arg(long)]
     pub user_only: bool,
     /// Finalise a sample after this much capture time without news of it
-    #[arg(long, default_value_t = 10_000_000_000, value_name = "NS")]
+    #[arg(long, default_value_t = span_schema::SAMPLE_WINDOW_NS, value_name = "NS")]
     pub window_ns: i64,
     /// Most samples held in the join at once (oldest finalised early, counted)
     #[arg(long, default_value_t = 1_000_000)]

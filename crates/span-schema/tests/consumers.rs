@@ -1,0 +1,232 @@
+//! The schema's consumers outside Rust agree with it: the Telegraf configuration's
+//! dimension, converter and join lists, the attribute tables of docs/span-schema.md, and
+//! the file the Python checks read (scripts/stack/span_schema.json; `UPDATE_SCHEMA=1`
+//! rewrites it).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use span_schema::{
+    influx, influx_span_fields, influx_span_tags, Stored, ValueType, JOIN_FIELDS, JOIN_SPAN_NAMES,
+    JOIN_TAGS, RESOURCE_ATTRIBUTES, SAMPLE_WINDOW_NS, SDK_RESOURCE_ATTRIBUTES, SPAN_ATTRIBUTES,
+};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(repo(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn set<'a>(v: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
+    v.into_iter().map(String::from).collect()
+}
+
+/// The quoted strings of the TOML array `key = [ … ]` that first follows `section`.
+fn toml_list(text: &str, section: &str, key: &str) -> BTreeSet<String> {
+    let from = text
+        .find(section)
+        .unwrap_or_else(|| panic!("telegraf.conf: no {section}"));
+    let rest = &text[from..];
+    let at = rest
+        .find(&format!("{key} = ["))
+        .unwrap_or_else(|| panic!("telegraf.conf: no {key} after {section}"));
+    let rest = &rest[at + key.len() + 4..];
+    let end = rest.find(']').expect("the list ends");
+    let mut out = BTreeSet::new();
+    for line in rest[..end].lines() {
+        let line = line.split('#').next().unwrap_or("");
+        for (i, part) in line.split('"').enumerate() {
+            if i % 2 == 1 {
+                out.insert(part.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn telegraf_conf_lists_match_the_schema() {
+    let conf = read("deploy/telegraf/telegraf.conf");
+    let mut dims = set(RESOURCE_ATTRIBUTES);
+    dims.extend(set(SPAN_ATTRIBUTES.iter().map(|a| a.key)));
+    dims.extend(set(SDK_RESOURCE_ATTRIBUTES));
+    assert_eq!(
+        toml_list(&conf, "[[inputs.opentelemetry]]", "span_dimensions"),
+        dims,
+        "span_dimensions: every span and resource attribute"
+    );
+    let fields = |ty| {
+        set(SPAN_ATTRIBUTES
+            .iter()
+            .filter(|a| a.stored == Stored::Field && a.ty == ty)
+            .map(|a| a.key))
+    };
+    assert_eq!(
+        toml_list(&conf, "[processors.converter.tags]", "integer"),
+        fields(ValueType::Int),
+        "converter: integer fields"
+    );
+    let mut strings = fields(ValueType::Str);
+    strings.extend(set([influx::TRACE_ID, influx::SPAN_ID]));
+    assert_eq!(
+        toml_list(&conf, "[processors.converter.tags]", "string"),
+        strings,
+        "converter: string fields"
+    );
+    assert_eq!(
+        toml_list(&conf, "[[outputs.execd]]", "taginclude"),
+        set(JOIN_TAGS),
+        "the join's tags"
+    );
+    assert_eq!(
+        toml_list(&conf, "[[outputs.execd]]", "fieldinclude"),
+        set(JOIN_FIELDS),
+        "the join's fields"
+    );
+    assert_eq!(
+        toml_list(&conf, "[outputs.execd.tagpass]", "\"span.name\""),
+        set(JOIN_SPAN_NAMES),
+        "the spans the join reads"
+    );
+    let window = format!("${{DDSHARK_JOIN_SAMPLE_WINDOW_NS:-{SAMPLE_WINDOW_NS}}}");
+    assert!(conf.contains(&window), "the join's sample window: {window}");
+}
+
+/// `(key, type)` of the rows of the first markdown table after `heading`.
+fn doc_table(doc: &str, heading: &str) -> BTreeSet<(String, String)> {
+    let from = doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("span-schema.md: no {heading}"));
+    let mut out = BTreeSet::new();
+    let mut in_table = false;
+    for line in doc[from..].lines() {
+        let is_row = line.starts_with("| `");
+        if in_table && !line.starts_with('|') {
+            break;
+        }
+        in_table |= line.starts_with('|');
+        if !is_row {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
+        for key in backticked(cols[1]) {
+            out.insert((key, cols[2].to_string()));
+        }
+    }
+    out
+}
+
+fn backticked(text: &str) -> Vec<String> {
+    text.split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, s)| s.to_string())
+        .collect()
+}
+
+/// The backticked words of the paragraph starting with `start`.
+fn doc_paragraph(doc: &str, start: &str) -> BTreeSet<String> {
+    let from = doc
+        .find(start)
+        .unwrap_or_else(|| panic!("span-schema.md: no paragraph {start:?}"));
+    let para = doc[from..].split("\n\n").next().unwrap_or("");
+    backticked(para).into_iter().collect()
+}
+
+#[test]
+fn docs_tables_match_the_schema() {
+    let doc = read("docs/span-schema.md");
+    let typed = |keep: &dyn Fn(&span_schema::SpanAttribute) -> bool| {
+        SPAN_ATTRIBUTES
+            .iter()
+            .filter(|a| keep(a))
+            .map(|a| (a.key.to_string(), a.ty.doc_name().to_string()))
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(
+        doc_table(&doc, "### Span attributes"),
+        typed(&|a| a.on_submessage_spans()),
+        "DATA/DATA_FRAG attributes"
+    );
+    let mut lean = doc_paragraph(&doc, "With `--otlp-lean`");
+    lean.remove("--otlp-lean");
+    assert_eq!(
+        lean,
+        set(SPAN_ATTRIBUTES
+            .iter()
+            .filter(|a| a.lean_drops)
+            .map(|a| a.key)),
+        "what --otlp-lean leaves out"
+    );
+    let sample_own = doc_table(&doc, "Attributes: `traffic_type`");
+    let mut sample: BTreeSet<String> = sample_own.iter().map(|(k, _)| k.clone()).collect();
+    sample.extend(doc_paragraph(&doc, "Attributes: `traffic_type`"));
+    assert_eq!(
+        sample,
+        set(SPAN_ATTRIBUTES
+            .iter()
+            .filter(|a| a.on_sample_spans())
+            .map(|a| a.key)),
+        "SAMPLE attributes"
+    );
+    assert!(sample_own.is_subset(&typed(&|a| a.on_sample_spans())));
+}
+
+/// What scripts/stack/span_schema.json must hold.
+fn python_schema() -> String {
+    let list = |v: Vec<&str>| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let influx_type = |t: ValueType| match t {
+        ValueType::Int => "long",
+        ValueType::Str => "string",
+    };
+    let fields = influx_span_fields()
+        .into_iter()
+        .map(|(k, t)| format!("    \"{k}\": \"{}\"", influx_type(t)))
+        .collect::<Vec<_>>()
+        .join(",\n");
+    let optional: Vec<&str> = SPAN_ATTRIBUTES
+        .iter()
+        .filter(|a| a.stored == Stored::Field && a.optional)
+        .map(|a| a.key)
+        .collect();
+    format!(
+        "{{\n  \"_generated\": \"by UPDATE_SCHEMA=1 cargo test -p span-schema, from crates/span-schema/src/lib.rs: do not edit\",\n  \
+         \"measurement\": \"{}\",\n  \"tags\": [{}],\n  \"fields\": {{\n{fields}\n  }},\n  \
+         \"optional_fields\": [{}],\n  \"lean_drops\": [{}]\n}}\n",
+        influx::SPANS,
+        list(influx_span_tags()),
+        list(optional),
+        list(
+            SPAN_ATTRIBUTES
+                .iter()
+                .filter(|a| a.lean_drops)
+                .map(|a| a.key)
+                .collect()
+        ),
+    )
+}
+
+#[test]
+fn python_schema_file_is_generated_from_the_schema() {
+    let path = repo("scripts/stack/span_schema.json");
+    let want = python_schema();
+    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "{} is not what the schema gives: UPDATE_SCHEMA=1 cargo test -p span-schema rewrites it",
+        path.display()
+    );
+}
