@@ -35,6 +35,7 @@ fn main() -> ExitCode {
             speed: None,
             ros_names: false,
             export: None,
+            log: None,
         };
         let stop = Arc::new(AtomicBool::new(false));
         tui::start_with_renderer(hub, stop, None, opts, failing_renderer)?.finish(false)

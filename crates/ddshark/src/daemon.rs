@@ -472,6 +472,14 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         record,
         ..RunOptions::default()
     };
+    // While the UI is up, stderr goes to its log line (else exporter reports would be
+    // drawn over the screen); the messages are written to stderr when it ends.
+    let log = crate::tui::log::MessageLog::default();
+    let captured_stderr = if tui {
+        Some(crate::tui::log::StderrCapture::start(log.clone()).context("redirecting stderr")?)
+    } else {
+        None
+    };
     let ui = if tui {
         let source = match &args.read {
             Some(p) => p.display().to_string(),
@@ -483,6 +491,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
             speed,
             ros_names: args.ros,
             export: export.clone(),
+            log: Some(log.clone()),
         };
         Some(crate::tui::start(
             hub.clone(),
@@ -497,6 +506,9 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     if let Some(ui) = ui {
         // The input ended: the UI stays until the user quits (at once on an error).
         ui.finish(result.is_err())?;
+    }
+    if let Some(c) = captured_stderr {
+        c.restore().context("restoring stderr")?;
     }
     if let Some(p) = &args.discovery_cache {
         let mut merged = cache.unwrap_or_default();

@@ -59,6 +59,7 @@ fn run(events: impl IntoIterator<Item = Event>, quit_flag: bool) -> Run {
         speed: Some(1.0),
         ros_names: false,
         export: None,
+        log: None,
     };
     let mut terminal = Terminal::new(TestBackend::new(120, 32)).unwrap();
     let result = event_loop(

@@ -140,3 +140,19 @@ fn bandwidth_is_in_bytes_per_second_as_in_stats() {
         "bits on screen:\n{shown}"
     );
 }
+
+#[test]
+fn messages_are_on_the_log_line_above_the_keys() {
+    let (mut ui, snap) = replay("a_small_reliable/a.pcap");
+    ui.log = vec!["ddshark: otlp http://127.0.0.1:9: 422 spans: 0 sent, 422 failed".into()];
+    ui.log_total = 3;
+    let shown = lines(&snap, &mut ui, View::Topics, 120, 30);
+    assert!(shown[0].starts_with("ddshark 1 Topics"), "{}", shown[0]);
+    let log = &shown[shown.len() - 2];
+    assert!(
+        log.starts_with("ddshark: otlp http://127.0.0.1:9: 422 spans")
+            && log.contains("(3 messages, all printed at exit)"),
+        "{log}"
+    );
+    assert!(shown[shown.len() - 1].contains("q quit"));
+}

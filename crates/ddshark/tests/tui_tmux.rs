@@ -271,3 +271,46 @@ fn tui_in_tmux_ctrl_c_quits_mid_replay() {
     assert!(s.contains("ddshark-exit=0"), "{s}");
     assert_tty_restored(&t, &s);
 }
+
+/// An export to a closed port while the UI is up: its reports go to the log line, the
+/// title bar stays where it is, and once the user quits they are on stderr and the
+/// exit status is 1 (spans failed).
+#[test]
+fn tui_in_tmux_messages_go_to_the_log_line() {
+    let bin = env!("CARGO_BIN_EXE_ddshark");
+    let pcap = fixture("a_small_reliable/a.pcap");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let cmd = format!(
+        "'{bin}' -r '{}' --speed 0 --otlp http://127.0.0.1:{port} --otlp-flush-timeout 1s; \
+         echo \"ddshark-exit=$?\"; {TTY_MODES}; sleep 600",
+        pcap.display()
+    );
+    let t = Tmux::start("log", 120, 30, &cmd);
+    // The replay ends at once; the exporter's final report comes while the UI waits.
+    let s = t.wait_text("spans: 0 sent");
+    assert!(
+        status_line(&s).starts_with("ddshark 1 Topics"),
+        "the title bar moved:\n{s}"
+    );
+    let log_line = s
+        .lines()
+        .find(|l| l.contains("spans: 0 sent"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        log_line.contains("messages, all printed at exit"),
+        "not on the log line: {log_line}\n{s}"
+    );
+    t.keys(&["q"]);
+    let s = t.wait_text("tty:[");
+    assert!(s.contains("ddshark-exit=1"), "{s}");
+    assert!(
+        s.contains("OTLP export to http://127.0.0.1:")
+            && s.contains("422 of 422 spans not delivered"),
+        "the messages were not written to stderr at exit:\n{s}"
+    );
+    assert_tty_restored(&t, &s);
+}

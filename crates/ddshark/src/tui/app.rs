@@ -199,6 +199,10 @@ pub struct UiState {
     /// Counters of recent snapshots; rates are taken over about [`RATE_SPAN_NS`].
     marks: VecDeque<Mark>,
     /// OTLP exporter counters, when exporting (copied in by the event loop).
+    /// The latest messages (the program's stderr while the UI is up), oldest first,
+    /// and how many came in all.
+    pub log: Vec<String>,
+    pub log_total: u64,
     pub export: Option<otel_export::ExportStats>,
     /// Rows the last frame showed per page (Page Up/Down).
     pub page: usize,
@@ -226,6 +230,8 @@ impl UiState {
             rates: HealthRates::default(),
             marks: VecDeque::new(),
             export: None,
+            log: Vec::new(),
+            log_total: 0,
             page: 10,
         }
     }

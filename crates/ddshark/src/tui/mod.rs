@@ -11,6 +11,7 @@
 
 mod app;
 pub mod fmt;
+pub mod log;
 mod render;
 
 use std::io::{self, IsTerminal, Stdout};
@@ -35,6 +36,9 @@ pub use render::render;
 use crate::pipeline::{PaceControl, SnapshotHub};
 use crate::state::Snapshot;
 
+/// Messages the UI keeps for its log line.
+const LOG_LINES: usize = 20;
+
 /// Capture-time period of the snapshots the TUI shows.
 pub const SNAPSHOT_NS: u64 = 500_000_000;
 
@@ -54,6 +58,8 @@ pub struct TuiOptions {
     pub ros_names: bool,
     /// The OTLP exporter, when exporting: its queue and drops go to Health.
     pub export: Option<otel_export::ExportHandle>,
+    /// Messages shown on the log line (the program's stderr while the UI is up).
+    pub log: Option<log::MessageLog>,
 }
 
 /// A running TUI.
@@ -267,6 +273,7 @@ pub fn event_loop<B: Backend>(
     let mut version = u64::MAX;
     let mut dirty = true;
     let mut last_draw = Instant::now();
+    let mut log_version = 0u64;
     loop {
         if quit.load(Ordering::Relaxed) || PANICKED.load(Ordering::SeqCst) {
             return Ok(());
@@ -277,6 +284,14 @@ pub fn event_loop<B: Backend>(
             if let Some(s) = hub.latest() {
                 ui.ingest(&s);
                 shown = Some(s);
+                dirty = true;
+            }
+        }
+        if let Some(log) = &opts.log {
+            let v = log.version();
+            if v != log_version {
+                log_version = v;
+                (ui.log, ui.log_total) = log.last(LOG_LINES);
                 dirty = true;
             }
         }

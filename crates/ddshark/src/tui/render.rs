@@ -31,9 +31,11 @@ const KEY: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
 /// Draw one frame.
 pub fn render(f: &mut Frame<'_>, snap: Option<&Snapshot>, ui: &UiState) {
     let area = f.area();
-    let [top, body, bottom] = Layout::vertical([
+    let log_h = u16::from(!ui.log.is_empty());
+    let [top, body, log, bottom] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(0),
+        Constraint::Length(log_h),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -56,6 +58,7 @@ pub fn render(f: &mut Frame<'_>, snap: Option<&Snapshot>, ui: &UiState) {
             View::Health => health(f, body, s, ui),
         },
     }
+    log_line(f, log, ui);
     footer(f, bottom, ui);
     if ui.help {
         help(f, area, ui);
@@ -141,6 +144,25 @@ fn title_bar(f: &mut Frame<'_>, area: Rect, snap: Option<&Snapshot>, ui: &UiStat
         Paragraph::new(Line::from(status)).alignment(Alignment::Right),
         right,
     );
+}
+
+/// The latest message the program wrote while the UI was up (all of them are written
+/// to stderr when it ends).
+fn log_line(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
+    let Some(last) = ui.log.last() else {
+        return;
+    };
+    let count = if ui.log_total > 1 {
+        format!(" ({} messages, all printed at exit)", ui.log_total)
+    } else {
+        String::new()
+    };
+    let room = usize::from(area.width).saturating_sub(count.chars().count());
+    let line = Line::from(vec![
+        Span::styled(fmt::truncate(last, room), WARN),
+        Span::styled(count, DIM),
+    ]);
+    f.render_widget(Paragraph::new(line), area);
 }
 
 fn footer(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
