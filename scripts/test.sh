@@ -53,6 +53,9 @@ tests/deb/check.sh
 step "recording (-w, -C, -G/-W, a full disk) against tcpdump on a replayed veth"
 tests/live/record.sh target/release/ddshark
 
+step "the README's two-host guide in network namespaces (ddshark -w on each host, then latency vs the oracle)"
+tests/live/two_hosts.sh target/release/ddshark
+
 step "Flux queries and dashboards on the real collector + InfluxDB"
 tests/flux/run.sh
 

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The README's two-host guide, followed end to end: two network namespaces stand for two
+# hosts (A and B, joined by a bridge), real Cyclone DDS traffic flows both ways (small
+# reliable topics A -> B, large fragmented samples B -> A), and on each "host"
+#   ddshark -i IFACE --host-name NAME -w NAME.pcapng --no-tui
+# records while it monitors. Then `ddshark latency a.pcapng b.pcapng` must give, for every
+# sample, the latency tshark's oracle (tests/traffic/oracle.py, on the same two files)
+# gives, and each file must name its host. Both namespaces share one kernel clock, so no
+# offset is applied. Needs root. Never skips: a missing tool is an error.
+#
+# usage: tests/live/two_hosts.sh [DDSHARK_BINARY]     env: KEEP=1 keeps the work directory,
+#        TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DDSHARK=${1:-$ROOT/target/release/ddshark}
+TRAFFIC_DIR=${TRAFFIC_DIR:-$ROOT/tests/traffic}
+VENV=${VENV:-/opt/dds-venv}
+PY=$VENV/bin/python
+fail() { echo "two-host test FAILED: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || fail "must run as root (network namespaces, live capture)"
+for t in tshark capinfos ip ethtool ping python3; do
+  command -v "$t" >/dev/null || fail "missing tool: $t (scripts/setup.sh --test installs it)"
+done
+[ -x "$DDSHARK" ] || fail "no ddshark binary at $DDSHARK (cargo build --release -p ddshark)"
+[ -x "$PY" ] || fail "no Python venv at $VENV (scripts/setup.sh --test makes it)"
+"$PY" -c 'import cyclonedds' 2>/dev/null || fail "cyclonedds is not installed in $VENV"
+
+WORK=$(mktemp -d /tmp/ddshark-two-hosts.XXXXXX)
+export NS_A=record_hostA NS_B=record_hostB NS_SW=record_sw
+# shellcheck source=/dev/null
+source "$TRAFFIC_DIR/netns_lib.sh"
+DD_A="" DD_B=""
+cleanup() {
+  [ -n "$DD_A" ] && kill -INT "$DD_A" 2>/dev/null || true
+  [ -n "$DD_B" ] && kill -INT "$DD_B" 2>/dev/null || true
+  netns_teardown
+  if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+netns_setup 0 0
+
+# On each host, as the README says.
+ip netns exec "$NS_A" "$DDSHARK" -i vethA --host-name A -w "$WORK/a.pcapng" --no-tui --immediate \
+  >"$WORK/a.out" 2>"$WORK/a.err" &
+DD_A=$!
+ip netns exec "$NS_B" "$DDSHARK" -i vethB --host-name B -w "$WORK/b.pcapng" --no-tui --immediate \
+  >"$WORK/b.out" 2>"$WORK/b.err" &
+DD_B=$!
+for _ in $(seq 100); do
+  grep -q "capturing on" "$WORK/a.err" 2>/dev/null && grep -q "capturing on" "$WORK/b.err" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+kill -0 "$DD_A" 2>/dev/null || { cat "$WORK/a.err" >&2; fail "ddshark on host A did not start"; }
+kill -0 "$DD_B" 2>/dev/null || { cat "$WORK/b.err" >&2; fail "ddshark on host B did not start"; }
+
+# Real DDS traffic both ways.
+bg=()
+CYCLONEDDS_URI=$(cyclone_uri vethB) ip netns exec "$NS_B" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" sub small --duration 6 >"$WORK/sub_small.log" 2>&1 &
+bg+=($!)
+CYCLONEDDS_URI=$(cyclone_uri vethA) ip netns exec "$NS_A" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" sub large --duration 7 >"$WORK/sub_large.log" 2>&1 &
+bg+=($!)
+sleep 0.3
+CYCLONEDDS_URI=$(cyclone_uri vethA) ip netns exec "$NS_A" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" pub small --duration 4 >"$WORK/pub_small.log" 2>&1 &
+bg+=($!)
+CYCLONEDDS_URI=$(cyclone_uri vethB) ip netns exec "$NS_B" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" pub large --duration 3.2 >"$WORK/pub_large.log" 2>&1 &
+bg+=($!)
+NETNS_BG_PIDS+=("${bg[@]}")
+wait "${bg[@]}" || true
+sleep 1
+
+kill -INT "$DD_A" "$DD_B"
+wait "$DD_A" || { cat "$WORK/a.err" >&2; fail "ddshark on host A exited with an error"; }
+wait "$DD_B" || { cat "$WORK/b.err" >&2; fail "ddshark on host B exited with an error"; }
+DD_A="" DD_B=""
+
+for h in a b; do
+  f=$WORK/$h.pcapng H=${h^^}
+  [ -f "$f" ] || fail "no $f"
+  grep -q "NOT written" "$WORK/$h.err" && { cat "$WORK/$h.err" >&2; fail "host $H did not record every frame"; }
+  capinfos "$f" >"$WORK/$h.capinfos" 2>/dev/null || fail "capinfos cannot read $f"
+  grep -q "Capture comment:.*host.name=$H\$" "$WORK/$h.capinfos" || { cat "$WORK/$h.capinfos" >&2; fail "$f does not name host $H"; }
+  grep -q "Description = veth$H on host $H" "$WORK/$h.capinfos" || fail "$f does not name its interface and host"
+done
+
+# Then, as the README says: the latency of every sample, and tshark's oracle on the same files.
+"$DDSHARK" latency "$WORK/a.pcapng" "$WORK/b.pcapng" -F json -q >"$WORK/latency.jsonl" 2>"$WORK/latency.err" ||
+  { cat "$WORK/latency.err" >&2; fail "ddshark latency failed"; }
+python3 "$TRAFFIC_DIR/oracle.py" "$WORK/oracle" "$WORK/a.pcapng" "$WORK/b.pcapng" >"$WORK/oracle.log" 2>&1 ||
+  { tail "$WORK/oracle.log" >&2; fail "oracle.py failed"; }
+
+python3 - "$WORK" <<'PY'
+import csv, json, sys
+w = sys.argv[1]
+def ns(s):  # "sec.fraction" -> ns, exactly
+    sec, _, frac = s.partition(".")
+    return int(sec) * 10**9 + int((frac + "000000000")[:9])
+rows = {}
+for line in open(f"{w}/latency.jsonl"):
+    r = json.loads(line)
+    if r.get("kind") == "sample":
+        rows.setdefault((r["writer_guid"], r["sn"]), []).append(r)
+oracle = list(csv.DictReader(open(f"{w}/oracle/oracle_latency.tsv"), delimiter="\t"))
+bad, complete, dirs = [], 0, set()
+for o in oracle:
+    key = (o["writer_guid"], int(o["seq"]))
+    rs = rows.get(key, [])
+    if len(rs) != 1:
+        bad.append(f"{key}: {len(rs)} rows")
+        continue
+    r = rs[0]
+    if r["direction"] != o["direction"] or r["t_send_ns"] != ns(o["t_send_first"]):
+        bad.append(f"{key}: {r['direction']} {r['t_send_ns']} vs {o['direction']} {o['t_send_first']}")
+        continue
+    if o["t_recv_complete"]:
+        complete += 1
+        dirs.add(o["direction"])
+        lat = r["latency_ns"]
+        if r["status"] != "ok" or lat is None or f"{lat / 1000:.3f}" != o["latency_us"] or r["t_recv_ns"] != ns(o["t_recv_complete"]):
+            bad.append(f"{key}: {r['status']} {lat} ns vs oracle {o['latency_us']} us")
+    elif r["status"] == "ok":
+        bad.append(f"{key}: ok here, incomplete for the oracle")
+user = sum(1 for o in oracle if o["topic"] and not o["topic"].startswith("DCPS"))
+errors = []
+if bad:
+    errors.append(f"{len(bad)} of {len(oracle)} samples differ from the oracle:\n" + "\n".join(bad[:20]))
+if dirs != {"A->B", "B->A"}:
+    errors.append(f"directions seen: {sorted(dirs)}")
+if complete < 50 or user < 50:
+    errors.append(f"too little traffic: {complete} complete samples, {user} user samples")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+print(f"two hosts: {len(oracle)} samples ({complete} complete, both directions) agree with the oracle; "
+      f"a.pcapng and b.pcapng name hosts A and B")
+PY
