@@ -24,6 +24,12 @@ PROVISIONED = {"${influxdb_datasource}": "ddshark-influxdb",
                "${prometheus_datasource}": "ddshark-prometheus"}
 
 
+# Dashboards open on the last 15 minutes and refresh themselves every 10 s: live data
+# (and the stack demo, scripts/stack/demo.sh) shows without touching the time picker.
+TIME_FROM = "now-15m"
+REFRESH = "10s"
+
+
 def var_datasource(name, kind, label, default_name, default_uid):
     return {
         "name": name, "label": label, "type": "datasource", "query": kind,
@@ -74,11 +80,14 @@ def var_long_bucket():
     }
 
 
-def var_host(name, label, description):
+def var_host(name, label, description, sort=1):
+    # Grafana opens a dashboard on the first value of each variable: the receiver's list is
+    # sorted the other way round (sort 2, descending) so that with two hosts sender and
+    # receiver open on different ones.
     return {
         "name": name, "label": label, "type": "query", "datasource": INFLUX,
         "query": tag_values_query("host.name"), "definition": tag_values_query("host.name"),
-        "refresh": 2, "sort": 1, "multi": False, "includeAll": False, "hide": 0,
+        "refresh": 2, "sort": sort, "multi": False, "includeAll": False, "hide": 0,
         "description": description, "current": {}, "options": [],
     }
 
@@ -159,8 +168,8 @@ class Board:
         return {
             "uid": self.uid, "title": self.title, "description": self.description,
             "tags": ["ddshark", "dds", "rtps"], "timezone": "utc", "editable": False,
-            "graphTooltip": 1, "schemaVersion": 39, "version": 1, "refresh": "",
-            "time": {"from": "now-15m", "to": "now"},
+            "graphTooltip": 1, "schemaVersion": 39, "version": 1, "refresh": REFRESH,
+            "time": {"from": TIME_FROM, "to": "now"},
             "timepicker": {"refresh_intervals": ["5s", "10s", "30s", "1m", "5m"]},
             "fiscalYearStartMonth": 0, "liveNow": False, "weekStart": "",
             "annotations": {"list": [{
@@ -190,7 +199,8 @@ def latency_board():
               "node_exporter interface bandwidth on the same time axis.",
               [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket(),
                var_host("sender", "sender host", "host.name of the capture on the writers' host"),
-               var_host("receiver", "receiver host", "host.name of the capture on the readers' host"),
+               var_host("receiver", "receiver host", "host.name of the capture on the readers' host",
+                        sort=2),
                var_topic(), var_iface()])
     b.row("Latency ${sender} -> ${receiver}")
     b.panel("DDS-layer latency per topic (max and mean per interval)",
@@ -263,7 +273,7 @@ def traffic_board():
               "sample rate, loss and repairs.",
               [var_influx_ds(), var_bucket(), var_long_bucket(),
                var_host("sender", "host", "host.name of the capture"),
-               var_host("receiver", "peer host", "host.name of the other capture (loss panel)"),
+               var_host("receiver", "peer host", "host.name of the other capture (loss panel)", sort=2),
                var_topic()])
     b.row("Traffic on ${sender}")
     b.panel("DDS payload size over time (the largest per interval)",

@@ -59,6 +59,9 @@ tests/live/two_hosts.sh target/release/ddshark
 step "Flux queries and dashboards on the real collector + InfluxDB"
 tests/flux/run.sh
 
+step "the stack demo: a bundled capture retimed to now, the dashboards as they open"
+python3 tests/flux/demo.py --ddshark target/release/ddshark
+
 step "fuzz (bounded)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
 

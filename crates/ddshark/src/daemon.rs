@@ -58,6 +58,11 @@ pub struct DaemonArgs {
     /// --no-tui, recorded speed with the TUI; 0 = as fast as possible)
     #[arg(long, value_name = "N", conflicts_with = "interfaces", value_parser = parse_speed)]
     pub speed: Option<f64>,
+    /// Replay (-r) with timestamps moved: the file's first frame at WHEN (`now`, or Unix
+    /// time in seconds with up to 9 decimals), every other frame as far from it as recorded.
+    /// For old captures into a live stack, e.g. `--retime now --otlp`
+    #[arg(long, value_name = "WHEN", conflicts_with = "interfaces", value_parser = RetimeAt::parse)]
+    pub retime: Option<RetimeAt>,
     /// Stop after this long (wall-clock, e.g. 30s, 5m)
     #[arg(long, value_name = "DURATION", value_parser = TimeSpan::positive)]
     pub duration: Option<TimeSpan>,
@@ -163,6 +168,58 @@ fn parse_speed(s: &str) -> Result<f64, String> {
         .ok_or_else(|| {
             format!("expected a speed factor ≥ 0 (e.g. 1, 2.5; 0 = as fast as possible), got {s:?}")
         })
+}
+
+/// Where `--retime` puts a replay's first frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetimeAt {
+    /// The wall clock when the replay starts.
+    Now,
+    /// Nanoseconds since the Unix epoch.
+    UnixNs(u64),
+}
+
+impl RetimeAt {
+    /// `now`, or seconds since the Unix epoch with up to 9 decimals (read exactly, no float).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s == "now" {
+            return Ok(Self::Now);
+        }
+        let bad = || {
+            format!("expected `now` or Unix time in seconds (e.g. 1764100000.123456789), got {s:?}")
+        };
+        let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+        let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 9 {
+            return Err(bad());
+        }
+        let secs: u64 = whole.parse().map_err(|_| bad())?;
+        let frac_ns: u64 = if frac.is_empty() {
+            0
+        } else {
+            let scale = 10u64.pow(9 - u32::try_from(frac.len()).map_err(|_| bad())?);
+            frac.parse::<u64>().map_err(|_| bad())? * scale
+        };
+        secs.checked_mul(1_000_000_000)
+            .and_then(|ns| ns.checked_add(frac_ns))
+            .map(Self::UnixNs)
+            .ok_or_else(bad)
+    }
+
+    /// The instant in ns since the Unix epoch (`now` read from the wall clock).
+    pub fn resolve(self) -> Result<u64> {
+        match self {
+            Self::UnixNs(ns) => Ok(ns),
+            Self::Now => {
+                let since = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .context("--retime now: the system clock is before 1970")?;
+                u64::try_from(since.as_nanos())
+                    .context("--retime now: the system clock is past 2554")
+            }
+        }
+    }
 }
 
 impl DaemonArgs {
@@ -364,7 +421,10 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     let started;
     let mut recorded = Vec::new();
     if let Some(path) = &args.read {
-        let src = FileSource::open(path)?;
+        let mut src = FileSource::open(path)?;
+        if let Some(at) = args.retime {
+            src.retime_to(at.resolve()?);
+        }
         let size = src.file_size;
         let filter = match &user_filter {
             Some(f) => Some(FrameFilter::compile(f, src.link_type(), src.name())?),
