@@ -107,7 +107,8 @@ def main():
         t0 = time.time_ns()
         demo = subprocess.run([os.path.join(ROOT, "scripts", "stack", "demo.sh"),
                                "--otlp", env["DDSHARK_OTLP_ENDPOINT"], "--ddshark", binary],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+                              cwd=ROOT, env=dict(os.environ, **env), capture_output=True, text=True,
+                              timeout=600)
         flux.check(demo.returncode == 0, f"demo.sh failed: {demo.stderr[-2000:]}")
         sent = [int(x.split(" spans")[0].rsplit(" ", 1)[-1]) for x in demo.stderr.splitlines()
                 if " spans: " in x and " sent" in x]
