@@ -10,12 +10,13 @@ use crate::offset::{Crossing, Direction, OffsetConfig, OffsetEstimator};
 pub type Participant = [u8; 12];
 
 /// One capture's sighting of a sample: when it first saw any part of it (its own clock) and
-/// the source address of that datagram.
+/// the source address of that datagram, when known (without it, a participant is a host
+/// group of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sighting {
     pub capture: usize,
     pub t_first: i64,
-    pub src: IpAddr,
+    pub src: Option<IpAddr>,
 }
 
 /// What the captures saw of one sample of `participant`.
@@ -186,6 +187,12 @@ impl HostRule {
         }
     }
 
+    /// Forget the evidence of windows before X-time `t` (a rolling view for the live join).
+    pub fn forget_before(&mut self, t: i64) {
+        let w = t.div_euclid(self.cfg.window_ns);
+        self.cells.retain(|k, _| k.2 >= w);
+    }
+
     /// Add what the captures saw of one sample.
     pub fn observe(&mut self, s: &Seen<'_>) {
         self.stats.samples = self.stats.samples.saturating_add(1);
@@ -195,7 +202,7 @@ impl HostRule {
         let n = self.cfg.captures;
         // The address the participant sent from, as its own capture saw it: every capture
         // sees the same source address, so any sighting will do.
-        if let Some(src) = s.sightings.first().map(|x| x.src) {
+        if let Some(src) = s.sightings.iter().find_map(|x| x.src) {
             if let Some(ipn) = self.ip_node(src) {
                 self.union(node, ipn);
             }
@@ -563,12 +570,12 @@ mod tests {
                     Sighting {
                         capture: 0,
                         t_first: t,
-                        src: ip(1),
+                        src: Some(ip(1)),
                     },
                     Sighting {
                         capture: 1,
                         t_first: y(t + 80_000 + (i % 5) * 1_000_000),
-                        src: ip(1),
+                        src: Some(ip(1)),
                     },
                 ],
             });
@@ -581,12 +588,12 @@ mod tests {
                         Sighting {
                             capture: 1,
                             t_first: y(t),
-                            src: ip(2),
+                            src: Some(ip(2)),
                         },
                         Sighting {
                             capture: 0,
                             t_first: t + 60_000,
-                            src: ip(2),
+                            src: Some(ip(2)),
                         },
                     ],
                 });
@@ -599,7 +606,7 @@ mod tests {
             sightings: &[Sighting {
                 capture: 0,
                 t_first: 0,
-                src: ip(2),
+                src: Some(ip(2)),
             }],
         });
         r.decide()

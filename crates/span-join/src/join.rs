@@ -17,13 +17,24 @@
 //!   samples first sent in that second: samples, latency_sum_ns, latency_min_ns,
 //!   latency_max_ns (what a panel over a long range reads, at any sample rate);
 //!
+//! - `dds_clock_offset`: per push and pair of hosts (tags host_a, host_b) with samples both
+//!   ways in the last 5 minutes of capture time: offset_ns (host_b's clock minus host_a's at
+//!   _time, NTP's estimate from the minimum one-way delays, latency_core), half_width_ns (the
+//!   true offset is within ± that; the path's asymmetry cannot be seen), drift_ppb,
+//!   samples_a_to_b, samples_b_to_a, samples_builtin, outliers; _time on host_a's clock;
+//!
 //! with _time = t_send (dds_repairs, dds_latency_1s: the second) and tags sender, receiver (host.name),
 //! topic_name, writer_id, slot (the sender's span's). And one `ddshark_join` point per
 //! push with its counters. The definitions are `ddshark latency`'s (and those of the Flux
 //! version, flux-queries/tasks/materialise_latency.flux, the ad-hoc queries' source):
 //!
 //! - t_send: start of the sample's SAMPLE span on its writer's host. The writer's host is,
-//!   per participant (GUID prefix), the host that most often saw its samples first.
+//!   per participant (GUID prefix), the one the order of events names (latency_core's host
+//!   rule over the samples of the last 5 minutes, independent of the hosts' clocks, fed with
+//!   each push's samples before they are joined); where that cannot decide, the host that
+//!   most often saw its samples first. A receiver's copy pairs with the sender's on the
+//!   sender's clock when the offset estimate shows the clocks differ by more than its bound;
+//!   latency_ns stays raw (receiver's clock minus sender's).
 //! - t_recv: end of its SAMPLE span on another host, when complete there; a host's SAMPLE
 //!   span pairs with the sender's that started at most the sample window before it (an SN
 //!   re-sent after a quiet window, as SPDP does, is a sample of its own).
@@ -46,6 +57,8 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+use latency_core::hosts::Sighting;
+use latency_core::{Basis, HostRule, HostRuleConfig, Hosts, OffsetConfig, OffsetEstimate, Seen};
 
 use super::line::LineWriter;
 
@@ -285,10 +298,168 @@ pub struct SpanJoin {
     /// (sender, receiver, topic, second of t_send) → its samples' latencies.
     latency_seconds: IndexMap<(Str, Str, Str, i64), LatencySecond>,
     interned: HashSet<Str>,
+    /// The evidence for writers' hosts and clock offsets (latency_core), by host index.
+    clocks: Clocks,
     /// Points of samples joined early (table full), written at the next push.
     early_out: LineWriter,
     early_points: u64,
     pub counters: JoinCounters,
+}
+
+/// Most hosts whose clocks are compared (further hosts' samples are not evidence).
+const MAX_CLOCK_HOSTS: usize = 64;
+/// Capture time of evidence kept for hosts and offsets.
+const CLOCK_HORIZON_NS: i64 = 300 * NS;
+
+/// latency_core's host rule and offset estimate, fed with every joined sample.
+#[derive(Debug)]
+struct Clocks {
+    rule: HostRule,
+    names: Vec<Str>,
+    index: HashMap<Str, usize>,
+    decided: Hosts,
+    /// Per pair of host indices (X < Y): the estimate of Y's clock minus X's.
+    offsets: BTreeMap<(usize, usize), OffsetEstimate>,
+    newest: i64,
+}
+
+impl Default for Clocks {
+    fn default() -> Self {
+        Self {
+            rule: HostRule::new(HostRuleConfig::new(MAX_CLOCK_HOSTS)),
+            names: Vec::new(),
+            index: HashMap::new(),
+            decided: Hosts::default(),
+            offsets: BTreeMap::new(),
+            newest: i64::MIN,
+        }
+    }
+}
+
+impl Clocks {
+    fn index_of(&mut self, host: &Str) -> Option<usize> {
+        if let Some(&i) = self.index.get(host) {
+            return Some(i);
+        }
+        if self.names.len() >= MAX_CLOCK_HOSTS {
+            return None;
+        }
+        self.names.push(host.clone());
+        self.index.insert(host.clone(), self.names.len() - 1);
+        Some(self.names.len() - 1)
+    }
+
+    fn observe(&mut self, writer: &str, rows: &[SampleRow]) {
+        let Some(participant) = prefix_bytes(writer) else {
+            return;
+        };
+        let mut sightings: Vec<Sighting> = Vec::new();
+        for r in rows {
+            let Some(capture) = self.index_of(&r.host) else {
+                continue;
+            };
+            match sightings.iter_mut().find(|x| x.capture == capture) {
+                Some(x) => x.t_first = x.t_first.min(r.start),
+                None => sightings.push(Sighting {
+                    capture,
+                    t_first: r.start,
+                    src: None,
+                }),
+            }
+            self.newest = self.newest.max(r.start);
+        }
+        self.rule.observe(&Seen {
+            participant,
+            builtin: is_builtin_writer(writer),
+            sightings: &sightings,
+        });
+    }
+
+    /// The writer's host by the order of events, when that decided it.
+    fn home(&self, writer: &str) -> Option<&Str> {
+        let h = self.decided.home(&prefix_bytes(writer)?, None)?;
+        if h.basis != Basis::Order {
+            return None;
+        }
+        self.names.get(h.capture)
+    }
+
+    /// New decisions from the evidence of the last [`CLOCK_HORIZON_NS`].
+    fn decide(&mut self) {
+        self.rule
+            .forget_before(self.newest.saturating_sub(CLOCK_HORIZON_NS));
+        self.decided = self.rule.decide();
+        self.offsets = self
+            .rule
+            .offsets(&self.decided, OffsetConfig::default())
+            .into_iter()
+            .filter_map(|(pair, est)| Some((pair, est.estimate().ok()?)))
+            .collect();
+    }
+
+    /// How far `receiver`'s clock reads ahead of `sender`'s at sender-time `t`, when the
+    /// traffic shows the clocks differ (the estimate is further from 0 than its bound); else 0.
+    fn receiver_ahead(&self, sender: &Str, receiver: &Str, t: i64) -> i64 {
+        let (Some(&s), Some(&r)) = (self.index.get(sender), self.index.get(receiver)) else {
+            return 0;
+        };
+        let (pair, sign) = if s < r { ((s, r), 1) } else { ((r, s), -1) };
+        match self.offsets.get(&pair) {
+            Some(e) if e.offset_at(t).unsigned_abs() > e.half_width_ns.unsigned_abs() => {
+                sign * e.offset_at(t)
+            }
+            _ => 0,
+        }
+    }
+
+    /// One `dds_clock_offset` point per pair of hosts with an estimate.
+    fn write(&mut self, out: &mut LineWriter) -> u64 {
+        let mut points = 0u64;
+        for (&(x, y), e) in &self.offsets {
+            let (Some(a), Some(b)) = (self.names.get(x), self.names.get(y)) else {
+                continue;
+            };
+            let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            out.point("dds_clock_offset")
+                .tag("host_a", a)
+                .tag("host_b", b)
+                .int("offset_ns", e.offset_at(e.t_last))
+                .int("half_width_ns", e.half_width_ns)
+                .int("drift_ppb", e.drift_ppb)
+                .int("samples_a_to_b", as_i64(e.counts.x_to_y))
+                .int("samples_b_to_a", as_i64(e.counts.y_to_x))
+                .int("samples_builtin", as_i64(e.counts.builtin))
+                .int("outliers", i64::from(e.outliers))
+                .end(Some(e.t_last));
+            points = points.saturating_add(1);
+        }
+        points
+    }
+}
+
+/// A writer GUID's participant prefix (its first 24 hex digits) as bytes.
+fn prefix_bytes(writer: &str) -> Option<[u8; 12]> {
+    let hex = writer.get(..24)?.as_bytes();
+    let mut out = [0u8; 12];
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let digit = |c: u8| (c as char).to_digit(16);
+        let (Some(hi), Some(lo)) = (
+            pair.first().and_then(|&c| digit(c)),
+            pair.get(1).and_then(|&c| digit(c)),
+        ) else {
+            return None;
+        };
+        *o = u8::try_from(hi * 16 + lo).ok()?;
+    }
+    Some(out)
+}
+
+/// Built-in (discovery) writers: entity kind byte 0xc0..=0xff (the GUID's last two hex digits).
+fn is_builtin_writer(writer: &str) -> bool {
+    writer
+        .get(30..32)
+        .and_then(|k| u8::from_str_radix(k, 16).ok())
+        .is_some_and(|k| k & 0xc0 == 0xc0)
 }
 
 impl SpanJoin {
@@ -430,6 +601,7 @@ impl SpanJoin {
 
     fn join_oldest_sample(&mut self) {
         if let Some(p) = self.samples.pop_front() {
+            self.clocks.observe(&p.writer, &p.rows);
             self.join_early(|join, out| join.join_sample(&p, out));
         }
     }
@@ -471,11 +643,18 @@ impl SpanJoin {
         let (tick, settle) = (self.tick, self.settings.settle_pushes);
         let due = |first_tick: u64| all || tick.saturating_sub(first_tick) >= settle;
         let mut points = self.take_early(out);
-        // samples first: their votes decide the writers' hosts for the DATA_FRAGs
+        // samples first: their votes decide the writers' hosts for the DATA_FRAGs; all of
+        // them are evidence for the order of events before any is joined
+        let mut ready = Vec::new();
         while self.samples.front_tick().is_some_and(due) {
             if let Some(p) = self.samples.pop_front() {
-                points = points.saturating_add(self.join_sample(&p, out));
+                self.clocks.observe(&p.writer, &p.rows);
+                ready.push(p);
             }
+        }
+        self.clocks.decide();
+        for p in &ready {
+            points = points.saturating_add(self.join_sample(p, out));
         }
         while self.frags.front_tick().is_some_and(due) {
             if let Some(p) = self.frags.pop_front() {
@@ -483,6 +662,7 @@ impl SpanJoin {
             }
         }
         points = points.saturating_add(self.write_repairs(out));
+        points = points.saturating_add(self.clocks.write(out));
         points.saturating_add(self.write_latency_seconds(out))
     }
 
@@ -527,6 +707,13 @@ impl SpanJoin {
     /// one host (a sample two hosts saw at the same nanosecond casts none); among the hosts
     /// that saw it, the participant's most voted one, else the first. None if nobody saw it.
     fn home_of(&mut self, writer: &str, rows: &[SampleRow]) -> Option<Str> {
+        // The order of events (latency_core's host rule), when it decided, among the hosts
+        // that saw the sample; else the votes below.
+        if let Some(home) = self.clocks.home(writer) {
+            if rows.iter().any(|r| r.host == *home) {
+                return Some(home.clone());
+            }
+        }
         let prefix = participant_of(writer);
         let mut earliest: BTreeMap<&Str, i64> = BTreeMap::new();
         for r in rows {
@@ -655,12 +842,15 @@ impl SpanJoin {
             self.count_repairs(&p.writer, &home, &topic, t_send, s.repairs, s.submessages);
             for (host, seen) in &receivers {
                 // the next of this host's copies that started no earlier than the
-                // sender's, within the sample window
+                // sender's, within the sample window (on the sender's clock, when the
+                // traffic shows the receiver's reads otherwise)
+                let ahead = self.clocks.receiver_ahead(&home, host, t_send);
                 let mut got: Option<&SampleRow> = None;
                 for r in &p.rows {
+                    let start = r.start.saturating_sub(ahead);
                     if r.host == *host
-                        && r.start >= t_send
-                        && r.start.saturating_sub(t_send) < window
+                        && start >= t_send
+                        && start.saturating_sub(t_send) < window
                         && got.is_none_or(|g| r.start < g.start)
                     {
                         got = Some(r);

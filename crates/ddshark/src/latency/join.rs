@@ -586,12 +586,10 @@ impl Join {
             .iter()
             .enumerate()
             .filter(|(_, c)| c.seen)
-            .filter_map(|(i, c)| {
-                Some(Sighting {
-                    capture: i,
-                    t_first: c.t_first,
-                    src: c.src?.ip(),
-                })
+            .map(|(i, c)| Sighting {
+                capture: i,
+                t_first: c.t_first,
+                src: c.src.map(|s| s.ip()),
             })
             .collect();
         rule.observe(&Seen {
