@@ -1169,9 +1169,29 @@ fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
         ),
         kv_warn("fragmented samples", st.frag_samples_evicted),
         kv("leases expired", fmt::count(st.leases_expired)),
-        Line::from(""),
-        Line::from(Span::styled("Checks", HEADER)),
     ];
+    let t = &d.tcp;
+    if !t.is_zero() {
+        right_lines.extend([
+            kv_warn(
+                "TCP streams",
+                t.streams_evicted_idle
+                    .saturating_add(t.streams_evicted_capacity),
+            ),
+            kv_warn("TCP gaps", t.gaps),
+            kv_warn("TCP resyncs", t.resyncs),
+            kv_warn("TCP ahead dropped", t.ahead_dropped),
+            kv(
+                "TCP retransmitted",
+                format!(
+                    "{} of {} segments",
+                    fmt::count(t.retransmitted),
+                    fmt::count(t.segments)
+                ),
+            ),
+        ]);
+    }
+    right_lines.extend([Line::from(""), Line::from(Span::styled("Checks", HEADER))]);
     for c in &h.checks {
         right_lines.push(Line::from(vec![
             if c.ok {
