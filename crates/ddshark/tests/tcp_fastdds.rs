@@ -174,3 +174,130 @@ fn latency_join_finds_every_logged_sample_at_its_segments_capture_times() {
         assert_eq!(checked, 452, "{dir}: samples written");
     }
 }
+
+/// The frames of a capture, owned: (timestamp, link, bytes).
+fn frames_of(rel: &str) -> Vec<(u64, rtps_dissect::LinkType, Vec<u8>)> {
+    use ddshark::capture::PacketSource;
+    let mut src = FileSource::open(&fixture(rel)).unwrap();
+    let mut out = Vec::new();
+    while let Some(f) = src.next_frame().unwrap() {
+        out.push((f.ts_ns, f.link, f.data.to_vec()));
+    }
+    out
+}
+
+/// Whole user samples (writer GUID, SN) the dissector finds in `frames`, and its stats.
+fn whole_samples(
+    frames: &[(u64, rtps_dissect::LinkType, Vec<u8>)],
+) -> (
+    std::collections::BTreeSet<(String, i64)>,
+    rtps_dissect::DissectorStats,
+) {
+    let mut d = rtps_dissect::Dissector::default();
+    let mut frags: HashMap<(String, i64), (u64, std::collections::BTreeSet<u32>)> = HashMap::new();
+    for (i, (ts, link, data)) in frames.iter().enumerate() {
+        let frame = rtps_dissect::Frame {
+            number: i as u64 + 1,
+            ts_ns: *ts,
+            link: *link,
+            data,
+            orig_len: data.len() as u32,
+        };
+        d.process_with(&frame, |outcome| {
+            for dg in outcome.datagrams() {
+                for r in ddshark::record::SubmessageRecord::all(dg) {
+                    let (Some(w), Some(sn)) = (&r.writer_guid, r.sn) else {
+                        continue;
+                    };
+                    if !w.ends_with("03") {
+                        continue; // user writers only (Fast DDS: entity kind 0x03)
+                    }
+                    let (units, seen) = frags.entry((w.clone(), sn)).or_default();
+                    match (
+                        r.frag_start,
+                        r.frags_in_submessage,
+                        r.fragment_size,
+                        r.sample_size,
+                    ) {
+                        (Some(start), Some(n), Some(size), Some(total)) => {
+                            *units = total.div_ceil(u64::from(size));
+                            seen.extend(start..start + u32::from(n));
+                        }
+                        _ if r.kind == "DATA" => {
+                            *units = 1;
+                            seen.insert(1);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        });
+    }
+    d.finish();
+    let whole = frags
+        .into_iter()
+        .filter(|(_, (units, seen))| *units > 0 && seen.len() as u64 == *units)
+        .map(|(k, _)| k)
+        .collect();
+    (whole, d.stats())
+}
+
+fn logged_set(dir: &str) -> std::collections::BTreeSet<(String, i64)> {
+    logged(dir, "pub").into_values().flatten().collect()
+}
+
+#[test]
+fn reordered_and_repeated_segments_give_every_sample() {
+    let frames = frames_of("l_fastdds_tcp/b.pcap");
+    let (as_captured, s) = whole_samples(&frames);
+    assert_eq!(as_captured, logged_set("l_fastdds_tcp"));
+    assert_eq!((s.tcp.out_of_order, s.tcp.retransmitted), (0, 0));
+    // Swap every 7th frame with the next, and repeat every 11th a few frames later.
+    let mut shuffled = frames.clone();
+    for i in (0..shuffled.len() - 1).step_by(7) {
+        shuffled.swap(i, i + 1);
+    }
+    let mut perturbed = Vec::new();
+    for (i, f) in shuffled.iter().enumerate() {
+        perturbed.push(f.clone());
+        if i % 11 == 0 && i >= 3 {
+            perturbed.push(shuffled[i - 3].clone());
+        }
+    }
+    let (got, s) = whole_samples(&perturbed);
+    assert_eq!(got, logged_set("l_fastdds_tcp"));
+    let t = s.tcp;
+    assert!(t.out_of_order > 20 && t.retransmitted > 20, "{t:?}");
+    assert_eq!(
+        (t.gaps, t.resyncs, t.messages_malformed),
+        (0, 0, 0),
+        "{t:?}"
+    );
+    assert!(s.reconciles());
+}
+
+#[test]
+fn a_lost_segment_is_one_counted_gap_and_costs_only_its_message() {
+    let frames = frames_of("l_fastdds_tcp/b.pcap");
+    let logged = logged_set("l_fastdds_tcp");
+    // Drop one full-size segment from the middle of the first image (a DATA_FRAG message
+    // of ~64 kB spans ~45 segments).
+    let big: Vec<usize> = (0..frames.len())
+        .filter(|&i| frames[i].2.len() > 1400)
+        .collect();
+    let lost = big[big.len() / 8];
+    let mut cut = frames.clone();
+    cut.remove(lost);
+    let (got, s) = whole_samples(&cut);
+    let t = s.tcp;
+    assert_eq!((t.gaps, t.ahead_dropped), (1, 0), "{t:?}");
+    assert!(t.gap_bytes > 1000 && t.resyncs == 0, "{t:?}");
+    let missing: Vec<_> = logged.difference(&got).collect();
+    assert_eq!(
+        missing.len(),
+        1,
+        "only the sample the hole cut: {missing:?}"
+    );
+    assert!(got.is_subset(&logged));
+    assert!(s.reconciles());
+}

@@ -846,6 +846,14 @@ fn frame_messages(
                 .arrivals
                 .get(first)
                 .map_or((ts_ns, frame), |a| (a.ts_ns, a.frame));
+            // Complete when its last missing piece arrived: the latest segment it spans
+            // (this one, unless the bytes behind a given-up hole had arrived before).
+            let (ts_last_ns, frame_last) = s
+                .arrivals
+                .range(first..=last.max(first))
+                .map(|a| (a.ts_ns, a.frame))
+                .max()
+                .unwrap_or((ts_ns, frame));
             inc(match s.framing {
                 TcpFraming::Rtcp => &mut stats.rtps_rtcp,
                 _ => &mut stats.rtps_length_prefixed,
@@ -858,8 +866,8 @@ fn frame_messages(
                 framed_len,
                 ts_first_ns,
                 frame_first,
-                ts_last_ns: ts_ns,
-                frame_last: frame,
+                ts_last_ns,
+                frame_last,
                 segments: u32::try_from(last.saturating_sub(first).saturating_add(1))
                     .unwrap_or(u32::MAX),
             });
