@@ -1,4 +1,4 @@
-//! The live latency join (`span-join`, run by `ddshark join`): spans per second through
+//! The live latency join (`span-join`, run by `ddshark-join`): spans per second through
 //! the line-protocol reader and the join, pushes included. The input has the shape of the
 //! Autoware mix on two hosts (every sample seen by its sender and one receiver; one
 //! sample in 12 in DATA_FRAGs) and the lines are written as Telegraf's `outputs.execd`

@@ -4,7 +4,7 @@
 #     raw-span bucket (short retention) and the long bucket (materialised latencies,
 #     per-topic counters))
 #   telegraf with deploy/telegraf/telegraf.conf, writing that influxd; the latency join
-#     it runs (`ddshark join`, this checkout's target/release/ddshark, built if missing)
+#     it runs (`ddshark-join`, this checkout's target/release/ddshark-join, built if missing)
 #     materialises the latencies
 #   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that telegraf
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
@@ -53,7 +53,7 @@
 #   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
 #   DDSHARK_TELEGRAF_OTLP_PORT  telegraf's OTLP/gRPC input [4319]
 #   DDSHARK_TELEGRAF_GOGC       telegraf's Go GC target (GOGC) [400]
-#   DDSHARK_JOIN_BIN            the ddshark that runs the latency join [target/release/ddshark,
+#   DDSHARK_JOIN_BIN            the latency join (ddshark-join) [target/release/ddshark-join,
 #                               built or brought up to date by cargo]
 #   DDSHARK_JOIN_SOCKET         its points' way back into telegraf [RUN_DIR/join.sock]
 #   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
@@ -318,20 +318,21 @@ export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
 export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_LONG_BUCKET="$INFLUX_LONG_BUCKET"
 export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
 export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
-# The latency join is `ddshark join`, which Telegraf runs (outputs.execd): this
-# checkout's release build unless DDSHARK_JOIN_BIN names one.
+# The latency join is `ddshark-join` (crates/span-join), which Telegraf runs (outputs.execd):
+# this checkout's release build unless DDSHARK_JOIN_BIN names one.
 if [ -z "${DDSHARK_JOIN_BIN:-}" ]; then
-  DDSHARK_JOIN_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
+  DDSHARK_JOIN_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark-join"
   # Always through cargo (a no-op when the build is current): a build older than the join
   # would leave Telegraf restarting a command that does not exist.
   if command -v cargo >/dev/null; then
-    say "ddshark (the latency join): cargo build --release -p ddshark"
-    (cd "$REPO_ROOT" && cargo build --release -q -p ddshark >&2) || die "cargo build --release -p ddshark failed"
+    say "ddshark-join (the latency join): cargo build --release -p span-join --bin ddshark-join"
+    (cd "$REPO_ROOT" && cargo build --release -q -p span-join --bin ddshark-join >&2) ||
+      die "cargo build --release -p span-join --bin ddshark-join failed"
   fi
 fi
 [ -x "$DDSHARK_JOIN_BIN" ] || die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN is not an executable"
-"$DDSHARK_JOIN_BIN" join --help >/dev/null 2>&1 ||
-  die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN has no 'join' command (a build older than the latency join?)"
+"$DDSHARK_JOIN_BIN" --help >/dev/null 2>&1 ||
+  die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN does not run (--help failed)"
 export DDSHARK_JOIN_BIN
 export DDSHARK_JOIN_SOCKET="${DDSHARK_JOIN_SOCKET:-$RUN_DIR/join.sock}"
 rm -f "$DDSHARK_JOIN_SOCKET"

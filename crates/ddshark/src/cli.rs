@@ -30,8 +30,8 @@ Durations take a unit: 250ms, 10s, 2m, 1h.
 The capture filter (BPF, as tcpdump takes it) is given after the options or, with
 -F FILE, read from a file; it applies to files (-r) as to interfaces.
 
-`ddshark join` is not a user's command: it is the stack's live latency join, run by
-Telegraf (deploy/telegraf/telegraf.conf; `ddshark join --help`).
+`ddshark join` is not a user's command: it is the stack's live latency join, the same as
+the small binary `ddshark-join` that Telegraf runs (deploy/telegraf/telegraf.conf).
 
 Exit status: 0 done, 1 failed (file, interface, filter, export; the message names it),
 2 wrong command line.
@@ -78,7 +78,7 @@ pub enum Command {
     /// hosts' SAMPLE/DATA_FRAG spans in (line protocol on stdin), dds_latency and
     /// friends out.
     #[command(hide = true)]
-    Join(crate::spanjoin::JoinArgs),
+    Join(span_join::serve::JoinArgs),
 }
 
 /// What `ddshark` alone says (the full help is `--help`).

@@ -11,7 +11,6 @@ pub mod output;
 pub mod pipeline;
 pub mod record;
 pub mod recording;
-pub mod spanjoin;
 pub mod state;
 pub mod stats_cmd;
 pub mod tui;

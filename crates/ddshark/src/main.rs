@@ -23,7 +23,7 @@ fn main() -> ExitCode {
             quiet,
         }) => ddshark::dissect::run(&file, format, quiet),
         Some(Command::Latency(args)) => ddshark::latency::run(&args),
-        Some(Command::Join(args)) => ddshark::spanjoin::run(&args),
+        Some(Command::Join(args)) => span_join::serve::run(&args),
     };
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),

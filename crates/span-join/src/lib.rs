@@ -1,9 +1,12 @@
-//! The live latency join of ddshark's spans across hosts (`ddshark join` runs it; the
-//! definitions: [`join`]'s docs). Pure: lines in, lines out, the caller decides when a
-//! period ends ([`SpanJoin::push`]); no clock, no I/O.
+//! The live latency join of ddshark's spans across hosts (the definitions: [`join`]'s
+//! docs). The join itself is pure: lines in, lines out, the caller decides when a period
+//! ends ([`SpanJoin::push`]); no clock, no I/O. [`serve`] is the process around it (stdin,
+//! the periods, the output socket) that the `ddshark-join` binary runs, which Telegraf
+//! starts (deploy/telegraf/telegraf.conf); `ddshark join` is the same.
 
 pub mod join;
 pub mod line;
+pub mod serve;
 
 use std::borrow::Cow;
 

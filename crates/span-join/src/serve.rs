@@ -1,5 +1,5 @@
-//! `ddshark join`: the live latency join (crate `span-join`, where its definitions are).
-//! It reads the hosts' SAMPLE and DATA_FRAG spans as InfluxDB line protocol on stdin
+//! `ddshark-join` (also `ddshark join`): the live latency join's process around
+//! [`SpanJoin`] (whose docs hold the definitions). It reads the hosts' SAMPLE and DATA_FRAG spans as InfluxDB line protocol on stdin
 //! (Telegraf's stock `outputs.execd` hands them over as they stream to InfluxDB,
 //! deploy/telegraf/telegraf.conf) and writes, every `--period`, the points of the samples
 //! that waited `--settle-pushes` periods as line protocol to `--output` (Telegraf's
@@ -23,17 +23,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use span_join::{feed_line, JoinSettings, LineWriter, SpanJoin};
+use crate::{feed_line, JoinSettings, LineWriter, SpanJoin};
 
 const EXAMPLES: &str = "\
 Examples:
   (run by Telegraf's outputs.execd, deploy/telegraf/telegraf.conf)
-  ddshark join --output unix:/run/ddshark/join.sock --period 10s
-  ddshark join < spans.lp                  join a file of spans, points on stdout
-  ddshark join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
+  ddshark-join --output unix:/run/ddshark/join.sock --period 10s
+  ddshark-join < spans.lp                  join a file of spans, points on stdout
+  ddshark-join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
 ";
 
-/// Arguments of `ddshark join`.
+/// Arguments of `ddshark-join` (and `ddshark join`).
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct JoinArgs {
@@ -185,7 +185,7 @@ fn deliver(
                     Ok(c) => conn = Some(c),
                     Err(e) => {
                         if !complained {
-                            eprintln!("ddshark join: cannot reach the output ({e}); retrying");
+                            eprintln!("ddshark-join: cannot reach the output ({e}); retrying");
                             complained = true;
                         }
                         continue;
@@ -247,7 +247,7 @@ fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    eprintln!("ddshark join: reading the input: {e}");
+                    eprintln!("ddshark-join: reading the input: {e}");
                     let _ = blocks.send(block);
                     return;
                 }
@@ -264,7 +264,7 @@ fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8
     }
 }
 
-/// `ddshark join`.
+/// Runs the join until the end of stdin.
 pub fn run(args: &JoinArgs) -> Result<()> {
     let output = Output::parse(&args.output)?;
     let mut join = SpanJoin::new(args.settings());

@@ -1,4 +1,4 @@
-//! `ddshark join` as Telegraf runs it: spans on stdin, points to stdout or a unix socket,
+//! `ddshark-join` as Telegraf runs it: spans on stdin, points to stdout or a unix socket,
 //! everything still waiting joined at the end of the input; bad flags named in the error.
 //! (The join against `ddshark latency` on real captures, through the real Telegraf:
 //! tests/flux/run.py.)
@@ -19,18 +19,17 @@ fn sample(host: &str, start: i64, end: i64) -> String {
 }
 
 fn join(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
-        .arg("join")
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark-join"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("ddshark join starts");
+        .expect("ddshark-join starts");
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(input.as_bytes()).expect("write spans");
     drop(stdin);
-    child.wait_with_output().expect("ddshark join ends")
+    child.wait_with_output().expect("ddshark-join ends")
 }
 
 #[test]
