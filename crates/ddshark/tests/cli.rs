@@ -419,3 +419,30 @@ fn recording_flags_that_cannot_apply_are_refused() {
     ]);
     assert!(ok.is_ok(), "{ok:?}");
 }
+
+#[test]
+fn latency_refuses_inputs_that_cannot_give_latencies_before_writing_anything() {
+    let pcaps = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/pcaps");
+    let a = format!("{pcaps}/k_fastdds/a.pcap");
+    let other = format!("{pcaps}/a_small_reliable/b.pcap");
+    for (args, says) in [
+        (vec!["latency", a.as_str(), a.as_str()], "same capture"),
+        (
+            vec!["latency", a.as_str(), other.as_str()],
+            "do not overlap in time",
+        ),
+    ] {
+        let o = ddshark(&args);
+        assert!(!o.status.success(), "{args:?}: {o:?}");
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?}: wrote {:?}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let err = stderr(&o);
+        assert!(
+            err.contains(says) && err.contains("k_fastdds/a.pcap"),
+            "{args:?}: {err}"
+        );
+    }
+}

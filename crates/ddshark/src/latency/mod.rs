@@ -580,20 +580,31 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut open = true;
     let mut line = String::with_capacity(512);
-    if open && !(args.summary && args.format == LatencyFormat::Text) {
-        line.clear();
-        output::header(args.format, args.level, &mut line);
-        open = crate::output::write_or_stop(&mut out, line.as_bytes())?;
-    }
+    let rows_wanted = !(args.summary && args.format == LatencyFormat::Text);
+    // The header goes out with the first row (or after the run): inputs that cannot give
+    // latencies are refused before anything is written.
+    let mut header_due = rows_wanted;
+    let mut header = |out: &mut BufWriter<_>, due: &mut bool| -> Result<bool> {
+        if !std::mem::take(due) {
+            return Ok(true);
+        }
+        let mut h = String::new();
+        output::header(args.format, args.level, &mut h);
+        Ok(crate::output::write_or_stop(out, h.as_bytes())?)
+    };
     let run = join_captures(args, |r| {
-        if !open || (args.summary && args.format == LatencyFormat::Text) {
+        if !open || !rows_wanted {
             return Ok(());
         }
+        open = header(&mut out, &mut header_due)?;
         line.clear();
         output::row(args.format, args.level, r, &mut line);
-        open = crate::output::write_or_stop(&mut out, line.as_bytes())?;
+        open = open && crate::output::write_or_stop(&mut out, line.as_bytes())?;
         Ok(())
     })?;
+    if open {
+        open = header(&mut out, &mut header_due)?;
+    }
     if open {
         let mut tail = String::new();
         output::trailer(args.format, &run, &mut tail);
