@@ -584,7 +584,7 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     // The header goes out with the first row (or after the run): inputs that cannot give
     // latencies are refused before anything is written.
     let mut header_due = rows_wanted;
-    let mut header = |out: &mut BufWriter<_>, due: &mut bool| -> Result<bool> {
+    let header = |out: &mut BufWriter<_>, due: &mut bool| -> Result<bool> {
         if !std::mem::take(due) {
             return Ok(true);
         }
