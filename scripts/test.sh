@@ -62,6 +62,9 @@ tests/flux/run.sh
 step "the stack demo: a bundled capture retimed to now, the dashboards as they open"
 python3 tests/flux/demo.py --ddshark target/release/ddshark
 
+step "the compose file through the Compose Specification's loader (compose-go)"
+tests/compose/check.sh
+
 step "fuzz (bounded)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
 

@@ -7,6 +7,9 @@
 #                       uses (build tags), the InfluxDB writer behind the collector
 #   - dashboard-linter: Grafana's dashboard linter (Go module, pinned pseudo-version),
 #                       run on grafana/dashboards/*.json by tests/flux
+#   - compose-validate: deploy/docker-compose.yml through the Compose Specification's own
+#                       loader (scripts/stack/compose-validate: compose-go/v2, pinned by its
+#                       go.mod and go.sum), run by tests/compose/check.sh
 #   - prometheus, prometheus-node-exporter : Debian packages (binaries only,
 #                       started directly by start.sh; no services)
 #   - telemetrygen    : optional (--with-telemetrygen)
@@ -16,7 +19,7 @@
 # versions (and, for the collector, the manifest's hash) is not rebuilt.
 #
 # Usage: scripts/stack/build.sh [--force] [--no-apt]
-#                               [--only otelcol|influxd|telegraf|dashboard-linter]
+#                               [--only otelcol|influxd|telegraf|dashboard-linter|compose-validate]
 #                               [--with-telemetrygen]
 set -euo pipefail
 
@@ -45,14 +48,14 @@ while (($#)); do
   case "$1" in
     --force) FORCE=1 ;;
     --no-apt) WITH_APT=0 ;;
-    --only) ONLY="${2:?--only needs otelcol, influxd, telegraf or dashboard-linter}"; shift ;;
+    --only) ONLY="${2:?--only needs otelcol, influxd, telegraf, dashboard-linter or compose-validate}"; shift ;;
     --with-telemetrygen) WITH_TELEMETRYGEN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
   shift
 done
-case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter) ;; *) echo "build.sh: --only takes otelcol, influxd, telegraf or dashboard-linter" >&2; exit 2 ;; esac
+case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter|compose-validate) ;; *) echo "build.sh: --only takes otelcol, influxd, telegraf, dashboard-linter or compose-validate" >&2; exit 2 ;; esac
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
@@ -273,6 +276,29 @@ build_dashboard_linter() {
   say "dashboard-linter built in $((SECONDS - t0)) s"
 }
 
+# ---- compose-validate ---------------------------------------------------------
+# A small Go program around compose-go/v2 (the loader docker compose uses; Debian's
+# docker-compose 1.29 rejects the specification's top-level `name:`). Its go.mod/go.sum pin
+# compose-go and every dependency's hash; -mod=readonly refuses anything else.
+build_compose_validate() {
+  local src="$REPO_ROOT/scripts/stack/compose-validate"
+  local want
+  want="compose-validate src-sha256=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -d' ' -f1)"
+  if stamp_ok compose-validate "$want"; then
+    say "compose-validate up to date"
+    return
+  fi
+  local t0=$SECONDS out="$BUILD_DIR/compose-validate"
+  say "building compose-validate (log: $LOG_DIR/compose-validate-build.log)"
+  if ! (cd "$src" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out" .) \
+      >"$LOG_DIR/compose-validate-build.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/compose-validate-build.log" >&2
+    die "compose-validate build failed (full log: $LOG_DIR/compose-validate-build.log)"
+  fi
+  install_bin "$out" compose-validate "$want"
+  say "compose-validate built in $((SECONDS - t0)) s"
+}
+
 build_telemetrygen() {
   local want="telemetrygen $TELEMETRYGEN_VERSION"
   if stamp_ok telemetrygen "$want"; then
@@ -295,10 +321,11 @@ if [ -z "$ONLY" ] || [ "$ONLY" = otelcol ]; then build_otelcol; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = influxd ]; then build_influxd; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = telegraf ]; then build_telegraf; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = dashboard-linter ]; then build_dashboard_linter; fi
+if [ -z "$ONLY" ] || [ "$ONLY" = compose-validate ]; then build_compose_validate; fi
 if [ "$WITH_TELEMETRYGEN" = 1 ]; then build_telemetrygen; fi
 
 say "done in $((SECONDS - T_START)) s; binaries in $BIN_DIR:"
-for b in otelcol-ddshark influxd telegraf dashboard-linter telemetrygen; do
+for b in otelcol-ddshark influxd telegraf dashboard-linter compose-validate telemetrygen; do
   [ -x "$BIN_DIR/$b" ] && say "  $b: $(cat "$BIN_DIR/$b.stamp" 2>/dev/null) ($(du -h "$BIN_DIR/$b" | cut -f1))"
 done
 for b in prometheus prometheus-node-exporter; do

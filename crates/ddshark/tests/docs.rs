@@ -186,14 +186,50 @@ fn help_names(help: &str, flag: &str) -> bool {
     })
 }
 
+/// The `ddshark …` command lines in a file's `#` comments (a continuation `\` joins the next
+/// comment line), as in deploy/docker-compose.yml's header.
+fn comment_commands(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut continued = false;
+    for (i, line) in text.lines().enumerate() {
+        let Some(comment) = line.trim_start().strip_prefix('#') else {
+            continued = false;
+            continue;
+        };
+        let comment = comment.trim();
+        let starts = comment.starts_with("ddshark -")
+            || SUBCOMMANDS
+                .iter()
+                .any(|c| comment.starts_with(&format!("ddshark {c} ")));
+        if continued {
+            if let Some((_, cmd)) = out.last_mut() {
+                cmd.push(' ');
+                cmd.push_str(comment.trim_end_matches('\\'));
+            }
+        } else if starts {
+            out.push((i + 1, comment.trim_end_matches('\\').to_string()));
+        } else {
+            continue;
+        }
+        continued = comment.ends_with('\\');
+    }
+    out
+}
+
 #[test]
 fn every_documented_command_line_parses() {
     let mut help: HashMap<String, String> = HashMap::new();
     let mut checked = 0;
     let mut failures = Vec::new();
-    for file in doc_files() {
+    let compose = repo().join("deploy/docker-compose.yml");
+    for file in doc_files().into_iter().chain([compose]) {
         let text = std::fs::read_to_string(&file).unwrap();
-        for (line, snippet) in code_snippets(&text) {
+        let snippets = if file.extension().is_some_and(|x| x == "md") {
+            code_snippets(&text)
+        } else {
+            comment_commands(&text)
+        };
+        for (line, snippet) in snippets {
             for words in commands(&snippet) {
                 let Some(args) = ddshark_args(&words) else {
                     continue;
@@ -329,6 +365,35 @@ fn relative_links_point_at_files() {
     );
 }
 
+/// Every repository script the docs name (`scripts/…`, `tests/…` ending in .sh or .py) exists.
+#[test]
+fn named_scripts_exist() {
+    let mut bad = Vec::new();
+    for file in doc_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for prefix in ["scripts/", "tests/"] {
+            for (start, _) in text.match_indices(prefix) {
+                if start > 0 && text.as_bytes()[start - 1].is_ascii_alphanumeric() {
+                    continue;
+                }
+                let path: String = text[start..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '.'))
+                    .collect();
+                let path = path.trim_end_matches('.');
+                if (path.ends_with(".sh") || path.ends_with(".py")) && !repo().join(path).exists() {
+                    bad.push(format!("{}: {path}", rel(&file)));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "scripts named but missing:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn readme_stays_short() {
     let lines = std::fs::read_to_string(repo().join("README.md"))
@@ -343,6 +408,13 @@ fn readme_stays_short() {
 
 #[test]
 fn command_extraction() {
+    let c = comment_commands(
+        "# a\n#   ddshark -i eth0 --otlp x \\\n#     --host-name h\n#   ddshark (diagram)\n",
+    );
+    assert_eq!(
+        c,
+        [(2, "ddshark -i eth0 --otlp x  --host-name h".to_string())]
+    );
     let c = commands("eval \"$(scripts/stack/start.sh)\" && ddshark -i eth0 --otlp \"$X\" # note");
     assert_eq!(
         c.last().unwrap(),
