@@ -43,9 +43,7 @@ impl Clock {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ddshark-clock-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    std::env::temp_dir().join(format!("ddshark-clock-{}-{name}", std::process::id()))
 }
 
 /// NTP's bound from the minimum true delays of the unshifted pair (the oracle's latencies).
