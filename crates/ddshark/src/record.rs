@@ -3,7 +3,7 @@
 
 use rtps_dissect::plist::PID_STATUS_INFO;
 use rtps_dissect::rtps::SubmessageError;
-use rtps_dissect::{Datagram, Submessage, SubmessageBody, SubmessageKind};
+use rtps_dissect::{Datagram, Submessage, SubmessageBody, SubmessageKind, Transport};
 use serde::Serialize;
 
 /// Most requested sequence numbers listed for one ACKNACK (the spec allows 256).
@@ -68,6 +68,14 @@ pub struct SubmessageRecord {
     /// samples' range, `payload_size` their sum).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<Vec<BatchSampleRecord>>,
+    /// RTPS over TCP: the stream's framing (`rtcp`, `length_prefixed`, `bare`); absent for
+    /// UDP. `ip_fragments`, `ts_first_ns` and `frame_first` are then the TCP segments the
+    /// message spanned and the first of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_framing: Option<&'static str>,
+    /// Fast DDS' logical port from the RTCP header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_logical_port: Option<u16>,
 }
 
 /// One sample of a DATA_BATCH.
@@ -97,6 +105,14 @@ impl SubmessageRecord {
             pcp: d.pcp,
             vlan_id: d.vlan_id,
             truncated: d.truncated,
+            tcp_framing: match d.transport {
+                Transport::Tcp { framing, .. } => Some(framing.name()),
+                Transport::Udp => None,
+            },
+            tcp_logical_port: match d.transport {
+                Transport::Tcp { logical_port, .. } => logical_port,
+                Transport::Udp => None,
+            },
             ..Self::default()
         }
     }

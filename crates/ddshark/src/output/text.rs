@@ -53,7 +53,20 @@ pub fn submessage_line(r: &SubmessageRecord) -> String {
     if let Some(p) = r.payload_size {
         let _ = write!(s, " payload={p}B");
     }
-    if r.ip_fragments > 1 {
+    if let Some(f) = r.tcp_framing {
+        let _ = write!(s, " tcp={f}");
+        if let Some(p) = r.tcp_logical_port {
+            let _ = write!(s, " logical_port={p}");
+        }
+    }
+    if r.ip_fragments > 1 && r.tcp_framing.is_some() {
+        let _ = write!(
+            s,
+            " segments={} first={}",
+            r.ip_fragments,
+            timestamp(r.ts_first_ns)
+        );
+    } else if r.ip_fragments > 1 {
         let _ = write!(
             s,
             " ipfrags={} first={}",
