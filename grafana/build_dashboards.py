@@ -217,6 +217,14 @@ def latency_board():
             "flux-queries/dds_latency_peaks.flux",
             [influx_target("dds_latency_peaks")], "ns", h=9, style="points",
             legend_calcs=["min", "mean", "max"])
+    b.panel("Clock offset ${receiver} - ${sender} (estimated from the traffic)",
+            "The latency panels show raw latencies: receive time on ${receiver}'s clock minus "
+            "send time on ${sender}'s, so they read this offset too high. The latency join "
+            "estimates it from the samples seen on both hosts (NTP's estimate from the smallest "
+            "delay each way over the last 5 minutes, drift followed); the true offset lies "
+            "between lower and upper, where within depends on the path's asymmetry, which "
+            "traffic cannot show. docs/latency.md. flux-queries/clock_offset.flux",
+            [influx_target("clock_offset")], "ns", h=7, legend_calcs=["last"])
     b.panel("Network bandwidth per interface (node_exporter)",
             "Receive (+) and transmit (-) bit/s of the hosts' interfaces, on the same time axis "
             "as the latency above.",
