@@ -607,7 +607,7 @@ impl CaptureThread {
             let flush;
             match input.source.next_frame() {
                 Ok(Some(f)) => {
-                    if input.filter.as_ref().is_some_and(|flt| !flt.matches(&f)) {
+                    if input.filter.as_mut().is_some_and(|flt| !flt.matches(&f)) {
                         continue;
                     }
                     if let Some(budget) = &self.opts.frame_budget {

@@ -1,19 +1,51 @@
-//! pcap and pcapng savefiles through libpcap, with nanosecond timestamps.
+//! pcap and pcapng savefiles (or standard input) read in pure Rust with pcap-parser,
+//! zero-copy: every frame borrows the reader's buffer until the next one is asked for.
+//! pcapng's interfaces each keep their own link type and timestamp resolution
+//! (`if_tsresol`, `if_tsoffset`), so a file captured on several interfaces of different
+//! link types (Ethernet and loopback, as Wireshark writes it) reads as tshark reads it.
+//! Live capture stays on libpcap (live.rs).
 
+use std::io::Read;
 use std::path::Path;
 
-use pcap::{Capture, Offline, Precision};
+use pcap_parser::pcapng::Block;
+use pcap_parser::traits::PcapReaderIterator;
+use pcap_parser::{create_reader, PcapBlockOwned, PcapError};
 use rtps_dissect::{Frame, LinkType};
 
 use super::{CaptureError, PacketSource};
 
-pub struct FileSource {
-    capture: Capture<Offline>,
-    path: String,
+/// The reader's buffer; grown up to [`MAX_BUFFER`] for larger records.
+const BUFFER: usize = 1 << 20;
+/// The largest record read (libpcap's limit is 256 KiB of captured bytes per packet).
+const MAX_BUFFER: usize = 64 << 20;
+
+/// The path that means standard input (`-r -`, `stats -`, `dissect -`).
+pub const STDIN: &str = "-";
+
+/// What the frames of one interface need: their link type and timestamp units.
+#[derive(Debug, Clone, Copy)]
+struct Interface {
     link: LinkType,
+    /// Timestamp units per second.
+    units_per_s: u64,
+    /// if_tsoffset: seconds added to every timestamp.
+    offset_s: i64,
+}
+
+pub struct FileSource {
+    reader: Box<dyn PcapReaderIterator + Send>,
+    path: String,
+    /// pcap: the one interface; pcapng: those of the current section, by id.
+    interfaces: Vec<Interface>,
+    /// Bytes of the block handed out last, consumed when the next one is asked for
+    /// (the frame borrows the reader's buffer until then).
+    pending: usize,
     frames: u64,
-    /// Total size of the file, for progress.
+    /// Total size of the file, for progress (0 for standard input).
     pub file_size: u64,
+    /// A pcap (not pcapng) file, and its byte order.
+    legacy: Option<LegacyFormat>,
     retime: Retime,
 }
 
@@ -41,31 +73,121 @@ impl Retime {
     }
 }
 
+#[derive(Debug, Clone, Copy)]
+struct LegacyFormat {
+    big_endian: bool,
+}
+
+/// What one block means, read from it before the borrow of the buffer ends.
+enum Step {
+    Packet {
+        len: usize,
+        interface: usize,
+        ts_ns: u64,
+        /// Where the packet's bytes start, as an address inside the reader's buffer.
+        data_at: usize,
+        caplen: usize,
+        orig_len: u32,
+    },
+    Interface {
+        len: usize,
+        interface: Interface,
+    },
+    /// A pcap file header (its one interface) or a pcapng section header (none yet).
+    Start {
+        len: usize,
+        interface: Option<Interface>,
+        legacy: Option<LegacyFormat>,
+    },
+    Skip {
+        len: usize,
+    },
+    Refill,
+    Grow,
+    Fail(String),
+    /// The file ends inside a record.
+    CutShort,
+    End,
+}
+
+fn link_of(dlt: i32) -> LinkType {
+    LinkType::from_dlt(u32::try_from(dlt).unwrap_or(u32::MAX))
+}
+
+/// `units` ticks of `units_per_s` plus `offset_s` seconds, in ns since the epoch
+/// (0 for timestamps before it).
+fn ticks_ns(units: u64, units_per_s: u64, offset_s: i64) -> u64 {
+    let per_s = u128::from(units_per_s.max(1));
+    let ns = u128::from(units)
+        .saturating_mul(1_000_000_000)
+        .checked_div(per_s)
+        .unwrap_or(0);
+    let ns = i128::try_from(ns)
+        .unwrap_or(i128::MAX)
+        .saturating_add(i128::from(offset_s).saturating_mul(1_000_000_000));
+    u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
+}
+
+/// A block's bytes as an address, to find them in the reader's buffer once the block
+/// is gone (no unsafe: the address is only compared with the buffer's).
+fn address(data: &[u8]) -> usize {
+    data.as_ptr() as usize
+}
+
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        if path.as_os_str() == STDIN {
+            return Self::from_reader(std::io::stdin(), "standard input".into(), 0);
+        }
         let name = path.display().to_string();
-        let file_size = std::fs::metadata(path)
-            .map_err(|e| CaptureError::Open {
-                path: name.clone(),
-                message: e.to_string(),
-            })?
+        let open_error = |message: String| CaptureError::Open {
+            path: name.clone(),
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(|e| open_error(e.to_string()))?;
+        let file_size = file
+            .metadata()
+            .map_err(|e| open_error(e.to_string()))?
             .len();
-        let capture = Capture::from_file_with_precision(path, Precision::Nano).map_err(|e| {
-            CaptureError::Open {
-                path: name.clone(),
-                message: format!("{e} (is it a pcap or pcapng file?)"),
-            }
+        Self::from_reader(file, name, file_size)
+    }
+
+    fn from_reader(
+        input: impl Read + Send + 'static,
+        path: String,
+        file_size: u64,
+    ) -> Result<Self, CaptureError> {
+        let reader = create_reader(BUFFER, input).map_err(|e| CaptureError::Open {
+            path: path.clone(),
+            message: match e {
+                PcapError::Eof => "the file is empty (is it a pcap or pcapng file?)".into(),
+                PcapError::ReadError => "read error".into(),
+                _ => "unknown file format (is it a pcap or pcapng file?)".into(),
+            },
         })?;
-        let dlt = u32::try_from(capture.get_datalink().0).unwrap_or(u32::MAX);
-        let link = super::supported_link(&name, dlt)?;
-        Ok(Self {
-            capture,
-            path: name,
-            link,
+        let mut source = Self {
+            reader,
+            path,
+            interfaces: Vec::new(),
+            pending: 0,
             frames: 0,
             file_size,
+            legacy: None,
             retime: Retime::Off,
-        })
+        };
+        // The header blocks up to the first interface: its link type must be known
+        // before any frame (a capture filter is compiled for it).
+        while source.interfaces.is_empty() {
+            match source.step()? {
+                Step::End => break,
+                Step::Packet { .. } => break,
+                _ => {}
+            }
+        }
+        if let Some(first) = source.interfaces.first() {
+            super::supported_link(&source.path, first.link.to_dlt())?;
+        }
+        Ok(source)
     }
 
     /// Move every timestamp so that the first frame is at `first_frame_ns` (ns since the epoch),
@@ -73,46 +195,223 @@ impl FileSource {
     pub fn retime_to(&mut self, first_frame_ns: u64) {
         self.retime = Retime::FirstAt(first_frame_ns);
     }
+
+    /// What the last, cut-short record lacks, in libpcap's words.
+    fn cut_short(&self) -> String {
+        const RECORD_HEADER: usize = 16;
+        let rest = self.reader.data();
+        let Some(format) = self.legacy else {
+            return format!(
+                "truncated pcapng file; the last block has only {} bytes",
+                rest.len()
+            );
+        };
+        let caplen = rest
+            .get(8..12)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(|b| {
+                if format.big_endian {
+                    u32::from_be_bytes(b)
+                } else {
+                    u32::from_le_bytes(b)
+                }
+            });
+        match caplen {
+            Some(caplen) => format!(
+                "truncated dump file; tried to read {caplen} captured bytes, only got {}",
+                rest.len().saturating_sub(RECORD_HEADER)
+            ),
+            None => format!(
+                "truncated dump file; tried to read {RECORD_HEADER} header bytes, only got {}",
+                rest.len()
+            ),
+        }
+    }
+
+    fn error(&self, message: String) -> CaptureError {
+        CaptureError::Read {
+            path: self.path.clone(),
+            after_frame: self.frames,
+            message,
+        }
+    }
+
+    /// Reads the next block and deals with everything but a packet, which it leaves
+    /// unconsumed in the buffer for the caller to hand out.
+    fn step(&mut self) -> Result<Step, CaptureError> {
+        let step = match self.reader.next() {
+            Ok((len, block)) => classify(&self.interfaces, len, block),
+            Err(PcapError::Eof) => Step::End,
+            Err(PcapError::Incomplete(_)) => Step::Refill,
+            Err(PcapError::BufferTooSmall) => Step::Grow,
+            Err(PcapError::UnexpectedEof) => Step::CutShort,
+            Err(PcapError::ReadError) => return Err(self.error("read error".into())),
+            Err(e) => Step::Fail(format!("malformed block: {e:?}")),
+        };
+        match step {
+            Step::Start {
+                len,
+                interface,
+                legacy,
+            } => {
+                self.legacy = legacy;
+                self.interfaces.clear();
+                self.interfaces.extend(interface);
+                self.reader.consume(len);
+            }
+            Step::Interface { len, interface } => {
+                self.interfaces.push(interface);
+                self.reader.consume(len);
+            }
+            Step::Skip { len } => self.reader.consume(len),
+            Step::Refill => {
+                if self.reader.refill().is_err() {
+                    return Err(self.error("read error".into()));
+                }
+            }
+            Step::Grow => {
+                let size = self.reader.data().len().saturating_mul(2).max(BUFFER);
+                if size > MAX_BUFFER || !self.reader.grow(size) {
+                    return Err(
+                        self.error(format!("a record larger than {} MiB", MAX_BUFFER >> 20))
+                    );
+                }
+            }
+            Step::Fail(message) => return Err(self.error(message)),
+            Step::CutShort => {
+                return Err(CaptureError::Truncated {
+                    path: self.path.clone(),
+                    after_frame: self.frames,
+                    message: self.cut_short(),
+                })
+            }
+            Step::Packet { .. } | Step::End => {}
+        }
+        Ok(step)
+    }
 }
 
-/// libpcap timeval (seconds, nanoseconds with Precision::Nano) → ns since the epoch.
-pub fn timeval_ns(sec: i64, nsec: i64) -> u64 {
-    let sec = u64::try_from(sec).unwrap_or(0);
-    let nsec = u64::try_from(nsec).unwrap_or(0);
-    sec.saturating_mul(1_000_000_000).saturating_add(nsec)
+/// What a block means to the reader, given the interfaces described so far.
+fn classify(interfaces: &[Interface], len: usize, block: PcapBlockOwned<'_>) -> Step {
+    match block {
+        PcapBlockOwned::LegacyHeader(h) => Step::Start {
+            len,
+            interface: Some(Interface {
+                link: link_of(h.network.0),
+                units_per_s: if h.is_nanosecond_precision() {
+                    1_000_000_000
+                } else {
+                    1_000_000
+                },
+                offset_s: 0,
+            }),
+            legacy: Some(LegacyFormat {
+                big_endian: h.is_bigendian(),
+            }),
+        },
+        PcapBlockOwned::Legacy(b) => {
+            let per_s = interfaces.first().map_or(1_000_000, |i| i.units_per_s);
+            Step::Packet {
+                len,
+                interface: 0,
+                ts_ns: u64::from(b.ts_sec)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(ticks_ns(u64::from(b.ts_usec), per_s, 0)),
+                data_at: address(b.data),
+                caplen: b.data.len(),
+                orig_len: b.origlen,
+            }
+        }
+        PcapBlockOwned::NG(Block::SectionHeader(_)) => Step::Start {
+            len,
+            interface: None,
+            legacy: None,
+        },
+        PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => Step::Interface {
+            len,
+            interface: Interface {
+                link: link_of(idb.linktype.0),
+                // An unusable if_tsresol: the default, microseconds.
+                units_per_s: idb.ts_resolution().unwrap_or(1_000_000),
+                offset_s: idb.if_tsoffset,
+            },
+        },
+        PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+            let interface = usize::try_from(epb.if_id).unwrap_or(usize::MAX);
+            let ts = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+            let (per_s, offset_s) = interfaces
+                .get(interface)
+                .map_or((1_000_000, 0), |i| (i.units_per_s, i.offset_s));
+            // The block's data is padded to 32 bits: caplen says how much is packet.
+            let caplen = usize::try_from(epb.caplen)
+                .unwrap_or(usize::MAX)
+                .min(epb.data.len());
+            Step::Packet {
+                len,
+                interface,
+                ts_ns: ticks_ns(ts, per_s, offset_s),
+                data_at: address(epb.data),
+                caplen,
+                orig_len: epb.origlen,
+            }
+        }
+        PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+            let caplen = usize::try_from(spb.origlen)
+                .unwrap_or(usize::MAX)
+                .min(spb.data.len());
+            Step::Packet {
+                len,
+                interface: 0,
+                ts_ns: 0,
+                data_at: address(spb.data),
+                caplen,
+                orig_len: spb.origlen,
+            }
+        }
+        _ => Step::Skip { len },
+    }
 }
 
 impl PacketSource for FileSource {
     fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
-        match self.capture.next_packet() {
-            Ok(packet) => {
-                self.frames = self.frames.saturating_add(1);
-                let ts = packet.header.ts;
-                Ok(Some(Frame {
-                    number: self.frames,
-                    ts_ns: self.retime.apply(timeval_ns(ts.tv_sec, ts.tv_usec)),
-                    link: self.link,
-                    data: packet.data,
-                    orig_len: packet.header.len,
-                }))
-            }
-            Err(pcap::Error::NoMorePackets) => Ok(None),
-            Err(e) => {
-                let message = e.to_string();
-                if message.contains("truncated") {
-                    Err(CaptureError::Truncated {
-                        path: self.path.clone(),
-                        after_frame: self.frames,
-                        message,
-                    })
-                } else {
-                    Err(CaptureError::Read {
-                        path: self.path.clone(),
-                        after_frame: self.frames,
-                        message,
-                    })
-                }
-            }
+        if self.pending > 0 {
+            self.reader.consume(self.pending);
+            self.pending = 0;
+        }
+        loop {
+            let (len, interface, ts_ns, data_at, caplen, orig_len) = match self.step()? {
+                Step::End => return Ok(None),
+                Step::Packet {
+                    len,
+                    interface,
+                    ts_ns,
+                    data_at,
+                    caplen,
+                    orig_len,
+                } => (len, interface, ts_ns, data_at, caplen, orig_len),
+                _ => continue,
+            };
+            let Some(iface) = self.interfaces.get(interface).copied() else {
+                self.reader.consume(len);
+                return Err(self.error(format!(
+                    "a packet of interface {interface}, which no interface block describes"
+                )));
+            };
+            self.frames = self.frames.saturating_add(1);
+            self.pending = len;
+            let ts_ns = self.retime.apply(ts_ns);
+            let buffer = self.reader.data();
+            let start = data_at.saturating_sub(address(buffer));
+            let data = buffer
+                .get(start..start.saturating_add(caplen))
+                .unwrap_or_default();
+            return Ok(Some(Frame {
+                number: self.frames,
+                ts_ns,
+                link: iface.link,
+                data,
+                orig_len,
+            }));
         }
     }
 
@@ -120,8 +419,9 @@ impl PacketSource for FileSource {
         &self.path
     }
 
+    /// The first interface's (a pcapng's others may differ: each frame has its own).
     fn link_type(&self) -> Option<LinkType> {
-        Some(self.link)
+        self.interfaces.first().map(|i| i.link)
     }
 }
 

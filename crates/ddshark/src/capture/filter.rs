@@ -19,9 +19,22 @@ pub enum FilterError {
     File { path: String, message: String },
 }
 
-/// A compiled BPF filter; frames it rejects never reach the dissector.
+/// A compiled BPF filter; frames it rejects never reach the dissector. A pcapng's
+/// interfaces may have different link types: the filter is compiled for each link
+/// type its frames come with (a frame of a link type it cannot be compiled for does
+/// not match).
 pub struct FrameFilter {
-    program: BpfProgram,
+    filter: String,
+    programs: Vec<(LinkType, Option<BpfProgram>)>,
+}
+
+/// At most this many link types get a program of their own (a file has a handful).
+const MAX_LINK_TYPES: usize = 16;
+
+fn compile_for(filter: &str, link: LinkType) -> Result<BpfProgram, String> {
+    let dlt = i32::try_from(link.to_dlt()).unwrap_or(i32::MAX);
+    let dead = Capture::dead(Linktype(dlt)).map_err(|e| e.to_string())?;
+    dead.compile(filter, true).map_err(|e| e.to_string())
 }
 
 impl FrameFilter {
@@ -34,21 +47,31 @@ impl FrameFilter {
         let link = link.ok_or_else(|| FilterError::UnknownLink {
             source_name: source_name.to_string(),
         })?;
-        let dlt = i32::try_from(link.to_dlt()).unwrap_or(i32::MAX);
-        let invalid = |message: String| FilterError::Invalid {
+        let program = compile_for(filter, link).map_err(|message| FilterError::Invalid {
             source_name: source_name.to_string(),
             filter: filter.to_string(),
             message,
-        };
-        let dead = Capture::dead(Linktype(dlt)).map_err(|e| invalid(e.to_string()))?;
-        let program = dead
-            .compile(filter, true)
-            .map_err(|e| invalid(e.to_string()))?;
-        Ok(Self { program })
+        })?;
+        Ok(Self {
+            filter: filter.to_string(),
+            programs: vec![(link, Some(program))],
+        })
     }
 
-    pub fn matches(&self, frame: &Frame<'_>) -> bool {
-        self.program.filter(frame.data)
+    pub fn matches(&mut self, frame: &Frame<'_>) -> bool {
+        let at = match self.programs.iter().position(|(l, _)| *l == frame.link) {
+            Some(at) => at,
+            None if self.programs.len() < MAX_LINK_TYPES => {
+                let program = compile_for(&self.filter, frame.link).ok();
+                self.programs.push((frame.link, program));
+                self.programs.len().saturating_sub(1)
+            }
+            None => return false,
+        };
+        self.programs
+            .get(at)
+            .and_then(|(_, p)| p.as_ref())
+            .is_some_and(|p| p.filter(frame.data))
     }
 }
 

@@ -5,7 +5,6 @@ use pcap::{Active, Capture, Device, Precision, TimestampType};
 use rtps_dissect::{Frame, LinkType};
 use thiserror::Error;
 
-use super::file::timeval_ns;
 use super::{CaptureError, KernelStats, PacketSource};
 
 /// UDP, TCP (RTPS over TCP: Fast DDS' TCP transport) and every IPv4/IPv6 fragment
@@ -309,4 +308,11 @@ mod tests {
         assert!(parse_tstamp_type("host-hiprec").is_ok());
         assert!(parse_tstamp_type("gps").is_err());
     }
+}
+
+/// libpcap timeval (seconds, nanoseconds with Precision::Nano) → ns since the epoch.
+pub fn timeval_ns(sec: i64, nsec: i64) -> u64 {
+    let sec = u64::try_from(sec).unwrap_or(0);
+    let nsec = u64::try_from(nsec).unwrap_or(0);
+    sec.saturating_mul(1_000_000_000).saturating_add(nsec)
 }
