@@ -282,6 +282,13 @@ impl PacketSource for LiveSource {
     }
 }
 
+/// libpcap timeval (seconds, nanoseconds with Precision::Nano) → ns since the epoch.
+pub fn timeval_ns(sec: i64, nsec: i64) -> u64 {
+    let sec = u64::try_from(sec).unwrap_or(0);
+    let nsec = u64::try_from(nsec).unwrap_or(0);
+    sec.saturating_mul(1_000_000_000).saturating_add(nsec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,11 +315,4 @@ mod tests {
         assert!(parse_tstamp_type("host-hiprec").is_ok());
         assert!(parse_tstamp_type("gps").is_err());
     }
-}
-
-/// libpcap timeval (seconds, nanoseconds with Precision::Nano) → ns since the epoch.
-pub fn timeval_ns(sec: i64, nsec: i64) -> u64 {
-    let sec = u64::try_from(sec).unwrap_or(0);
-    let nsec = u64::try_from(nsec).unwrap_or(0);
-    sec.saturating_mul(1_000_000_000).saturating_add(nsec)
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: fixture paths and the tshark oracle TSVs.
 #![allow(dead_code)]
 
+pub mod pcapng;
 pub mod public;
 pub mod rti;
 pub mod tls;
