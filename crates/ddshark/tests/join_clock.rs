@@ -7,45 +7,13 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
 
-use common::{fixtures, latency_args, shifted_copy};
-use ddshark::capture::file::FileSource;
-use ddshark::capture::PacketSource;
-use ddshark::latency::extract::{observations, ExtractStats};
-use ddshark::latency::join::{Join, JoinConfig, LocalSample};
+use common::{add_sample_span, fixtures, host_samples, latency_args, shifted_copy};
+use ddshark::latency::join::LocalSample;
 use ddshark::latency::{join_captures, label, Level};
-use rtps_dissect::Dissector;
-use span_join::{JoinSettings, LineWriter, SampleSpan, SpanJoin};
+use span_join::{JoinSettings, LineWriter, SpanJoin};
 
 const S: i64 = 1_000_000_000;
-
-fn local_samples(path: &Path) -> Vec<LocalSample> {
-    let mut src = FileSource::open(path).unwrap();
-    let mut dissector = Dissector::default();
-    let mut join = Join::new(JoinConfig {
-        captures: 1,
-        window_ns: 10 * S,
-        max_pending: 1_000_000,
-        max_bytes: 1 << 30,
-        lost_grace_ns: 0,
-    });
-    let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
-    while let Ok(Some(frame)) = src.next_frame() {
-        let ts = i64::try_from(frame.ts_ns).unwrap();
-        for d in dissector.process(&frame).datagrams() {
-            observations(d, Level::Sample, 0, &mut stats, &mut obs);
-        }
-        for o in obs.drain(..) {
-            join.push(0, o, &mut rows);
-        }
-        join.advance(ts, &mut rows);
-    }
-    join.finish(&mut rows);
-    let mut out = Vec::new();
-    join.take_local(&mut out);
-    out
-}
 
 /// `field=123i` of a line-protocol line.
 fn int_field(line: &str, key: &str) -> Option<i64> {
@@ -91,7 +59,7 @@ fn check(fixture: &str, offset: i64, ppb: i64) {
     let mut spans: Vec<(String, LocalSample)> = Vec::new();
     for (host, path) in [("hostA", &a), ("hostB", &b)] {
         spans.extend(
-            local_samples(path)
+            host_samples(path)
                 .into_iter()
                 .map(|s| (host.to_string(), s)),
         );
@@ -105,21 +73,7 @@ fn check(fixture: &str, offset: i64, ppb: i64) {
             join.push(&mut out);
             next_push += 2 * S;
         }
-        let writer = s.key.writer.to_string();
-        join.add_sample(&SampleSpan {
-            host,
-            writer: &writer,
-            topic: s.topic.as_deref(),
-            slot: "0",
-            sn: s.key.sn,
-            span_start: s.t_first,
-            span_end: s.t_complete.unwrap_or(s.t_last),
-            start_ns: s.t_first,
-            fragments_missing: i64::from(s.units.saturating_sub(s.units_seen)),
-            sample_size: i64::try_from(s.sample_size).unwrap(),
-            repairs: i64::from(s.repairs),
-            submessages: i64::from(s.submessages),
-        });
+        add_sample_span(&mut join, host, s);
     }
     join.flush(&mut out);
     let _ = std::fs::remove_file(&b);

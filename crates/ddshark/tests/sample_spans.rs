@@ -9,46 +9,16 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::{fixtures, latency_args};
-use ddshark::capture::file::FileSource;
-use ddshark::capture::PacketSource;
-use ddshark::latency::extract::{observations, ExtractStats, Key};
-use ddshark::latency::join::{Join, JoinConfig, LocalSample, SampleRow, Status};
+use common::{fixtures, host_samples, latency_args};
+use ddshark::latency::extract::Key;
+use ddshark::latency::join::{LocalSample, SampleRow, Status};
 use ddshark::latency::{join_captures, Level};
-use rtps_dissect::Dissector;
 
-const WINDOW_NS: i64 = 10_000_000_000;
+const WINDOW_NS: i64 = span_schema::SAMPLE_WINDOW_NS;
 
 fn local_samples(path: &Path) -> HashMap<Key, Vec<LocalSample>> {
-    let mut src = FileSource::open(path).unwrap();
-    let mut dissector = Dissector::default();
-    let mut join = Join::new(JoinConfig {
-        captures: 1,
-        window_ns: WINDOW_NS,
-        max_pending: 1_000_000,
-        max_bytes: 1 << 30,
-        lost_grace_ns: 0,
-    });
-    let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
-    while let Ok(Some(frame)) = src.next_frame() {
-        let ts = i64::try_from(frame.ts_ns).unwrap();
-        for d in dissector.process(&frame).datagrams() {
-            observations(d, Level::Sample, 0, &mut stats, &mut obs);
-        }
-        for o in obs.drain(..) {
-            join.push(0, o, &mut rows);
-        }
-        join.advance(ts, &mut rows);
-    }
-    join.finish(&mut rows);
-    assert!(
-        rows.is_empty(),
-        "a join of one capture has no sender/receiver rows"
-    );
-    let mut out = Vec::new();
-    join.take_local(&mut out);
     let mut by_key: HashMap<Key, Vec<LocalSample>> = HashMap::new();
-    for s in out {
+    for s in host_samples(path) {
         by_key.entry(s.key).or_default().push(s);
     }
     by_key

@@ -228,3 +228,64 @@ pub fn shifted_copy(src: &Path, dst: &Path, clock: impl Fn(i64) -> i64) -> i64 {
     std::fs::write(dst, out).unwrap();
     first.unwrap()
 }
+
+/// One host's halves of the latency join: the samples of one capture as its `SAMPLE`
+/// spans state them (`ddshark latency`'s join run over that capture alone, as the
+/// exporter runs it), in the order they are finalised.
+pub fn host_samples(path: &Path) -> Vec<ddshark::latency::join::LocalSample> {
+    use ddshark::capture::PacketSource;
+    use ddshark::latency::extract::{observations, ExtractStats};
+    use ddshark::latency::join::{Join, JoinConfig};
+    let mut src = ddshark::capture::file::FileSource::open(path).unwrap();
+    let mut dissector = rtps_dissect::Dissector::default();
+    let mut join = Join::new(JoinConfig {
+        captures: 1,
+        window_ns: span_schema::SAMPLE_WINDOW_NS,
+        max_pending: 1_000_000,
+        max_bytes: 1 << 30,
+        lost_grace_ns: 0,
+    });
+    let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
+    while let Ok(Some(frame)) = src.next_frame() {
+        let ts = i64::try_from(frame.ts_ns).unwrap();
+        for d in dissector.process(&frame).datagrams() {
+            observations(d, ddshark::latency::Level::Sample, 0, &mut stats, &mut obs);
+        }
+        for o in obs.drain(..) {
+            join.push(0, o, &mut rows);
+        }
+        join.advance(ts, &mut rows);
+    }
+    join.finish(&mut rows);
+    assert!(
+        rows.is_empty(),
+        "a join of one capture has no sender/receiver rows"
+    );
+    let mut out = Vec::new();
+    join.take_local(&mut out);
+    out
+}
+
+/// Hands `host`'s sample `s` to the live join as the SAMPLE span ddshark exports for it.
+pub fn add_sample_span(
+    join: &mut span_join::SpanJoin,
+    host: &str,
+    s: &ddshark::latency::join::LocalSample,
+) {
+    let writer = s.key.writer.to_string();
+    let slot = s.slot.to_string();
+    join.add_sample(&span_join::SampleSpan {
+        host,
+        writer: &writer,
+        topic: s.topic.as_deref(),
+        slot: &slot,
+        sn: s.key.sn,
+        span_start: s.t_first,
+        span_end: s.t_complete.unwrap_or(s.t_last),
+        start_ns: s.t_first,
+        fragments_missing: i64::from(s.units.saturating_sub(s.units_seen)),
+        sample_size: i64::try_from(s.sample_size).unwrap(),
+        repairs: i64::from(s.repairs),
+        submessages: i64::from(s.submessages),
+    });
+}
