@@ -99,11 +99,13 @@ w = sys.argv[1]
 def ns(s):  # "sec.fraction" -> ns, exactly
     sec, _, frac = s.partition(".")
     return int(sec) * 10**9 + int((frac + "000000000")[:9])
-rows = {}
+rows, offsets = {}, []
 for line in open(f"{w}/latency.jsonl"):
     r = json.loads(line)
     if r.get("kind") == "sample":
         rows.setdefault((r["writer_guid"], r["sn"]), []).append(r)
+    elif r.get("kind") == "clock_offset":
+        offsets.append(r)
 oracle = list(csv.DictReader(open(f"{w}/oracle/oracle_latency.tsv"), delimiter="\t"))
 bad, complete, dirs = [], 0, set()
 for o in oracle:
@@ -130,11 +132,14 @@ if bad:
     errors.append(f"{len(bad)} of {len(oracle)} samples differ from the oracle:\n" + "\n".join(bad[:20]))
 if dirs != {"A->B", "B->A"}:
     errors.append(f"directions seen: {sorted(dirs)}")
+# One kernel clock: the offset estimated from the traffic must have 0 in its interval.
+if len(offsets) != 1 or offsets[0]["error"] is not None or abs(offsets[0]["offset_ns"]) > offsets[0]["half_width_ns"]:
+    errors.append(f"clock offset estimate does not hold 0: {offsets}")
 if complete < 50 or user < 50:
     errors.append(f"too little traffic: {complete} complete samples, {user} user samples")
 if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
 print(f"two hosts: {len(oracle)} samples ({complete} complete, both directions) agree with the oracle; "
-      f"a.pcapng and b.pcapng name hosts A and B")
+      f"a.pcapng and b.pcapng name hosts A and B; estimated clock offset {offsets[0]['offset_ns']} ± {offsets[0]['half_width_ns']} ns")
 PY

@@ -98,7 +98,8 @@ pub struct DaemonArgs {
     /// Pin the capture thread to this CPU (live)
     #[arg(long, value_name = "CPU", conflicts_with = "read")]
     pub cpu: Option<usize>,
-    /// Batches of 256 frames queued between capture and state before dropping
+    /// Batches of 256 frames queued between capture and state (and, with -w, the
+    /// writer) before dropping
     #[arg(long, default_value = "64", value_name = "BATCHES")]
     pub queue: usize,
     /// Load discovery from FILE at start and save it at the end
