@@ -98,8 +98,7 @@ pub struct DaemonArgs {
     /// Pin the capture thread to this CPU (live)
     #[arg(long, value_name = "CPU", conflicts_with = "read")]
     pub cpu: Option<usize>,
-    /// Batches of 256 frames queued between capture and state (and, with -w, the
-    /// writer) before dropping
+    /// Batches of 256 frames queued between capture and state before dropping
     #[arg(long, default_value = "64", value_name = "BATCHES")]
     pub queue: usize,
     /// Load discovery from FILE at start and save it at the end
@@ -141,6 +140,11 @@ pub struct DaemonArgs {
         value_parser = TimeSpan::positive
     )]
     pub rotate: Option<TimeSpan>,
+    /// With -w: MiB of captured frames held for the writer (a slow disk, a busy CPU)
+    /// before frames are dropped, counted
+    #[arg(long, value_name = "MIB", default_value = "256", requires = "write",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub write_queue: u64,
     /// With -C: a ring of COUNT files (FILE0…); with -G: stop after COUNT files
     #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "rotation",
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -347,7 +351,8 @@ fn start_recording(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let recorder = Recorder::create(&opts, now_ns)?;
-    RecordTap::start(recorder, path, args.queue.max(1), stop.clone())
+    let queue_bytes = args.write_queue.saturating_mul(1 << 20);
+    RecordTap::start(recorder, path, queue_bytes, stop.clone())
         .with_context(|| format!("{}: cannot start the recording thread", path.display()))
 }
 

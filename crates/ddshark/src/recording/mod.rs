@@ -47,6 +47,12 @@ const FILE_MODE: u32 = 0o644;
 
 const WRITE_BUFFER: usize = 1 << 20;
 
+/// Most batches waiting for the writer, whatever their size (the bound that matters is
+/// the bytes, `--write-queue`).
+pub const MAX_QUEUED_BATCHES: usize = 16_384;
+/// Empty batches kept for reuse by the capture threads.
+const POOLED_BATCHES: usize = 256;
+
 #[derive(Debug, Error)]
 pub enum RecordError {
     #[error("{path}: cannot create the recording: {source}")]
@@ -269,7 +275,6 @@ pub struct Recorder {
     /// `-G … -W N`: stop after this many files.
     stop_after: Option<u64>,
     header: Vec<u8>,
-    scratch: Vec<u8>,
     file: Option<OpenFile>,
     base: String,
     index_in_base: u64,
@@ -340,7 +345,6 @@ impl Recorder {
             rotate_ns: opts.rotate_ns.map(|n| n.max(1)),
             stop_after,
             header,
-            scratch: Vec::with_capacity(64 << 10),
             file: None,
             index_in_base: 0,
             files_opened: 0,
@@ -463,24 +467,24 @@ impl Recorder {
         let Some(f) = &mut self.file else {
             return Ok(Written::FileLimit);
         };
-        self.scratch.clear();
         let path = &f.path;
-        pcapng::enhanced_packet(&mut self.scratch, interface, ts_ns, data, original_len).map_err(
-            |source| RecordError::Encode {
+        let framing = pcapng::EnhancedPacket::new(interface, ts_ns, data.len(), original_len)
+            .map_err(|source| RecordError::Encode {
                 path: path.display().to_string(),
                 source,
-            },
-        )?;
+            })?;
         f.out
-            .write_all(&self.scratch)
+            .write_all(framing.head())
+            .and_then(|()| f.out.write_all(data))
+            .and_then(|()| f.out.write_all(framing.tail()))
             .map_err(|source| RecordError::Write {
                 path: path.display().to_string(),
                 source,
             })?;
-        f.bytes = f.bytes.saturating_add(self.scratch.len() as u64);
+        f.bytes = f.bytes.saturating_add(block);
         f.frames = f.frames.saturating_add(1);
         self.frames_written = self.frames_written.saturating_add(1);
-        self.bytes_written = self.bytes_written.saturating_add(self.scratch.len() as u64);
+        self.bytes_written = self.bytes_written.saturating_add(block);
         Ok(Written::Yes)
     }
 
@@ -531,6 +535,10 @@ impl FrameBatch {
     pub fn len(&self) -> usize {
         self.metas.len()
     }
+    /// Bytes of packet data held.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
     pub fn is_empty(&self) -> bool {
         self.metas.is_empty()
     }
@@ -552,6 +560,8 @@ struct TapShared {
     files_closed: AtomicU64,
     queue_dropped: AtomicU64,
     not_written_other: AtomicU64,
+    /// Packet bytes handed to the writer and not yet written.
+    queued_bytes: AtomicU64,
     current_file: Mutex<Option<String>>,
     error: Mutex<Option<String>>,
 }
@@ -561,6 +571,8 @@ struct TapShared {
 #[derive(Clone)]
 pub struct RecordTap {
     tx: SyncSender<WriterMsg>,
+    /// Most packet bytes waiting for the writer: beyond it a live source's batch is dropped.
+    queue_bytes: u64,
     pool: Arc<Mutex<Receiver<FrameBatch>>>,
     shared: Arc<TapShared>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
@@ -576,16 +588,17 @@ impl std::fmt::Debug for RecordTap {
 }
 
 impl RecordTap {
-    /// Start the writer thread on `recorder`; up to `queue_batches` batches wait for it.
-    /// On an error or after the `-W` files it sets `stop` (the capture ends).
+    /// Start the writer thread on `recorder`; up to `queue_bytes` of packet data (and at
+    /// most [`MAX_QUEUED_BATCHES`] batches) wait for it. On an error or after the `-W`
+    /// files it sets `stop` (the capture ends).
     pub fn start(
         recorder: Recorder,
         path: &Path,
-        queue_batches: usize,
+        queue_bytes: u64,
         stop: Arc<AtomicBool>,
     ) -> std::io::Result<Self> {
-        let (tx, rx) = mpsc::sync_channel::<WriterMsg>(queue_batches.max(1));
-        let (pool_tx, pool_rx) = mpsc::sync_channel::<FrameBatch>(queue_batches.saturating_add(4));
+        let (tx, rx) = mpsc::sync_channel::<WriterMsg>(MAX_QUEUED_BATCHES);
+        let (pool_tx, pool_rx) = mpsc::sync_channel::<FrameBatch>(POOLED_BATCHES);
         let shared = Arc::new(TapShared::default());
         let thread = {
             let shared = shared.clone();
@@ -595,6 +608,7 @@ impl RecordTap {
         };
         Ok(Self {
             tx,
+            queue_bytes: queue_bytes.max(1),
             pool: Arc::new(Mutex::new(pool_rx)),
             shared,
             thread: Arc::new(Mutex::new(Some(thread))),
@@ -615,25 +629,37 @@ impl RecordTap {
             return Some(batch);
         }
         let frames = batch.len() as u64;
-        let msg = WriterMsg::Batch(source, batch);
-        let back = if wait {
-            self.tx.send(msg).err().map(|e| e.0)
+        let bytes = batch.bytes() as u64;
+        let queued = &self.shared.queued_bytes;
+        let full = !wait && queued.load(Ordering::Relaxed).saturating_add(bytes) > self.queue_bytes;
+        let back = if full {
+            Some(batch)
         } else {
-            match self.tx.try_send(msg) {
-                Ok(()) => None,
-                Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => Some(m),
+            queued.fetch_add(bytes, Ordering::Relaxed);
+            let msg = WriterMsg::Batch(source, batch);
+            let back = if wait {
+                self.tx.send(msg).err().map(|e| e.0)
+            } else {
+                match self.tx.try_send(msg) {
+                    Ok(()) => None,
+                    Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => Some(m),
+                }
+            };
+            match back {
+                Some(WriterMsg::Batch(_, b)) => {
+                    queued.fetch_sub(bytes, Ordering::Relaxed);
+                    Some(b)
+                }
+                _ => None,
             }
         };
-        match back {
-            Some(WriterMsg::Batch(_, mut b)) => {
-                self.shared
-                    .queue_dropped
-                    .fetch_add(frames, Ordering::Relaxed);
-                b.clear();
-                Some(b)
-            }
-            _ => None,
-        }
+        back.map(|mut b| {
+            self.shared
+                .queue_dropped
+                .fetch_add(frames, Ordering::Relaxed);
+            b.clear();
+            b
+        })
     }
 
     /// Everything queued is written and the last file closed. Returns the first error
@@ -728,6 +754,9 @@ fn writer_loop(
                 shared
                     .not_written_other
                     .fetch_add(unwritten, Ordering::Relaxed);
+                shared
+                    .queued_bytes
+                    .fetch_sub(batch.bytes() as u64, Ordering::Relaxed);
                 publish(&recorder);
                 batch.clear();
                 let _ = pool.try_send(batch);
@@ -992,7 +1021,7 @@ mod tests {
         let tap = RecordTap::start(
             Recorder::create(&opts, T0).unwrap(),
             &opts.path,
-            2,
+            1 << 20,
             stop.clone(),
         )
         .unwrap();

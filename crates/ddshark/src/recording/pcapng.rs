@@ -200,6 +200,69 @@ pub fn interface_description(out: &mut Vec<u8>, i: &Interface) -> Result<usize, 
 }
 
 /// Enhanced packet block: `data` as captured, `original_len` as it was on the wire.
+/// The bytes around a packet's data in an enhanced packet block: the block is `head`, the
+/// data, then `tail` (padding and the trailing length). The data is not copied, so the
+/// writer hands it to its buffer directly.
+#[derive(Debug, Clone, Copy)]
+pub struct EnhancedPacket {
+    head: [u8; 28],
+    tail: [u8; 7],
+    tail_len: usize,
+}
+
+impl EnhancedPacket {
+    pub fn new(
+        interface_id: u32,
+        ts_ns: u64,
+        captured: usize,
+        original_len: u32,
+    ) -> Result<Self, PcapngError> {
+        let too_long = || PcapngError::BlockTooLong {
+            block_type: BLOCK_EPB,
+            len: epb_len(captured),
+        };
+        let captured_u32 = u32::try_from(captured).map_err(|_| too_long())?;
+        let total = u32::try_from(epb_len(captured)).map_err(|_| too_long())?;
+        let [hi, lo] = split_ts(ts_ns);
+        let mut head = [0u8; 28];
+        for (i, v) in [
+            BLOCK_EPB,
+            total,
+            interface_id,
+            hi,
+            lo,
+            captured_u32,
+            original_len.max(captured_u32),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if let Some(field) = head.get_mut(i * 4..i * 4 + 4) {
+                field.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let pad = padded(captured).saturating_sub(captured);
+        let mut tail = [0u8; 7];
+        if let Some(field) = tail.get_mut(pad..pad + 4) {
+            field.copy_from_slice(&total.to_le_bytes());
+        }
+        Ok(Self {
+            head,
+            tail,
+            tail_len: pad + 4,
+        })
+    }
+
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    pub fn tail(&self) -> &[u8] {
+        self.tail.get(..self.tail_len).unwrap_or(&self.tail)
+    }
+}
+
+/// Enhanced packet block: `data` as captured, `original_len` as it was on the wire.
 pub fn enhanced_packet(
     out: &mut Vec<u8>,
     interface_id: u32,
@@ -207,20 +270,11 @@ pub fn enhanced_packet(
     data: &[u8],
     original_len: u32,
 ) -> Result<usize, PcapngError> {
-    block(out, BLOCK_EPB, |b| {
-        let captured = u32::try_from(data.len()).map_err(|_| PcapngError::BlockTooLong {
-            block_type: BLOCK_EPB,
-            len: data.len(),
-        })?;
-        let [hi, lo] = split_ts(ts_ns);
-        b.u32(interface_id);
-        b.u32(hi);
-        b.u32(lo);
-        b.u32(captured);
-        b.u32(original_len.max(captured));
-        b.bytes_padded(data);
-        Ok(())
-    })
+    let framing = EnhancedPacket::new(interface_id, ts_ns, data.len(), original_len)?;
+    out.extend_from_slice(framing.head());
+    out.extend_from_slice(data);
+    out.extend_from_slice(framing.tail());
+    Ok(epb_len(data.len()))
 }
 
 #[cfg(test)]
