@@ -59,6 +59,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use latency_core::hosts::Sighting;
 use latency_core::{Basis, HostRule, HostRuleConfig, Hosts, OffsetConfig, OffsetEstimate, Seen};
+use serde::{Deserialize, Serialize};
 
 use super::line::LineWriter;
 
@@ -139,7 +140,7 @@ pub struct FragSpan<'a> {
 }
 
 /// Counters, written with every push as the `ddshark_join` point.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JoinCounters {
     pub spans: u64,
     /// Lines that were not a SAMPLE or DATA_FRAG span the join can use (counted, skipped).
@@ -161,7 +162,7 @@ pub struct JoinCounters {
 
 type Str = Arc<str>;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct SampleRow {
     host: Str,
     start: i64,
@@ -173,7 +174,7 @@ struct SampleRow {
     slot: Str,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct FragRow {
     host: Str,
     start: i64,
@@ -181,7 +182,7 @@ struct FragRow {
     slot: Str,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Pending<R> {
     first_tick: u64,
     rows: Vec<R>,
@@ -243,7 +244,7 @@ impl<R> PendingQueue<R> {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct Writer {
     /// Host → first and last start of its SAMPLE spans of this writer.
     hosts: BTreeMap<Str, (i64, i64)>,
@@ -253,7 +254,7 @@ struct Writer {
     seen_tick: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Capture {
     first_start: i64,
     last_end: i64,
@@ -262,7 +263,7 @@ struct Capture {
 
 /// The latencies of the samples a sender's writers of one topic first sent in one second,
 /// at one receiver.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct LatencySecond {
     tick: u64,
     samples: i64,
@@ -272,7 +273,7 @@ struct LatencySecond {
     dirty: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct RepairSecond {
     tick: u64,
     topic: Str,
@@ -462,12 +463,113 @@ fn is_builtin_writer(writer: &str) -> bool {
         .is_some_and(|k| k & 0xc0 == 0xc0)
 }
 
+/// Version of [`JoinState`]'s layout; a state of another version is refused.
+pub const STATE_FORMAT: u32 = 1;
+
+/// Everything the join holds between pushes, to carry it across a restart
+/// ([`SpanJoin::into_state`], [`SpanJoin::from_state`]): the waiting samples and DATA_FRAGs,
+/// the hosts' votes, writers and captures, the per-second totals, the points of samples
+/// joined early and the counters. The settings are not in it (they come from the new
+/// process's flags), nor the evidence of latency_core's host rule and clock offsets: that
+/// is gathered again from the samples joined after the restart (until then the votes,
+/// which are in it, decide the writers' hosts, and no clock offset is applied).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JoinState {
+    format: u32,
+    tick: u64,
+    samples: Vec<Pending<SampleRow>>,
+    frags: Vec<Pending<FragRow>>,
+    votes: Vec<(Str, BTreeMap<Str, (u64, u64)>)>,
+    writers: Vec<(Str, Writer)>,
+    captures: Vec<(Str, Capture)>,
+    repairs: Vec<((Str, Str, i64), RepairSecond)>,
+    latency_seconds: Vec<((Str, Str, Str, i64), LatencySecond)>,
+    early_out: String,
+    early_points: u64,
+    counters: JoinCounters,
+}
+
+/// A state this build cannot take.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    #[error("join state format {found}, this ddshark reads format {expected}")]
+    Format { found: u32, expected: u32 },
+}
+
+impl JoinState {
+    /// Samples waiting in it.
+    pub fn pending_samples(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn pending_frags(&self) -> usize {
+        self.frags.len()
+    }
+}
+
 impl SpanJoin {
     pub fn new(settings: JoinSettings) -> Self {
         SpanJoin {
             settings,
             ..SpanJoin::default()
         }
+    }
+
+    /// The join's state, for a restart (see [`JoinState`]).
+    pub fn into_state(self) -> JoinState {
+        JoinState {
+            format: STATE_FORMAT,
+            tick: self.tick,
+            samples: self.samples.entries.into(),
+            frags: self.frags.entries.into(),
+            votes: self.votes.into_iter().collect(),
+            writers: self.writers.into_iter().collect(),
+            captures: self.captures.into_iter().collect(),
+            repairs: self.repairs.into_iter().collect(),
+            latency_seconds: self.latency_seconds.into_iter().collect(),
+            early_out: self.early_out.buf,
+            early_points: self.early_points,
+            counters: self.counters,
+        }
+    }
+
+    /// The join as it was when `state` was taken, with `settings` (a restart goes on
+    /// where the previous process stopped: same pushes to wait, same votes, same totals).
+    pub fn from_state(settings: JoinSettings, state: JoinState) -> Result<Self, StateError> {
+        if state.format != STATE_FORMAT {
+            return Err(StateError::Format {
+                found: state.format,
+                expected: STATE_FORMAT,
+            });
+        }
+        let mut join = SpanJoin::new(settings);
+        join.tick = state.tick;
+        join.counters = state.counters;
+        join.early_points = state.early_points;
+        join.early_out.buf = state.early_out;
+        // (strings are shared again, as they were before)
+        for mut p in state.samples {
+            p.writer = join.intern(&p.writer);
+            for r in &mut p.rows {
+                r.host = join.intern(&r.host);
+                r.slot = join.intern(&r.slot);
+            }
+            join.samples.insert(p);
+        }
+        for mut p in state.frags {
+            p.writer = join.intern(&p.writer);
+            for r in &mut p.rows {
+                r.host = join.intern(&r.host);
+                r.slot = join.intern(&r.slot);
+            }
+            join.frags.insert(p);
+        }
+        join.votes = state.votes.into_iter().collect();
+        join.writers = state.writers.into_iter().collect();
+        join.captures = state.captures.into_iter().collect();
+        join.repairs = state.repairs.into_iter().collect();
+        join.latency_seconds = state.latency_seconds.into_iter().collect();
+        Ok(join)
     }
 
     pub fn pending_samples(&self) -> usize {
@@ -1477,5 +1579,108 @@ mod tests {
             out.buf
         };
         assert_eq!(run(), run());
+    }
+
+    /// One run's arrivals: spans and the pushes between them.
+    enum Step {
+        Line(String),
+        Push,
+    }
+
+    /// Two hosts' SAMPLE spans arriving a push or two apart (some incomplete, some
+    /// missing on one host, one sample seen by both at once), DATA_FRAGs, and an early
+    /// join (a small table).
+    fn arrivals() -> Vec<Step> {
+        let mut steps = Vec::new();
+        for i in 0..24i64 {
+            let t = 1_000_000_000 + i * 250_000_000;
+            steps.push(Step::Line(sample("a", i, t, t + 100, 0)));
+            if i % 5 != 3 {
+                steps.push(Step::Line(sample("b", i, t + 300, t + 9_000, i % 4 / 3)));
+            }
+            if i % 6 == 0 {
+                steps.push(Step::Line(frag("a", i, 1, t, t + 10)));
+                steps.push(Step::Line(frag("b", i, 1, t + 20, t + 400)));
+            }
+            if i % 3 == 2 {
+                steps.push(Step::Push);
+            }
+        }
+        steps.push(Step::Line(sample("b", 30, 99, 120, 0)));
+        steps.push(Step::Line(sample("a", 30, 99, 110, 0)));
+        steps
+    }
+
+    /// The points of `steps`, the join carried across a restart (state serialised and
+    /// read back) before step `restart_at` (None: no restart).
+    fn run_with_restart(steps: &[Step], restart_at: Option<usize>) -> String {
+        let settings = JoinSettings {
+            max_pending: 5,
+            ..settings()
+        };
+        let mut join = SpanJoin::new(settings);
+        let mut out = LineWriter::default();
+        for (at, step) in steps.iter().enumerate() {
+            if restart_at == Some(at) {
+                let text = serde_json::to_string(&join.into_state()).unwrap();
+                let state: JoinState = serde_json::from_str(&text).unwrap();
+                join = SpanJoin::from_state(settings, state).unwrap();
+            }
+            match step {
+                Step::Line(l) => feed_line(&mut join, l),
+                Step::Push => {
+                    join.push(&mut out);
+                }
+            }
+        }
+        for _ in 0..4 {
+            join.push(&mut out);
+        }
+        out.buf
+    }
+
+    #[test]
+    fn a_restart_anywhere_loses_no_accepted_span() {
+        let steps = arrivals();
+        let unbroken = run_with_restart(&steps, None);
+        for kind in [
+            "dds_latency,",
+            "dds_lost,",
+            "dds_submessage_latency,",
+            "dds_latency_1s,",
+        ] {
+            assert!(
+                unbroken.contains(kind),
+                "the scenario has no {kind}: {unbroken}"
+            );
+        }
+        let last = unbroken.lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("ddshark_join") && !last.contains("early=0i"),
+            "no early join: {last}"
+        );
+        for at in 0..steps.len() {
+            assert_eq!(
+                run_with_restart(&steps, Some(at)),
+                unbroken,
+                "restarted before step {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_state_of_another_format_is_refused() {
+        let mut join = SpanJoin::new(settings());
+        feed(&mut join, &[sample("a", 1, 0, 1, 0)]);
+        let mut value = serde_json::to_value(join.into_state()).unwrap();
+        value["format"] = serde_json::json!(STATE_FORMAT + 1);
+        let state: JoinState = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            SpanJoin::from_state(settings(), state).unwrap_err(),
+            StateError::Format {
+                found: STATE_FORMAT + 1,
+                expected: STATE_FORMAT
+            }
+        );
     }
 }

@@ -12,7 +12,9 @@ use std::borrow::Cow;
 
 use span_schema::{attr, influx};
 
-pub use join::{FragSpan, JoinCounters, JoinSettings, SampleSpan, SpanJoin};
+pub use join::{
+    FragSpan, JoinCounters, JoinSettings, JoinState, SampleSpan, SpanJoin, StateError, STATE_FORMAT,
+};
 pub use line::{FieldValue, Line, LineError, LineWriter};
 
 /// Feeds one line to the join: a SAMPLE or DATA_FRAG span, else counted as rejected.
