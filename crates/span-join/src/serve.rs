@@ -10,12 +10,20 @@
 //! is joined, capture time every value. Stdin is read on its own thread and the points
 //! are written on another, so a slow reader or a missing listener never delays a push.
 //! Output that cannot be delivered is held up to `--max-output-bytes`, then dropped and
-//! counted. At the end of the input everything waiting is joined.
+//! counted. At the end of the input everything waiting is joined, unless `--state` names
+//! a file: then the join stops where it is (on the end of the input or SIGTERM/SIGINT),
+//! writes its state and the points it could not deliver to that file (atomically: a
+//! temporary file renamed), and the next `ddshark-join --state` of the file goes on from
+//! there, sending those points first. A restart of Telegraf (which ends the input, and
+//! stops its socket listener before that) or of the join thus loses no span the join had
+//! read and no point it had made.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
@@ -23,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::{feed_line, JoinSettings, LineWriter, SpanJoin};
+use serde::{Deserialize, Serialize};
+
+use crate::{feed_line, JoinSettings, JoinState, LineWriter, SpanJoin};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -31,6 +41,7 @@ Examples:
   ddshark-join --output unix:/run/ddshark/join.sock --period 10s
   ddshark-join < spans.lp                  join a file of spans, points on stdout
   ddshark-join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
+  ddshark-join --output unix:/run/ddshark/join.sock --state /var/lib/telegraf/ddshark-join.state
 ";
 
 /// Arguments of `ddshark-join` (and `ddshark join`).
@@ -71,6 +82,10 @@ pub struct JoinArgs {
     /// Output held while --output cannot take it; beyond, points are dropped (counted)
     #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
     pub max_output_bytes: usize,
+    /// Keep the join across restarts in FILE: read at start (then removed), written at the
+    /// end of the input or on SIGTERM instead of joining what still waits
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
 }
 
 impl JoinArgs {
@@ -165,19 +180,26 @@ struct Batch {
 
 /// Delivers batches to the output, reconnecting as needed; a batch it cannot deliver
 /// within 30 tries a second apart (the last batch: 3) is dropped and its points counted.
+/// Once `keep` is set (the join is stopping to save its state) a batch gets one more
+/// try, and what it could not deliver is returned, to be saved.
 fn deliver(
     output: Output,
     batches: mpsc::Receiver<Batch>,
     held: Arc<AtomicUsize>,
     dropped: Arc<AtomicU64>,
-) {
+    keep: Arc<AtomicBool>,
+) -> Vec<Batch> {
     let mut conn: Option<Box<dyn Write + Send>> = None;
     let mut complained = false;
+    let mut kept = Vec::new();
     while let Ok(batch) = batches.recv() {
         let mut delivered = false;
         let attempts = if batch.last { 3 } else { 30 };
         for attempt in 0..attempts {
             if attempt > 0 {
+                if keep.load(Ordering::Relaxed) {
+                    break;
+                }
                 thread::sleep(Duration::from_secs(1));
             }
             if conn.is_none() {
@@ -204,11 +226,66 @@ fn deliver(
             }
             conn = None;
         }
-        if !delivered {
-            dropped.fetch_add(batch.points, Ordering::Relaxed);
-        }
         held.fetch_sub(batch.text.len(), Ordering::Relaxed);
+        if !delivered {
+            if keep.load(Ordering::Relaxed) {
+                kept.push(batch);
+            } else {
+                dropped.fetch_add(batch.points, Ordering::Relaxed);
+            }
+        }
     }
+    kept
+}
+
+/// What `--state` keeps: the join's state and the points not delivered yet.
+#[derive(Serialize, Deserialize)]
+struct SavedJoin {
+    join: JoinState,
+    /// (line protocol, points in it)
+    outbox: Vec<(String, u64)>,
+}
+
+/// Reads a saved join, or None when there is none. A file that cannot be read as one is
+/// an error naming it (it is left in place).
+fn load_state(path: &Path) -> Result<Option<SavedJoin>> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("--state {}", path.display())),
+    };
+    let saved: SavedJoin = serde_json::from_reader(BufReader::with_capacity(1 << 20, file))
+        .with_context(|| {
+            format!(
+                "--state {}: not a join state this ddshark reads (move it away to start empty)",
+                path.display()
+            )
+        })?;
+    Ok(Some(saved))
+}
+
+/// Writes `saved` to `path` whole or not at all: a temporary file (mode 0600) beside it,
+/// synced, renamed over it.
+fn save_state(path: &Path, saved: &SavedJoin) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let write = || -> io::Result<()> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        let mut w = io::BufWriter::with_capacity(1 << 20, file);
+        serde_json::to_writer(&mut w, saved)?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    };
+    write().with_context(|| format!("writing the join's state to {}", path.display()))
 }
 
 /// Longest line read (a span is < 2 KiB); a longer one is replaced by a line the join
@@ -268,6 +345,36 @@ fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8
 pub fn run(args: &JoinArgs) -> Result<()> {
     let output = Output::parse(&args.output)?;
     let mut join = SpanJoin::new(args.settings());
+    let mut outbox = Vec::new();
+    if let Some(path) = &args.state {
+        if let Some(saved) = load_state(path)? {
+            let (samples, frags) = (saved.join.pending_samples(), saved.join.pending_frags());
+            join = SpanJoin::from_state(args.settings(), saved.join)
+                .with_context(|| format!("--state {}", path.display()))?;
+            outbox = saved.outbox;
+            // (in memory now; a crash before the next save must not bring it back stale)
+            std::fs::remove_file(path)
+                .with_context(|| format!("removing {} after reading it", path.display()))?;
+            eprintln!(
+                "ddshark-join: went on from {}: {samples} samples and {frags} DATA_FRAGs waiting, {} points to send",
+                path.display(),
+                outbox.iter().map(|(_, p)| p).sum::<u64>()
+            );
+        }
+    }
+    // SIGTERM/SIGINT: stop and save as at the end of the input (with --state).
+    let stop = Arc::new(AtomicBool::new(false));
+    if args.state.is_some() {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
+            .context("installing the SIGTERM handler")?;
+        if let Some(path) = &args.state {
+            eprintln!(
+                "ddshark-join: state kept in {} at the end of the input or on SIGTERM",
+                path.display()
+            );
+        }
+    }
     let (block_tx, block_rx) = mpsc::sync_channel::<Vec<u8>>(16);
     // (stdin is read on its own thread so that a push is never late for want of input)
     let reader = thread::Builder::new()
@@ -277,11 +384,12 @@ pub fn run(args: &JoinArgs) -> Result<()> {
     let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
     let held = Arc::new(AtomicUsize::new(0));
     let dropped = Arc::new(AtomicU64::new(0));
+    let keep = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (held, dropped) = (held.clone(), dropped.clone());
+        let (held, dropped, keep) = (held.clone(), dropped.clone(), keep.clone());
         thread::Builder::new()
             .name("join-output".into())
-            .spawn(move || deliver(output, batch_rx, held, dropped))
+            .spawn(move || deliver(output, batch_rx, held, dropped, keep))
             .context("starting the output thread")?
     };
     let send = |out: LineWriter, points: u64, last: bool| {
@@ -302,20 +410,46 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             }
         }
     };
+    for (text, points) in outbox {
+        let mut out = LineWriter::default();
+        out.buf = text;
+        send(out, points, false);
+    }
+    let feed_block = |join: &mut SpanJoin, block: Vec<u8>| {
+        for text in block.split(|&b| b == b'\n') {
+            match std::str::from_utf8(text) {
+                Ok(text) => feed_line(join, text),
+                Err(_) => join.reject(),
+            }
+        }
+    };
     let mut next_push = Instant::now() + args.period;
+    let mut input_ended = false;
     loop {
-        let wait = next_push.saturating_duration_since(Instant::now());
-        match block_rx.recv_timeout(wait) {
-            Ok(block) => {
-                for text in block.split(|&b| b == b'\n') {
-                    match std::str::from_utf8(text) {
-                        Ok(text) => feed_line(&mut join, text),
-                        Err(_) => join.reject(),
+        if stop.load(Ordering::Relaxed) {
+            // (what the reader has read, and what is still in the pipe, is taken in)
+            loop {
+                match block_rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(block) => feed_block(&mut join, block),
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        input_ended = true;
+                        break;
                     }
                 }
             }
+            break;
+        }
+        let wait = next_push
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(200));
+        match block_rx.recv_timeout(wait) {
+            Ok(block) => feed_block(&mut join, block),
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Disconnected) => {
+                input_ended = true;
+                break;
+            }
         }
         let now = Instant::now();
         if now >= next_push {
@@ -328,12 +462,38 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             send(out, points.saturating_add(1), false);
         }
     }
-    let mut out = LineWriter::default();
-    join.counters.points_dropped = dropped.load(Ordering::Relaxed);
-    let points = join.flush(&mut out);
-    send(out, points.saturating_add(1), true);
+    let Some(path) = &args.state else {
+        let mut out = LineWriter::default();
+        join.counters.points_dropped = dropped.load(Ordering::Relaxed);
+        let points = join.flush(&mut out);
+        send(out, points.saturating_add(1), true);
+        drop(batch_tx);
+        let _ = reader.join();
+        let _ = writer.join();
+        return Ok(());
+    };
+    // Stopping with a state: nothing more is joined; what the output cannot take at once
+    // (Telegraf stops its listener before it ends our input) is kept with the state.
+    keep.store(true, Ordering::Relaxed);
     drop(batch_tx);
-    let _ = reader.join();
-    let _ = writer.join();
+    let kept = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the output thread panicked"))?;
+    join.counters.points_dropped = dropped.load(Ordering::Relaxed);
+    let saved = SavedJoin {
+        outbox: kept.into_iter().map(|b| (b.text, b.points)).collect(),
+        join: join.into_state(),
+    };
+    save_state(path, &saved)?;
+    eprintln!(
+        "ddshark-join: saved to {}: {} samples and {} DATA_FRAGs waiting, {} points to send",
+        path.display(),
+        saved.join.pending_samples(),
+        saved.join.pending_frags(),
+        saved.outbox.iter().map(|(_, p)| p).sum::<u64>()
+    );
+    if input_ended {
+        let _ = reader.join();
+    }
     Ok(())
 }

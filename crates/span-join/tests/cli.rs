@@ -1,12 +1,17 @@
 //! `ddshark-join` as Telegraf runs it: spans on stdin, points to stdout or a unix socket,
-//! everything still waiting joined at the end of the input; bad flags named in the error.
+//! everything still waiting joined at the end of the input; bad flags named in the error;
+//! with `--state`, a restart (the end of the input, or SIGTERM) loses no span and no point.
 //! (The join against `ddshark latency` on real captures, through the real Telegraf:
 //! tests/flux/run.py.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 const WRITER: &str = "0110aaaaaaaaaaaaaaaaaaaa000003c2";
 
@@ -98,4 +103,198 @@ fn bad_flags_are_named() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(flag), "{args:?}: {err}");
     }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ddshark-join-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A running `ddshark-join`, its stdout and stderr read line by line as they come.
+struct Running {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Running {
+    fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark-join"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ddshark-join starts");
+        let (tx, lines) = mpsc::channel();
+        let out = child.stdout.take().expect("stdout");
+        let err = child.stderr.take().expect("stderr");
+        for stream in [Box::new(out) as Box<dyn Read + Send>, Box::new(err)] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        Running {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    fn write(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(text.as_bytes()).expect("write spans");
+        stdin.flush().expect("flush");
+    }
+
+    /// Waits for a line containing `what` (a minute at most: then fails, showing all seen).
+    fn wait_for(&mut self, what: &str) {
+        while !self.seen.contains(what) {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                }
+                Err(_) => panic!("no {what:?} from ddshark-join; it wrote:\n{}", self.seen),
+            }
+        }
+    }
+
+    /// Ends the input (as Telegraf does when it stops), waits for the exit; all it wrote.
+    fn end_input(mut self) -> String {
+        drop(self.stdin.take());
+        self.finish()
+    }
+
+    fn sigterm(mut self) -> String {
+        let pid = self.child.id().to_string();
+        let st = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+        self.finish()
+    }
+
+    fn finish(mut self) -> String {
+        let status = self.child.wait().expect("ddshark join ends");
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push_str(&line);
+            self.seen.push('\n');
+        }
+        assert!(status.success(), "ddshark join failed:\n{}", self.seen);
+        self.seen
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p)
+        .expect("state file")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+const LATENCY_B: &str = "dds_latency,receiver=b,sender=a,slot=0,topic_name=rt/chatter,writer_id=0110aaaaaaaaaaaaaaaaaaaa000003c2 latency_ns=2000i,t_recv_ns=1002000i,sn=1i 1000000";
+
+#[test]
+fn a_restart_with_state_goes_on_with_the_samples_that_waited() {
+    let dir = temp_dir("state");
+    let state = dir.join("join.state");
+    let state_arg = state.to_str().unwrap();
+    // Host a's span arrives, then the join is stopped (SIGTERM) before host b's: kept.
+    let mut first = Running::start(&["--state", state_arg, "--period", "1h"]);
+    first.wait_for("state kept in");
+    first.write(&sample("a", 1_000_000, 1_000_100));
+    let said = first.sigterm();
+    assert!(
+        said.contains("1 samples and 0 DATA_FRAGs waiting"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("dds_latency"),
+        "joined before host b's span came: {said}"
+    );
+    assert_eq!(mode(&state), 0o600);
+    // The next one reads it, gets host b's span and joins the two.
+    let mut second = Running::start(&[
+        "--state",
+        state_arg,
+        "--period",
+        "100ms",
+        "--settle-pushes",
+        "2",
+    ]);
+    second.wait_for("went on from");
+    assert!(!state.exists(), "the state stays on disk once read");
+    second.write(&sample("b", 1_000_500, 1_002_000));
+    second.wait_for(LATENCY_B);
+    // The counters went on too: both spans, one joined sample.
+    second.wait_for("ddshark_join spans=2i,rejected=0i,samples=1i");
+    let said = second.end_input();
+    assert!(
+        said.contains("0 samples and 0 DATA_FRAGs waiting"),
+        "{said}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn points_the_output_did_not_take_are_sent_after_a_restart() {
+    let dir = temp_dir("outbox");
+    let state = dir.join("join.state");
+    let state_arg = state.to_str().unwrap();
+    // No listener at the output (Telegraf stopped its socket listener first).
+    let gone = format!("unix:{}", dir.join("gone.sock").display());
+    let mut first = Running::start(&[
+        "--state",
+        state_arg,
+        "--output",
+        &gone,
+        "--period",
+        "100ms",
+        "--settle-pushes",
+        "1",
+    ]);
+    first.write(&(sample("a", 1_000_000, 1_000_100) + &sample("b", 1_000_500, 1_002_000)));
+    first.wait_for("cannot reach the output");
+    // (pushes every 100 ms: both spans are joined, their points held, well within this)
+    std::thread::sleep(Duration::from_secs(2));
+    let said = first.end_input();
+    assert!(
+        said.contains("0 samples and 0 DATA_FRAGs waiting"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("waiting, 0 points to send"),
+        "nothing kept: {said}"
+    );
+    // The next one sends them first (here to stdout).
+    let second = Running::start(&["--state", state_arg, "--period", "1h"]);
+    let said = second.end_input();
+    assert!(said.contains(LATENCY_B), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_state_it_cannot_read_is_named_and_left_alone() {
+    let dir = temp_dir("bad-state");
+    let state = dir.join("join.state");
+    std::fs::write(&state, "{not json").unwrap();
+    let out = join(&["--state", state.to_str().unwrap()], "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--state") && err.contains("join.state"),
+        "{err}"
+    );
+    assert!(state.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
