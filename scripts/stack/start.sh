@@ -56,6 +56,10 @@
 #   DDSHARK_JOIN_BIN            the latency join (ddshark-join) [target/release/ddshark-join,
 #                               built or brought up to date by cargo]
 #   DDSHARK_JOIN_SOCKET         its points' way back into telegraf [RUN_DIR/join.sock]
+#   DDSHARK_JOIN_STATE          the join's state across its restarts [RUN_DIR/join.state]
+#   DDSHARK_TELEGRAF_BUFFER     telegraf's output buffers: memory or disk [memory]
+#   DDSHARK_TELEGRAF_BUFFER_DIR where the disk buffers are [RUN_DIR/telegraf-buffer]
+#   (a start begins afresh: InfluxDB's data, the join's state and the buffers are removed)
 #   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
 #   DDSHARK_NODE_EXPORTER_PORT  node exporter (--with-prometheus) [9100]
 #   DDSHARK_STACK_TIMEOUT       seconds to wait for health [60]
@@ -336,6 +340,11 @@ fi
 export DDSHARK_JOIN_BIN
 export DDSHARK_JOIN_SOCKET="${DDSHARK_JOIN_SOCKET:-$RUN_DIR/join.sock}"
 rm -f "$DDSHARK_JOIN_SOCKET"
+# (a fresh InfluxDB: nothing of an earlier run is carried over)
+export DDSHARK_JOIN_STATE="${DDSHARK_JOIN_STATE:-$RUN_DIR/join.state}"
+export DDSHARK_TELEGRAF_BUFFER_DIR="${DDSHARK_TELEGRAF_BUFFER_DIR:-$RUN_DIR/telegraf-buffer}"
+rm -rf "$DDSHARK_JOIN_STATE" "$DDSHARK_TELEGRAF_BUFFER_DIR"
+mkdir -p "$DDSHARK_TELEGRAF_BUFFER_DIR"
 # (GOGC: fewer garbage collections, less CPU for more RSS)
 launch telegraf "$RUN_DIR" env GOGC="${DDSHARK_TELEGRAF_GOGC:-400}" "$TELEGRAF_BIN" --strict-env-handling \
   --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
@@ -347,6 +356,8 @@ export DDSHARK_OTLP_GRPC_PORT="$OTLP_GRPC_PORT" DDSHARK_OTLP_HTTP_PORT="$OTLP_HT
 export DDSHARK_OTELCOL_HEALTH_PORT="$HEALTH_PORT" DDSHARK_OTELCOL_METRICS_PORT="$METRICS_PORT"
 export DDSHARK_OTELCOL_PROM_PORT="$PROM_EXP_PORT"
 export DDSHARK_OTELCOL_FILE_PATH="${DDSHARK_OTELCOL_FILE_PATH:-$RUN_DIR/otelcol-export.jsonl}"
+export DDSHARK_OTELCOL_STORAGE_DIR="${DDSHARK_OTELCOL_STORAGE_DIR:-$RUN_DIR/otelcol-queue}"
+rm -rf "$DDSHARK_OTELCOL_STORAGE_DIR"
 otelcol_configs=(--config="$REPO_ROOT/deploy/otelcol/config.yaml")
 OTLP_SCHEME=http
 if [ "$OTLP_SECURE" = 1 ]; then

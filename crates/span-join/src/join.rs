@@ -479,7 +479,7 @@ pub struct JoinState {
     tick: u64,
     samples: Vec<Pending<SampleRow>>,
     frags: Vec<Pending<FragRow>>,
-    votes: Vec<(Str, BTreeMap<Str, (u64, u64)>)>,
+    votes: Vec<(Str, HostVotes)>,
     writers: Vec<(Str, Writer)>,
     captures: Vec<(Str, Capture)>,
     repairs: Vec<((Str, Str, i64), RepairSecond)>,

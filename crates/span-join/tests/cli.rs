@@ -173,7 +173,7 @@ impl Running {
         self.finish()
     }
 
-    fn sigterm(mut self) -> String {
+    fn sigterm(self) -> String {
         let pid = self.child.id().to_string();
         let st = Command::new("kill")
             .args(["-TERM", &pid])
