@@ -463,6 +463,9 @@ fn is_builtin_writer(writer: &str) -> bool {
         .is_some_and(|k| k & 0xc0 == 0xc0)
 }
 
+/// Host → (votes as of the tick of the last vote, that tick).
+type HostVotes = BTreeMap<Str, (u64, u64)>;
+
 /// Version of [`JoinState`]'s layout; a state of another version is refused.
 pub const STATE_FORMAT: u32 = 1;
 
