@@ -3,10 +3,12 @@
 # One run each, same machine, same file, output to /dev/null; both print one record
 # per RTPS submessage. Usage: scripts/bench-dissect.sh [CAPTURE]
 # Default capture: the Autoware mix made by `scripts/make-fixtures.sh --bench`
-# (/var/tmp/ddshark-captures/j_autoware_mix/a.pcap), else the largest fixture.
+# ($BENCH_CAPTURE, scripts/lib.sh), else the largest fixture.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-file=${1:-/var/tmp/ddshark-captures/j_autoware_mix/a.pcap}
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+file=${1:-$BENCH_CAPTURE}
 [ -f "$file" ] || file=tests/pcaps/h_vlan_pcp/a.pcap
 command -v tshark >/dev/null || { echo "bench-dissect: tshark is not installed (README setup installs it)" >&2; exit 1; }
 cargo build --release -q -p ddshark

@@ -14,7 +14,7 @@
 #
 # usage: sudo scripts/bench-live.sh [CAPTURE]
 #   CAPTURE default: the Autoware mix of `scripts/make-fixtures.sh --bench`
-#   (/var/tmp/ddshark-captures/j_autoware_mix/a.pcap), else tests/pcaps/h_vlan_pcp/a.pcap
+#   ($BENCH_CAPTURE, scripts/lib.sh), else tests/pcaps/h_vlan_pcp/a.pcap
 #   and tests/pcaps/b_large_frag/a.pcap merged. Addresses 10.200/10.210/10.220.0.0/24
 #   of the fixtures are rewritten into 10.250.0.0/24 (tcprewrite --pnat).
 # environment: RATES (frames/s steps, "top" = --topspeed; default
@@ -50,7 +50,9 @@ NS_TX=ddsb_tx NS_RX=ddsb_rx IF_TX=ddsb_tx0 IF_RX=ddsb_rx0
 # ddshark's DEFAULT_FILTER_VLAN (crates/ddshark/src/capture/live.rs), given to tcpdump.
 FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))'
 
-die() { echo "bench-live: $*" >&2; exit 1; }
+LIB_TAG=bench-live
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, raw capture): sudo $0"
 for t in tcpreplay tcprewrite mergecap tcpdump jq ip timeout; do
   command -v "$t" >/dev/null || die "$t is missing (scripts/setup.sh --test installs it)"
@@ -117,7 +119,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- input: real RTPS traffic, its addresses moved into 10.250.0.0/24 ----------------
-bench_cap=/var/tmp/ddshark-captures/j_autoware_mix/a.pcap
+bench_cap=$BENCH_CAPTURE
 if [ $# -ge 1 ]; then
   inputs=("$1")
 elif [ -f "$bench_cap" ]; then

@@ -48,7 +48,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="$(mktemp -d /tmp/ddshark-bench-otlp.XXXXXX)"
 RUN_DIR="$WORK/stack"
 PCAP="$WORK/bench.pcap"
-say() { printf '[bench] %s\n' "$*" >&2; }
+LIB_TAG=bench
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 cleanup() {
   "$ROOT/scripts/stack/stop.sh" --run-dir "$RUN_DIR" >/dev/null 2>&1 || true

@@ -9,7 +9,7 @@
 #
 # usage: sudo scripts/bench-record.sh [CAPTURE]
 #   CAPTURE default: the Autoware mix of `scripts/make-fixtures.sh --bench`
-#   (/var/tmp/ddshark-captures/j_autoware_mix/a.pcap)
+#   ($BENCH_CAPTURE, scripts/lib.sh)
 # environment: DURATION_S (60), MBPS (1080 = 135 MB/s, the Autoware mix per host), RING_MB
 #   (1000), OUT_DIR (where the ring goes, default a temporary directory), BIN (ddshark binary,
 #   default target/release/ddshark built here)
@@ -20,10 +20,12 @@ DURATION_S=${DURATION_S:-60}
 MBPS=${MBPS:-1080}
 RING_MB=${RING_MB:-1000}
 NS_TX=ddsr_tx NS_RX=ddsr_rx IF_TX=ddsr_tx0 IF_RX=ddsr_rx0
-die() { echo "bench-record: $*" >&2; exit 1; }
+LIB_TAG=bench-record
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, raw capture)"
 for t in tcpreplay tcpdump jq ip; do command -v "$t" >/dev/null || die "$t is missing (scripts/setup.sh --test)"; done
-input=${1:-/var/tmp/ddshark-captures/j_autoware_mix/a.pcap}
+input=${1:-$BENCH_CAPTURE}
 [ -f "$input" ] || die "no capture $input (sudo scripts/make-fixtures.sh --bench makes it)"
 if [ -z "${BIN:-}" ]; then cargo build --release -q -p ddshark; BIN=$PWD/target/release/ddshark; fi
 

@@ -9,7 +9,7 @@
 #   small-frame replay: tests/pcaps/a_small_reliable/a.pcap (Cyclone DDS, ROS 2-style
 #     small topics, ~190 B frames) repeated 1024 times = 265k frames.
 #   large-frame replay: LARGE_CAPTURE (default: the Autoware mix of
-#     `scripts/make-fixtures.sh --bench`, /var/tmp/ddshark-captures/j_autoware_mix/a.pcap,
+#     `scripts/make-fixtures.sh --bench`, $BENCH_CAPTURE (scripts/lib.sh),
 #     else tests/pcaps/b_large_frag/a.pcap) repeated COPIES times (default 16).
 #   Copies are shifted in time after each other (editcap -t, mergecap -a).
 # environment: RUNS (interleaved runs per contender, default 7); BEFORE_BIN=path/to/other/ddshark
@@ -18,7 +18,9 @@
 # Targets (issue 11): stats <= 2x the bare read on BOTH replays; >= 50x tshark; flat memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-large_src=${1:-/var/tmp/ddshark-captures/j_autoware_mix/a.pcap}
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+large_src=${1:-$BENCH_CAPTURE}
 [ -f "$large_src" ] || large_src=tests/pcaps/b_large_frag/a.pcap
 copies=${2:-16}
 small_src=tests/pcaps/a_small_reliable/a.pcap

@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "flux"))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "stack"))
 from influx_setup import Api  # noqa: E402  (InfluxDB's HTTP API, as the stack's setup uses it)
 import run as fluxcheck  # noqa: E402  (the suite's comparisons of the join's output with `ddshark latency`)
-from run import bind_flux, latency_rows, parse_time_ns, read_env, rfc3339  # noqa: E402
+from ddstack import Influx as StackInflux, read_env  # noqa: E402  (the stack's InfluxDB client)
+from run import bind_flux, latency_rows, parse_time_ns, rfc3339  # noqa: E402
 FLUX_DIR = os.path.join(ROOT, "flux-queries")
 DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
 # The stack's processes whose CPU time per span is reported.
@@ -39,7 +40,7 @@ def log(msg):
     print(f"[bench-e2e] {msg}", file=sys.stderr, flush=True)
 
 
-class Influx(fluxcheck.Influx):
+class Influx(StackInflux):
     """The suite's InfluxDB client with what the bench measures besides."""
 
     def query(self, flux, types=False, timeout=600):
@@ -321,7 +322,7 @@ def cmd_rate(a):
                                  a.t_end + 10_000_000_000, adhoc=a.adhoc == "yes")
         # Lost samples, sample sizes, repairs per writer against `ddshark latency`.
         n0 = len(fluxcheck.FAILURES)
-        fluxcheck.check_outcomes(fluxcheck.Influx(env), a.ddshark, a.name, hosts,
+        fluxcheck.check_outcomes(StackInflux(env), a.ddshark, a.name, hosts,
                                  a.t_start - 10_000_000_000, a.t_end + 10_000_000_000,
                                  pcaps=[os.path.join(a.dir, f) for f in ("a.pcap", "b.pcap")], adhoc=False)
         res["outcomes"] = {"equal": len(fluxcheck.FAILURES) == n0, "failures": fluxcheck.FAILURES[n0:]}

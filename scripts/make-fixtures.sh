@@ -40,7 +40,9 @@ TRAFFIC="$REPO/tests/traffic"
 MAKE_CAPTURES="$TRAFFIC/make_captures.sh"
 ORACLE="$TRAFFIC/oracle.py"
 DEST="$REPO/tests/pcaps"
-WORK=${DDSHARK_CAPTURES:-/var/tmp/ddshark-captures}
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+WORK=$DDSHARK_CAPTURES
 MAX_PCAP_KB=${MAX_PCAP_KB:-4096}  # default size limit per pcap (see pcap_limit_kb)
 MAX_LOGS_KB=${MAX_LOGS_KB:-256}   # copy logs/ files up to this size each
 

@@ -65,8 +65,9 @@ BUILD_DIR="$STACK_DIR/build"
 LOG_DIR="$STACK_DIR/logs"
 mkdir -p "$BIN_DIR" "$TOOLS_DIR" "$BUILD_DIR" "$LOG_DIR"
 
-say() { printf '[build] %s\n' "$*" >&2; }
-die() { printf '[build] ERROR: %s\n' "$*" >&2; exit 1; }
+LIB_TAG=build
+# shellcheck source=scripts/lib.sh
+source "$REPO_ROOT/scripts/lib.sh"
 run() { say "+ $*"; "$@"; }
 
 # One build at a time per stack dir (several test runs may call this).

@@ -10,13 +10,12 @@
       Print the summed value of a Prometheus-format metric.
 """
 import argparse
-import csv
-import io
 import json
 import sys
 import time
-import urllib.error
 import urllib.request
+
+from ddstack import Influx
 
 # The spans the smoke test sends. Resource attributes: service.name,
 # host.name, capture.interface; span attributes like ddshark's DATA/DATA_FRAG
@@ -112,30 +111,11 @@ def cmd_send(a):
 
 
 def flux(a, query):
-    body = json.dumps({"query": query, "type": "flux",
-                       "dialect": {"header": True, "annotations": ["datatype"]}}).encode()
     try:
-        _, text = http("POST", f"{a.influx.rstrip('/')}/api/v2/query?org={a.org}", body, {
-            "Authorization": f"Token {a.token}",
-            "Content-Type": "application/json",
-            "Accept": "application/csv",
-        })
-    except urllib.error.HTTPError as e:
-        sys.exit(f"Flux query failed: HTTP {e.code}: {e.read().decode()}")
-    # Annotated CSV: tables separated by blank lines, each starting with a
-    # #datatype row and a header row.
-    rows = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        lines = [l for l in block.split("\n") if l.strip()]
-        if len(lines) < 2:
-            continue
-        types = next(csv.reader([lines[0]]))[1:]
-        reader = csv.DictReader(io.StringIO("\n".join(lines[1:])))
-        for r in reader:
-            r.pop("", None)
-            r["__types__"] = dict(zip(reader.fieldnames[1:], types))
-            rows.append(r)
-    return rows
+        return Influx({"DDSHARK_INFLUX_URL": a.influx, "DDSHARK_INFLUX_ORG": a.org,
+                       "DDSHARK_INFLUX_TOKEN": a.token}).query(query, types=True)
+    except RuntimeError as e:
+        sys.exit(f"Flux query failed: {e}")
 
 
 def cmd_check(a):
@@ -153,8 +133,8 @@ def cmd_check(a):
     by_point = {}
     for r in rows:
         key = tuple(sorted((k, v) for k, v in r.items() if k not in
-                           ("result", "table", "_start", "_stop", "_value", "_field", "__types__")))
-        by_point.setdefault(key, {})[r["_field"]] = (r["_value"], r["__types__"]["_value"])
+                           ("result", "table", "_start", "_stop", "_value", "_field", "_types")))
+        by_point.setdefault(key, {})[r["_field"]] = (r["_value"], r["_types"]["_value"])
     by_span = {}
     for key, fields in by_point.items():
         if fields.get("trace_id", (None,))[0] == a.trace_id:

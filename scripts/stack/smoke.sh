@@ -33,7 +33,9 @@ export DDSHARK_INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-ddshark-smoke-token}"
 # Short batch timeout: the spans should reach InfluxDB quickly.
 export DDSHARK_OTELCOL_BATCH_TIMEOUT="${DDSHARK_OTELCOL_BATCH_TIMEOUT:-200ms}"
 
-say() { printf '[smoke] %s\n' "$*" >&2; }
+LIB_TAG=smoke
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/ddshark-smoke.XXXXXX")"
 finish() {

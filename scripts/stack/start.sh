@@ -132,8 +132,9 @@ TELEGRAF_OTLP_PORT="${DDSHARK_TELEGRAF_OTLP_PORT:-4319}"
 TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
 INFLUX_URL="http://$HOST:$INFLUX_PORT"
 
-say() { printf '[stack] %s\n' "$*" >&2; }
-die() { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
+LIB_TAG=stack
+# shellcheck source=scripts/lib.sh
+source "$REPO_ROOT/scripts/lib.sh"
 
 mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"

@@ -26,7 +26,9 @@ done
 TIMEOUT="${DDSHARK_STACK_STOP_TIMEOUT:-20}"
 PID_DIR="$RUN_DIR/pids"
 
-say() { printf '[stack] %s\n' "$*" >&2; }
+LIB_TAG=stack
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # alive NAME: recorded pid runs, is not a zombie, and has the recorded start time
 alive() {

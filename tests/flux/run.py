@@ -43,6 +43,8 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PCAPS = os.path.join(ROOT, "tests", "pcaps")
 FLUX_DIR = os.path.join(ROOT, "flux-queries")
+sys.path.insert(0, os.path.join(ROOT, "scripts", "stack"))
+from ddstack import Influx, read_env  # noqa: E402  (the stack's environment and InfluxDB client)
 DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
 PROV_DIR = os.path.join(ROOT, "grafana", "provisioning")
 DEFAULT_SCENARIOS = ["a_small_reliable", "b_large_frag", "d_rustdds_interop", "e_mixed_robustness",
@@ -88,16 +90,6 @@ def check(cond, msg):
 
 
 # ------------------------------------------------------------------ stack
-def read_env(path):
-    env = {}
-    with open(path) as fh:
-        for line in fh:
-            m = re.match(r"export (\w+)='(.*)'$", line.strip())
-            if m:
-                env[m.group(1)] = m.group(2)
-    return env
-
-
 def start_stack(run_dir):
     env = dict(os.environ, DDSHARK_STACK_RUN_DIR=run_dir, **PORTS)
     log(f"starting the stack in {run_dir}")
@@ -116,47 +108,6 @@ def stop_stack(run_dir):
 
 
 # ------------------------------------------------------------------ InfluxDB / Prometheus
-class Influx:
-    def __init__(self, env):
-        self.url = env["DDSHARK_INFLUX_URL"]
-        self.org = env.get("DDSHARK_INFLUX_ORG", "ddshark")
-        self.bucket = env.get("DDSHARK_INFLUX_BUCKET", "ddshark")
-        self.long_bucket = env.get("DDSHARK_INFLUX_LONG_BUCKET", "ddshark_long")
-        self.token = env["DDSHARK_INFLUX_TOKEN"]
-
-    def query(self, flux, types=False, timeout=300):
-        """Run Flux; returns a list of row dicts (all tables). Raises on errors.
-        With types=True every row also has "_types": {column: InfluxDB data type}."""
-        body = {"query": flux, "type": "flux",
-                "dialect": {"annotations": ["datatype"] if types else [], "header": True}}
-        req = urllib.request.Request(
-            f"{self.url}/api/v2/query?org={urllib.parse.quote(self.org)}",
-            data=json.dumps(body).encode(), method="POST",
-            headers={"Authorization": f"Token {self.token}", "Accept": "application/csv",
-                     "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                text = r.read().decode()
-        except urllib.error.HTTPError as e:
-            raise RuntimeError(f"HTTP {e.code}: {e.read().decode(errors='replace')[:2000]}")
-        rows, header, dtypes = [], None, None
-        for rec in csv.reader(io.StringIO(text)):
-            if not rec or rec == [""]:
-                header, dtypes = None, None
-                continue
-            if rec[0] == "#datatype":
-                dtypes = rec
-                continue
-            if header is None:
-                header = rec
-                continue
-            row = dict(zip(header, rec))
-            if types and dtypes:
-                row["_types"] = dict(zip(header, dtypes))
-            rows.append(row)
-        return rows
-
-
 def prom_query_range(url, expr, start, end, step=15):
     q = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
     with urllib.request.urlopen(f"{url}/api/v1/query_range?{q}", timeout=60) as r:
