@@ -146,3 +146,54 @@ fn files_that_are_not_captures_are_named_in_the_error() {
         .to_string();
     assert!(e.contains("absent.pcap"), "{e}");
 }
+
+/// Hostile files: the two-link pcapng with bytes overwritten at pseudo-random places
+/// (block lengths, interface ids, caplens, option lengths among them) and cut at
+/// pseudo-random lengths. Every one opens or fails with an error, reads to its end or
+/// to an error, and never panics or hands out a frame longer than the file.
+#[test]
+fn damaged_files_are_errors_not_panics() {
+    let d = dir("damaged");
+    let whole = d.join("two_links.pcapng");
+    common::pcapng::write_two_link_types(&common::fixture(SOURCE), &whole);
+    let original = std::fs::read(&whole).unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let path = d.join("damaged.pcapng");
+    let (mut opened, mut frames) = (0, 0u64);
+    for round in 0..300 {
+        let mut bytes = original.clone();
+        // Damage within the first few blocks mostly, where the headers are.
+        let span = if round % 2 == 0 { 512 } else { bytes.len() };
+        for _ in 0..(1 + next() % 4) {
+            let at = (next() as usize) % span;
+            bytes[at] = next() as u8;
+        }
+        if round % 3 == 0 {
+            bytes.truncate((next() as usize) % bytes.len());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let Ok(mut source) = FileSource::open(&path) else {
+            continue;
+        };
+        opened += 1;
+        loop {
+            match source.next_frame() {
+                Ok(Some(f)) => {
+                    assert!(f.data.len() <= bytes.len());
+                    frames += 1;
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+    assert!(
+        opened > 100 && frames > 10_000,
+        "{opened} opened, {frames} frames"
+    );
+}
