@@ -182,14 +182,9 @@ fn damaged_files_are_errors_not_panics() {
             continue;
         };
         opened += 1;
-        loop {
-            match source.next_frame() {
-                Ok(Some(f)) => {
-                    assert!(f.data.len() <= bytes.len());
-                    frames += 1;
-                }
-                Ok(None) | Err(_) => break,
-            }
+        while let Ok(Some(f)) = source.next_frame() {
+            assert!(f.data.len() <= bytes.len());
+            frames += 1;
         }
     }
     assert!(
