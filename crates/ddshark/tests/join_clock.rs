@@ -8,10 +8,8 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{add_sample_span, fixtures, host_samples, latency_args, shifted_copy};
-use ddshark::latency::join::LocalSample;
+use common::{fixtures, latency_args, live_join, shifted_copy};
 use ddshark::latency::{join_captures, label, Level};
-use span_join::{JoinSettings, LineWriter, SpanJoin};
 
 const S: i64 = 1_000_000_000;
 
@@ -56,28 +54,8 @@ fn check(fixture: &str, offset: i64, ppb: i64) {
     let est = run.offsets[0].estimate.unwrap();
 
     // Live: each host's SAMPLE spans in capture-time order, a push every 2 s of it.
-    let mut spans: Vec<(String, LocalSample)> = Vec::new();
-    for (host, path) in [("hostA", &a), ("hostB", &b)] {
-        spans.extend(
-            host_samples(path)
-                .into_iter()
-                .map(|s| (host.to_string(), s)),
-        );
-    }
-    spans.sort_by_key(|(_, s)| s.t_first);
-    let mut join = SpanJoin::new(JoinSettings::default());
-    let mut out = LineWriter::default();
-    let mut next_push = spans.first().map_or(0, |s| s.1.t_first) + 2 * S;
-    for (host, s) in &spans {
-        if s.t_first >= next_push {
-            join.push(&mut out);
-            next_push += 2 * S;
-        }
-        add_sample_span(&mut join, host, s);
-    }
-    join.flush(&mut out);
+    let text = live_join(&[("hostA", &a), ("hostB", &b)]);
     let _ = std::fs::remove_file(&b);
-    let text = out.buf.clone();
     let last = text
         .lines()
         .rev()

@@ -9,24 +9,9 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 
-use common::{add_sample_span, fixtures, host_samples, ns_of, read_tsv};
-use span_join::{JoinSettings, Line, LineWriter, SpanJoin};
-
-const S: i64 = 1_000_000_000;
-
-/// Every fixture directory with a two-host oracle.
-fn pair_fixtures() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("oracle_latency.tsv").exists() && p.join("b.pcap").exists())
-        .collect();
-    v.sort();
-    assert!(v.len() >= 4, "expected the two-host fixtures, found {v:?}");
-    v
-}
+use common::{live_join, ns_of, pair_fixtures, read_tsv};
+use span_join::Line;
 
 /// What the join said of one sample towards one receiver.
 #[derive(Debug, PartialEq, Eq)]
@@ -38,27 +23,11 @@ enum Outcome {
 /// (writer, sn, "A->B") → outcomes, from the join's points.
 type Outcomes = BTreeMap<(String, i64, String), Vec<Outcome>>;
 
-fn live_join(dir: &std::path::Path) -> Outcomes {
-    let mut spans = Vec::new();
-    for host in ["A", "B"] {
-        let pcap = dir.join(format!("{}.pcap", host.to_lowercase()));
-        spans.extend(host_samples(&pcap).into_iter().map(|s| (host, s)));
-    }
-    spans.sort_by_key(|(_, s)| s.t_first);
-    let mut join = SpanJoin::new(JoinSettings::default());
-    let mut out = LineWriter::default();
-    let mut next_push = spans.first().map_or(0, |(_, s)| s.t_first) + 2 * S;
-    for (host, s) in &spans {
-        while s.t_first >= next_push {
-            join.push(&mut out);
-            next_push += 2 * S;
-        }
-        add_sample_span(&mut join, host, s);
-    }
-    join.flush(&mut out);
-
+fn join_outcomes(dir: &std::path::Path) -> Outcomes {
+    let (a, b) = (dir.join("a.pcap"), dir.join("b.pcap"));
+    let text = live_join(&[("A", &a), ("B", &b)]);
     let mut got = Outcomes::new();
-    for text in out.buf.lines() {
+    for text in text.lines() {
         let Some(line) = Line::parse(text).unwrap() else {
             continue;
         };
@@ -107,7 +76,7 @@ fn live_join_matches_the_oracle_on_every_two_host_fixture() {
     let mut report = Vec::new();
     for dir in pair_fixtures() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let got = live_join(&dir);
+        let got = join_outcomes(&dir);
         let oracle = read_tsv(&dir.join("oracle_latency.tsv"));
         let mut bad = Vec::new();
         let mut keys = HashSet::new();

@@ -9,9 +9,9 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{fixtures, latency_args, ns_of, read_tsv};
+use common::{fixtures, latency_args, ns_of, pair_fixtures, read_tsv};
 use ddshark::latency::join::{SampleRow, Status};
 use ddshark::latency::{direction, join_captures, LatencyArgs, Level, RunSummary};
 
@@ -23,25 +23,6 @@ fn run(a: &LatencyArgs) -> (Vec<SampleRow>, RunSummary) {
     })
     .unwrap_or_else(|e| panic!("ddshark latency failed: {e:#}"));
     (rows, summary)
-}
-
-/// Every fixture directory with a two-host oracle.
-fn pair_fixtures() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("tests/pcaps is missing (see tests/pcaps/README.md)")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.join("oracle_latency.tsv").exists()
-                && p.join("a.pcap").exists()
-                && p.join("b.pcap").exists()
-        })
-        .collect();
-    v.sort();
-    assert!(
-        v.len() >= 4,
-        "expected the two-host fixtures in tests/pcaps, found {v:?}"
-    );
-    v
 }
 
 fn fmt_us(ns: i64) -> String {

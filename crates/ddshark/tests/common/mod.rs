@@ -289,3 +289,46 @@ pub fn add_sample_span(
         submessages: i64::from(s.submessages),
     });
 }
+
+/// The live join fed the SAMPLE spans of each `(host, capture)` in capture-time order, with
+/// a push every 2 s of capture time and everything flushed at the end: its points, as line
+/// protocol.
+pub fn live_join(hosts: &[(&str, &Path)]) -> String {
+    const PUSH_NS: i64 = 2_000_000_000;
+    let mut spans = Vec::new();
+    for (host, path) in hosts {
+        spans.extend(host_samples(path).into_iter().map(|s| (*host, s)));
+    }
+    spans.sort_by_key(|(_, s)| s.t_first);
+    let mut join = span_join::SpanJoin::new(span_join::JoinSettings::default());
+    let mut out = span_join::LineWriter::default();
+    let mut next_push = spans.first().map_or(0, |(_, s)| s.t_first) + PUSH_NS;
+    for (host, s) in &spans {
+        while s.t_first >= next_push {
+            join.push(&mut out);
+            next_push += PUSH_NS;
+        }
+        add_sample_span(&mut join, host, s);
+    }
+    join.flush(&mut out);
+    out.buf
+}
+
+/// Every fixture directory with captures of two hosts and their latency oracle.
+pub fn pair_fixtures() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("tests/pcaps is missing (see tests/pcaps/README.md)")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.join("oracle_latency.tsv").exists()
+                && p.join("a.pcap").exists()
+                && p.join("b.pcap").exists()
+        })
+        .collect();
+    v.sort();
+    assert!(
+        v.len() >= 4,
+        "expected the two-host fixtures in tests/pcaps, found {v:?}"
+    );
+    v
+}
