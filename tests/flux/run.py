@@ -181,7 +181,7 @@ def export(binary, pcap, host, endpoint):
 
 
 def latency_rows(binary, a, b, level):
-    p = subprocess.run([binary, "latency", a, b, "--level", level, "-F", "tsv", "-q"],
+    p = subprocess.run([binary, "latency", a, b, "--level", level, "--format", "tsv", "-q"],
                        capture_output=True, text=True, check=True)
     return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t"))
 
@@ -240,7 +240,7 @@ def check_latency(influx, binary, scen, hosts, start, stop):
 def latency_run(binary, a, b):
     """`ddshark latency` per sample (all statuses) and its count of samples the receiver
     was not expected to see (not in the rows)."""
-    p = subprocess.run([binary, "latency", a, b, "--level", "sample", "-F", "tsv"],
+    p = subprocess.run([binary, "latency", a, b, "--level", "sample", "--format", "tsv"],
                        capture_output=True, text=True, check=True)
     m = re.search(r"sender-only not expected at the receiver (\d+)", p.stderr)
     if not m:

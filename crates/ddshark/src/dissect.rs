@@ -13,7 +13,11 @@ use crate::record::SubmessageRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DissectFormat {
+    /// One line per submessage.
     Text,
+    /// One JSON document: an array of the submessages.
+    Json,
+    /// JSON lines: one object per submessage.
     Jsonl,
 }
 
@@ -70,17 +74,34 @@ pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut line = Vec::with_capacity(1024);
+    let mut open = true;
+    if format == DissectFormat::Json {
+        open = write_or_stop(&mut out, b"[")?;
+    }
+    let mut records = 0u64;
     let summary = dissect_source(&mut source, |r| {
         line.clear();
         match format {
+            DissectFormat::Json => {
+                if records > 0 {
+                    line.push(b',');
+                }
+                line.push(b'\n');
+                serde_json::to_writer(&mut line, r)?;
+            }
             DissectFormat::Jsonl => {
                 serde_json::to_writer(&mut line, r)?;
                 line.push(b'\n');
             }
             DissectFormat::Text => line.extend_from_slice(text::submessage_line(r).as_bytes()),
         }
-        Ok(write_or_stop(&mut out, &line)?)
+        records = records.saturating_add(1);
+        open = open && write_or_stop(&mut out, &line)?;
+        Ok(open)
     })?;
+    if format == DissectFormat::Json && open {
+        write_or_stop(&mut out, b"\n]\n")?;
+    }
     match out.flush() {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
             return Err(e).context("writing to standard output")

@@ -446,3 +446,101 @@ fn latency_refuses_inputs_that_cannot_give_latencies_before_writing_anything() {
         );
     }
 }
+
+#[test]
+fn every_command_has_one_format_vocabulary() {
+    let a = small();
+    let b = common::fixture("a_small_reliable/b.pcap")
+        .to_string_lossy()
+        .into_owned();
+    // json: one document.
+    for args in [
+        vec!["dissect", &a, "--format", "json", "-q"],
+        vec!["latency", &a, &b, "--format", "json", "-q"],
+        vec!["stats", &a, "--format", "json", "-q"],
+    ] {
+        let out = ddshark(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(doc.is_object() || doc.is_array(), "{args:?}");
+    }
+    // jsonl: one object per line.
+    for args in [
+        vec!["dissect", &a, "--format", "jsonl", "-q"],
+        vec!["latency", &a, &b, "--format", "jsonl", "-q"],
+    ] {
+        let out = ddshark(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.lines().count() > 10, "{args:?}");
+        for line in text.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{args:?}: {e}: {line}"));
+            assert!(v.is_object());
+        }
+    }
+    // The same samples either way.
+    let doc = ddshark(&["latency", &a, &b, "--format", "json", "-q"]);
+    let doc: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap();
+    let lines = ddshark(&["latency", &a, &b, "--format", "jsonl", "-q"]);
+    let samples = String::from_utf8_lossy(&lines.stdout)
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"sample\""))
+        .count();
+    assert_eq!(doc["samples"].as_array().map(Vec::len), Some(samples));
+    // -F is tcpdump's filter file, never a format.
+    for args in [
+        &["stats", "x.pcap", "-F", "json"][..],
+        &["dissect", "x.pcap", "-F", "jsonl"],
+        &["latency", "a.pcap", "b.pcap", "-F", "tsv"],
+    ] {
+        assert_eq!(
+            parse_error(args).kind(),
+            ErrorKind::UnknownArgument,
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn durations_take_units_in_every_command() {
+    let cli = parse(&[
+        "latency",
+        "a.pcap",
+        "b.pcap",
+        "--window",
+        "200ms",
+        "--lost-grace",
+        "2s",
+    ])
+    .expect("parses");
+    match cli.command {
+        Some(ddshark::cli::Command::Latency(l)) => {
+            assert_eq!(l.window_ns, 200_000_000);
+            assert_eq!(l.lost_grace_ns, 2_000_000_000);
+        }
+        other => panic!("{other:?}"),
+    }
+    for bad in [
+        &["latency", "a.pcap", "b.pcap", "--window", "10"][..],
+        &["latency", "a.pcap", "b.pcap", "--window", "0s"],
+        &["join", "--period", "10"],
+        &["join", "--period", "0s"],
+        &["join", "--sample-window", "10000000000"],
+        &["stats", "x.pcap", "--loss-timeout", "10"],
+        &["-r", "x.pcap", "--otlp", "--otlp-flush-timeout", "5"],
+        &["-r", "x.pcap", "--otlp", "--otlp-timeout", "1000"],
+    ] {
+        let e = parse_error(bad);
+        assert_eq!(e.kind(), ErrorKind::ValueValidation, "{bad:?}: {e}");
+    }
+    let cli = parse(&["join", "--period", "500ms", "--sample-window", "10s"]).expect("parses");
+    match cli.command {
+        Some(ddshark::cli::Command::Join(j)) => {
+            assert_eq!(j.period, std::time::Duration::from_millis(500));
+            assert_eq!(j.sample_window_ns, 10_000_000_000);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -898,7 +898,7 @@ fn check_sample_spans(stack: &Stack, a_host: &str, b_host: &str, a: &Path, b: &P
         "latency",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
-        "-F",
+        "--format",
         "tsv",
         "-q",
     ]);

@@ -85,7 +85,7 @@ pub struct JoinSettings {
     pub sample_window_ns: i64,
     /// Another host is a receiver of a writer if it saw one of its samples this close to t_send.
     pub receiver_window_ns: i64,
-    /// `ddshark latency --lost-grace-ns`.
+    /// `ddshark latency --lost-grace`.
     pub lost_grace_ns: i64,
 }
 

@@ -34,6 +34,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::{feed_line, JoinSettings, JoinState, LineWriter, SpanJoin};
+use time_span::TimeSpan;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -52,7 +53,7 @@ pub struct JoinArgs {
     /// Telegraf's socket_listener), or - for stdout
     #[arg(long, default_value = "-", value_name = "ADDRESS")]
     pub output: String,
-    /// How often the join runs: 10s, 500ms, 1m (a bare number is seconds)
+    /// How often the join runs: 10s, 500ms, 1m
     #[arg(long, default_value = "10s", value_parser = parse_period)]
     pub period: Duration,
     /// Periods a sample waits after its first span arrived
@@ -70,14 +71,16 @@ pub struct JoinArgs {
     /// A host that cast no vote for a participant in this many periods is not its host
     #[arg(long, default_value_t = 6)]
     pub vote_pushes: u64,
-    /// ddshark's --otlp-sample-window, in ns
-    #[arg(long, default_value_t = span_schema::SAMPLE_WINDOW_NS, value_name = "NS")]
+    /// ddshark's --otlp-sample-window (the span schema's sample window)
+    #[arg(long = "sample-window", value_name = "DURATION", default_value = "10s",
+          value_parser = positive_span_ns)]
     pub sample_window_ns: i64,
     /// Another host receives a writer if it saw one of its samples this close to t_send
-    #[arg(long, default_value_t = 12_000_000_000, value_name = "NS")]
+    #[arg(long = "receiver-window", value_name = "DURATION", default_value = "12s",
+          value_parser = positive_span_ns)]
     pub receiver_window_ns: i64,
     /// A sample sent this close to the end of a host's capture is not called lost
-    #[arg(long, default_value_t = 1_000_000_000, value_name = "NS")]
+    #[arg(long = "lost-grace", value_name = "DURATION", default_value = "1s", value_parser = span_ns)]
     pub lost_grace_ns: i64,
     /// Output held while --output cannot take it; beyond, points are dropped (counted)
     #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
@@ -104,33 +107,21 @@ impl JoinArgs {
 }
 
 /// `10s`, `500ms`, `1m`, `2h`, `250us`, `1000ns`; a bare number is seconds. More than 0.
+/// How often the join runs: a duration more than zero (`10s`, `500ms`).
 pub fn parse_period(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let scale = match unit {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?} (ns, us, ms, s, m, h)"
-            ))
-        }
-    };
-    let seconds = number
-        .parse::<f64>()
-        .map_err(|_| format!("expected a duration like 10s, got {text:?}"))?
-        * scale;
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("expected a duration more than 0, got {text:?}"))
+    TimeSpan::positive(text).map(TimeSpan::duration)
+}
+
+/// A duration (`10s`) in ns.
+fn span_ns(text: &str) -> Result<i64, String> {
+    let span: TimeSpan = text.parse()?;
+    i64::try_from(span.ns()).map_err(|_| format!("{text:?} is too long"))
+}
+
+/// A duration more than zero, in ns.
+fn positive_span_ns(text: &str) -> Result<i64, String> {
+    TimeSpan::positive(text)?;
+    span_ns(text)
 }
 
 /// Where the points go.
@@ -496,4 +487,21 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         let _ = reader.join();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        j: super::JoinArgs,
+    }
+
+    #[test]
+    fn the_sample_window_default_is_the_span_schemas() {
+        let t = T::try_parse_from(["join"]).map(|t| t.j.sample_window_ns);
+        assert_eq!(t.ok(), Some(span_schema::SAMPLE_WINDOW_NS));
+    }
 }

@@ -243,8 +243,8 @@ pub const JOIN_FIELDS: [&str; 10] = [
 pub const JOIN_SPAN_NAMES: [&str; 2] = ["SAMPLE", "DATA_FRAG"];
 
 /// A sample's SAMPLE span leaves once nothing of it was seen for this long (capture
-/// time): `ddshark --otlp-sample-window`, `ddshark latency --window-ns` and the join's
-/// `--sample-window-ns` default to it.
+/// time): `ddshark --otlp-sample-window`, `ddshark latency --window` and the join's
+/// `--sample-window` default to it.
 pub const SAMPLE_WINDOW_NS: i64 = 10_000_000_000;
 
 /// The tags of measurement `spans` in InfluxDB: the resource's, the tag-stored

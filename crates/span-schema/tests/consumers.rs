@@ -93,7 +93,13 @@ fn telegraf_conf_lists_match_the_schema() {
         set(JOIN_SPAN_NAMES),
         "the spans the join reads"
     );
-    let window = format!("${{DDSHARK_JOIN_SAMPLE_WINDOW_NS:-{SAMPLE_WINDOW_NS}}}");
+    let seconds = SAMPLE_WINDOW_NS / 1_000_000_000;
+    assert_eq!(
+        seconds * 1_000_000_000,
+        SAMPLE_WINDOW_NS,
+        "a whole number of seconds"
+    );
+    let window = format!("${{DDSHARK_JOIN_SAMPLE_WINDOW:-{seconds}s}}");
     assert!(conf.contains(&window), "the join's sample window: {window}");
 }
 

@@ -48,18 +48,38 @@ pub enum LatencyFormat {
     Text,
     /// One tab-separated row per sample, with a header.
     Tsv,
-    /// JSON lines: one object per sample, then per topic, then the run's statistics.
+    /// One JSON document: {"samples": [...], "offsets": [...], "topics": [...], "stats": {...}}.
     Json,
+    /// JSON lines: one object per sample, then per clock offset and topic, then the run's
+    /// statistics (each with its "kind").
+    Jsonl,
 }
 
 const EXAMPLES: &str = "\
 Examples:
   ddshark latency hostA.pcap hostB.pcap                      both directions, per sample
-  ddshark latency a.pcap b.pcap --level submessage -F tsv    per DATA_FRAG, tab-separated
+  ddshark latency a.pcap b.pcap --level submessage --format tsv   per DATA_FRAG, tab-separated
+  ddshark latency a.pcap b.pcap --format json | jq '.topics[]'    per-topic statistics
   ddshark latency a.pcap b.pcap c.pcap --html report.html    one sender, two receivers
   ddshark latency a.pcap b.pcap --offset auto               correct by the offset estimated from the traffic
   ddshark latency a.pcap b.pcap --offset-ns -25000           B's clock runs 25 µs behind A's
 ";
+
+/// The sample window's default (span_schema::SAMPLE_WINDOW_NS) as the command line
+/// writes it.
+const DEFAULT_WINDOW: &str = "10s";
+
+/// A duration (`10s`) in ns.
+fn span_ns(s: &str) -> Result<i64, String> {
+    let span: crate::units::TimeSpan = s.parse()?;
+    i64::try_from(span.ns()).map_err(|_| format!("{s:?} is too long"))
+}
+
+/// A duration more than zero, in ns.
+fn positive_span_ns(s: &str) -> Result<i64, String> {
+    crate::units::TimeSpan::positive(s)?;
+    span_ns(s)
+}
 
 /// How the receivers' clocks are moved onto the sender's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,7 +101,8 @@ pub struct LatencyArgs {
     /// last needed datagram). Submessage: the same per DATA_FRAG.
     #[arg(long, value_enum, default_value = "sample")]
     pub level: Level,
-    #[arg(long, short = 'F', value_enum, default_value = "text")]
+    /// Output: text, tsv (rows), json (one document) or jsonl (JSON lines)
+    #[arg(long, value_enum, default_value = "text")]
     pub format: LatencyFormat,
     /// Receiver clock minus sender clock, in ns (subtracted from the receivers' timestamps)
     #[arg(
@@ -109,8 +130,9 @@ pub struct LatencyArgs {
     /// Leave out built-in (discovery) writers
     #[arg(long)]
     pub user_only: bool,
-    /// Finalise a sample after this much capture time without news of it
-    #[arg(long, default_value_t = span_schema::SAMPLE_WINDOW_NS, value_name = "NS")]
+    /// Finalise a sample after this much capture time without news of it (e.g. 10s)
+    #[arg(long = "window", value_name = "DURATION", value_parser = positive_span_ns,
+          default_value = DEFAULT_WINDOW)]
     pub window_ns: i64,
     /// Most samples held in the join at once (oldest finalised early, counted)
     #[arg(long, default_value_t = 1_000_000)]
@@ -119,7 +141,7 @@ pub struct LatencyArgs {
     #[arg(long, default_value_t = 1 << 30)]
     pub max_bytes: usize,
     /// A sample sent this close to the end of a receiving capture is not called lost
-    #[arg(long, default_value_t = 1_000_000_000, value_name = "NS")]
+    #[arg(long = "lost-grace", value_name = "DURATION", value_parser = span_ns, default_value = "1s")]
     pub lost_grace_ns: i64,
     /// No statistics on stderr
     #[arg(long, short = 'q')]
@@ -410,7 +432,7 @@ pub fn join_captures(
     mut sink: impl FnMut(&SampleRow) -> Result<()>,
 ) -> Result<RunSummary> {
     if args.window_ns <= 0 {
-        bail!("--window-ns must be positive");
+        bail!("--window must be more than 0");
     }
     let paths: Vec<&Path> = std::iter::once(args.sender.as_path())
         .chain(args.receivers.iter().map(|p| p.as_path()))
@@ -592,12 +614,17 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
         output::header(args.format, args.level, &mut h);
         Ok(crate::output::write_or_stop(out, h.as_bytes())?)
     };
+    let mut rows = 0u64;
     let run = join_captures(args, |r| {
         if !open || !rows_wanted {
             return Ok(());
         }
         open = header(&mut out, &mut header_due)?;
         line.clear();
+        if args.format == LatencyFormat::Json && rows > 0 {
+            line.push(',');
+        }
+        rows = rows.saturating_add(1);
         output::row(args.format, args.level, r, &mut line);
         open = open && crate::output::write_or_stop(&mut out, line.as_bytes())?;
         Ok(())
@@ -635,4 +662,15 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
         eprint!("{s}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_window_default_is_the_span_schemas() {
+        assert_eq!(
+            super::positive_span_ns(super::DEFAULT_WINDOW),
+            Ok(span_schema::SAMPLE_WINDOW_NS)
+        );
+    }
 }

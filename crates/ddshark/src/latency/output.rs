@@ -86,7 +86,8 @@ pub fn header(format: LatencyFormat, level: Level, out: &mut String) {
                 "dir", "writer", "sn", "status", "t_send", "latency", "tx/rep"
             );
         }
-        LatencyFormat::Json => {}
+        LatencyFormat::Json => out.push_str("{\"samples\":[\n"),
+        LatencyFormat::Jsonl => {}
     }
 }
 
@@ -119,7 +120,7 @@ pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String)
             out.push_str(&cols.join("\t"));
             out.push('\n');
         }
-        LatencyFormat::Json => {
+        LatencyFormat::Json | LatencyFormat::Jsonl => {
             let j = JsonRow {
                 kind: "sample",
                 direction: direction(r.sender, r.receiver),
@@ -369,7 +370,34 @@ struct JsonStats<'a> {
     extract: &'a [super::extract::ExtractStats],
 }
 
+/// `items` as JSON, `sep` between them.
+fn json_items<T: Serialize>(items: impl Iterator<Item = T>, sep: &str, out: &mut String) {
+    let mut first = true;
+    for item in items {
+        if let Ok(s) = serde_json::to_string(&item) {
+            if !first {
+                out.push_str(sep);
+            }
+            first = false;
+            out.push_str(&s);
+        }
+    }
+}
+
 pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
+    let offsets = || run.offsets.iter().map(|o| json_offset(run, o));
+    let topics = || {
+        run.summary
+            .groups
+            .iter()
+            .map(|(k, g)| TopicStats::of(direction(k.sender, k.receiver), k, g))
+    };
+    let stats = JsonStats {
+        kind: "stats",
+        captures: &run.captures,
+        join: &run.join,
+        extract: &run.extract,
+    };
     match format {
         LatencyFormat::Text => {
             summary_text(run, out, true);
@@ -377,29 +405,25 @@ pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
         }
         LatencyFormat::Tsv => {}
         LatencyFormat::Json => {
-            for o in &run.offsets {
-                if let Ok(s) = serde_json::to_string(&json_offset(run, o)) {
-                    out.push_str(&s);
-                    out.push('\n');
-                }
-            }
-            for (k, g) in &run.summary.groups {
-                let t = TopicStats::of(direction(k.sender, k.receiver), k, g);
-                if let Ok(s) = serde_json::to_string(&t) {
-                    out.push_str(&s);
-                    out.push('\n');
-                }
-            }
-            let s = JsonStats {
-                kind: "stats",
-                captures: &run.captures,
-                join: &run.join,
-                extract: &run.extract,
-            };
-            if let Ok(s) = serde_json::to_string(&s) {
-                out.push_str(&s);
+            out.push_str("],\n\"offsets\":[");
+            json_items(offsets(), ",\n", out);
+            out.push_str("],\n\"topics\":[");
+            json_items(topics(), ",\n", out);
+            out.push_str("],\n\"stats\":");
+            json_items(std::iter::once(&stats), "", out);
+            out.push_str("}\n");
+        }
+        LatencyFormat::Jsonl => {
+            json_items(offsets(), "\n", out);
+            if !run.offsets.is_empty() {
                 out.push('\n');
             }
+            json_items(topics(), "\n", out);
+            if !run.summary.groups.is_empty() {
+                out.push('\n');
+            }
+            json_items(std::iter::once(&stats), "", out);
+            out.push('\n');
         }
     }
 }
