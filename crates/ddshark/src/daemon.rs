@@ -587,7 +587,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     let snap = result?;
     if let Some(p) = &args.final_json {
         let text = serde_json::to_string_pretty(&*snap)?;
-        std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        crate::atomic_file::write(p, text).with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(h) = &export {
         crate::otlp::check_delivered(&args.otlp, &h.stats())?;

@@ -1,6 +1,7 @@
 //! ddshark: a passive DDS/RTPS sniffer. The binary's modules live here so that
 //! tests and benches drive the same code as the command line.
 
+pub mod atomic_file;
 pub mod capture;
 pub mod cli;
 pub mod daemon;

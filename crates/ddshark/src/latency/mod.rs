@@ -651,7 +651,8 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     }
     if let Some(path) = &args.html {
         let page = html::report(&run);
-        std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+        crate::atomic_file::write(path, page)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if !args.quiet {
         let mut s = String::new();

@@ -198,16 +198,14 @@ impl DiscoveryCache {
         Ok(c)
     }
 
-    /// Write atomically (temporary file, then rename).
+    /// Write atomically (crate::atomic_file).
     pub fn save(&self, path: &Path) -> Result<(), CacheError> {
         let p = path.display().to_string();
-        let tmp = path.with_extension("tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| CacheError::Write {
             path: p.clone(),
             source: std::io::Error::other(e),
         })?;
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, path))
+        crate::atomic_file::write(path, text)
             .map_err(|source| CacheError::Write { path: p, source })
     }
 
