@@ -161,10 +161,17 @@ fn ddshark_args(words: &[String]) -> Option<Vec<String>> {
     (program.rsplit('/').next() == Some("ddshark")).then(|| args.to_vec())
 }
 
-/// A usage synopsis (`[OPTIONS]`, `FILE…`, `a|b`) rather than a command to run.
+/// A usage synopsis (`[OPTIONS]`, `FILE…`, `a|b`, a placeholder such as `RING_MB`) rather
+/// than a command to run: its flags are checked against `--help` instead of parsed.
 fn is_synopsis(args: &[String]) -> bool {
-    args.iter()
-        .any(|a| a.contains('[') || a.contains('…') || a.contains("...") || a.contains('|'))
+    let placeholder = |a: &str| {
+        a.starts_with(|c: char| c.is_ascii_uppercase())
+            && a.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    };
+    args.iter().any(|a| {
+        a.contains('[') || a.contains('…') || a.contains("...") || a.contains('|') || placeholder(a)
+    })
 }
 
 fn ddshark(args: &[String], parse_only: bool) -> std::process::Output {
@@ -424,6 +431,12 @@ fn command_extraction() {
     assert_eq!(ddshark_args(&c[0]).unwrap(), ["stats", "a.pcap"]);
     let c = commands("setcap cap_net_raw=eip $(which ddshark)");
     assert!(c.iter().all(|w| ddshark_args(w).is_none()));
+    assert!(is_synopsis(
+        &ddshark_args(&commands("ddshark -i IFACE -C RING_MB")[0]).unwrap()
+    ));
+    assert!(!is_synopsis(
+        &ddshark_args(&commands("ddshark -i eth0 -C 100")[0]).unwrap()
+    ));
     assert!(is_synopsis(
         &ddshark_args(&commands("ddshark latency A B --format text\\|tsv")[0]).unwrap()
     ));
