@@ -142,10 +142,6 @@ impl Engine {
         self.pipeline.sources.len().saturating_sub(1)
     }
 
-    pub fn dissector_stats(&self) -> rtps_dissect::DissectorStats {
-        self.dissector.stats()
-    }
-
     /// Load a discovery cache into the state and the dissector's topic map.
     pub fn import_cache(&mut self, cache: &DiscoveryCache) -> usize {
         self.state.import_cache(cache, self.dissector.topics_mut())

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use opentelemetry::{InstrumentationScope, Key, KeyValue};
+use opentelemetry::{InstrumentationScope, Key};
 use opentelemetry_otlp::{
     MetricExporter as OtlpMetricExporter, SpanExporter as OtlpSpanExporter, WithExportConfig,
     WithHttpConfig, WithTonicConfig,
@@ -500,14 +500,6 @@ impl Exporter {
         self.resource
             .get(&Key::from_static_str(key))
             .map(|v| v.as_str().into_owned())
-    }
-
-    /// Every resource attribute, in no particular order.
-    pub fn resource_attributes(&self) -> Vec<KeyValue> {
-        self.resource
-            .iter()
-            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-            .collect()
     }
 
     pub fn try_export(&self, rec: SpanRecord) -> bool {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rtps_dissect::discovery::{
     Durability, EndpointQos, Liveliness, Ownership, Reliability, TopicMap,
 };
-use rtps_dissect::{EndpointInfo, EndpointKind, Guid, GuidPrefix};
+use rtps_dissect::{EndpointInfo, EndpointKind, Guid};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -81,11 +81,6 @@ pub fn parse_guid(s: &str) -> Option<Guid> {
     let bytes = hex::decode(s).ok()?;
     let arr: [u8; 16] = bytes.try_into().ok()?;
     Some(Guid::from_bytes(arr))
-}
-
-pub fn parse_prefix(s: &str) -> Option<GuidPrefix> {
-    let bytes = hex::decode(s).ok()?;
-    Some(GuidPrefix(bytes.try_into().ok()?))
 }
 
 fn reliability(s: &str) -> Option<Reliability> {

@@ -561,11 +561,6 @@ impl SeqTracker {
     pub fn open_holes(&self) -> u64 {
         self.slots.iter().filter(|s| !s.has(SEEN | GAP)).count() as u64
     }
-
-    /// Fragmented samples still incomplete.
-    pub fn frags_in_progress(&self) -> usize {
-        self.frags.len()
-    }
 }
 
 #[cfg(test)]
