@@ -1366,3 +1366,144 @@ fn stack_topic_timing_and_shared_memory_metrics() {
         "{rows:?}"
     );
 }
+
+/// Two hosts, two clocks, live: the Fast DDS pair with B's clock 12.345678 ms ahead
+/// (B's capture rewritten as in latency_clock.rs), replayed into the stack as two hosts.
+/// Telegraf's latency join writes `dds_clock_offset` to the long bucket; its last point
+/// must be `ddshark latency A B`'s clock_offset estimate and half-width (within 1 ns).
+#[test]
+fn stack_clock_offset_equals_ddshark_latency() {
+    const SHIFT_NS: i64 = 12_345_678;
+    let stack = Stack::start(3);
+    let a = fixture("k_fastdds/a.pcap");
+    let b = stack.run_dir.join("k_fastdds-b-shifted.pcap");
+    common::shifted_copy(&fixture("k_fastdds/b.pcap"), &b, |t| t + SHIFT_NS);
+    let (host_a, host_b) = ("clock-a", "clock-b");
+    let mut spans = 0usize;
+    for (path, host) in [(&a, host_a), (&b, host_b)] {
+        let final_json = stack.run_dir.join(format!("{host}.json"));
+        let out = ddshark(&[
+            "-r",
+            path.to_str().unwrap(),
+            "--no-tui",
+            "--otlp",
+            &stack.grpc(),
+            "--host-name",
+            host,
+            "--final-json",
+            final_json.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
+            "{host}: export not clean:\n{err}"
+        );
+        spans += stack.wait_spans(host, 1);
+    }
+    assert!(spans > 0, "no spans reached InfluxDB");
+
+    // Offline: ddshark latency's estimate (B's clock minus A's).
+    let out = ddshark(&[
+        "latency",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let offline: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["kind"] == "clock_offset")
+        .expect("ddshark latency printed no clock_offset");
+    assert_eq!(offline["pair"], "B-A", "{offline}");
+    let int = |v: &Value, k: &str| v[k].as_i64().unwrap_or_else(|| panic!("{k}: {v}"));
+    let (off_ns, off_half, t_ref, drift) = (
+        int(&offline, "offset_ns"),
+        int(&offline, "half_width_ns"),
+        int(&offline, "t_ref_ns"),
+        int(&offline, "drift_ppb"),
+    );
+    let offline_at =
+        |t: i64| off_ns + ((i128::from(t - t_ref) * i128::from(drift)) / 1_000_000_000) as i64;
+
+    // Live: the join's last point once it has joined every sample (its `ddshark_join`
+    // counters, raw bucket, pushed after the spans arrived, with nothing pending).
+    let t_called = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let st = stack.flux(&format!(
+            r#"from(bucket:"{BUCKET}") |> range(start: -10m)
+  |> filter(fn: (r) => r._measurement == "ddshark_join") |> last()
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))"#
+        ));
+        let done = st.last().is_some_and(|r| {
+            let n = |k: &str| r.get(k).and_then(|v| v.parse::<i64>().ok());
+            n("t_ns").unwrap_or(0) > t_called
+                && n("pending_samples") == Some(0)
+                && n("pending_frags") == Some(0)
+        });
+        if done {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the latency join did not finish within 180 s: {st:?}"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    // (its points reach InfluxDB with Telegraf's next flush: the last one, unchanged for 3 s)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut previous = None;
+    let row = loop {
+        let rows = stack.flux(&format!(
+            r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "dds_clock_offset")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))
+  |> group() |> sort(columns: ["_time"]) |> last(column: "t_ns")
+  |> drop(columns: ["_start", "_stop"])"#
+        ));
+        if !rows.is_empty() && previous.as_ref() == Some(&rows) {
+            break rows.into_iter().next().unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no settled dds_clock_offset point in {LONG_BUCKET}: {rows:?}"
+        );
+        previous = Some(rows);
+        std::thread::sleep(Duration::from_secs(3));
+    };
+    let n = |k: &str| -> i64 {
+        row.get(k)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("dds_clock_offset without {k}: {row:?}"))
+    };
+    let pair = (row["host_a"].as_str(), row["host_b"].as_str());
+    let sign = match pair {
+        (x, y) if x == host_a && y == host_b => 1,
+        (x, y) if x == host_b && y == host_a => -1,
+        _ => panic!("dds_clock_offset for hosts {pair:?}"),
+    };
+    let (live, half, t_live) = (sign * n("offset_ns"), n("half_width_ns"), n("t_ns"));
+    let offline = offline_at(t_live);
+    eprintln!(
+        "k_fastdds, B +{SHIFT_NS} ns: stack {live} ± {half} ns (samples {}+{}, builtin {}), \
+         ddshark latency {offline} ± {off_half} ns",
+        n("samples_a_to_b"),
+        n("samples_b_to_a"),
+        n("samples_builtin")
+    );
+    assert!(
+        (live - offline).abs() <= 1 && (half - off_half).abs() <= 1,
+        "stack {live} ± {half} ns, ddshark latency {offline} ± {off_half} ns"
+    );
+    // The interval holds the true offset (the shift; both captures read one clock).
+    assert!(
+        (live - SHIFT_NS).abs() <= half,
+        "{live} ± {half} misses {SHIFT_NS}"
+    );
+}
