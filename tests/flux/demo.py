@@ -97,7 +97,7 @@ def main():
     run_dir = os.environ.get("DDSHARK_DEMO_RUN_DIR", "/tmp/ddshark-demo-check")
     p = subprocess.run([os.path.join(ROOT, "scripts", "stack", "start.sh"), "--auto-ports",
                         "--with-prometheus", "--run-dir", run_dir],
-                       env=dict(os.environ, DDSHARK_JOIN_BIN=binary), capture_output=True, text=True)
+                       capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stderr)
         raise SystemExit("demo: the stack did not start (build it with scripts/stack/build.sh)")
