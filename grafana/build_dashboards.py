@@ -203,13 +203,13 @@ def latency_board():
                         sort=2),
                var_topic(), var_iface()])
     b.row("Latency ${sender} -> ${receiver}")
-    b.panel("DDS-layer latency per topic (max and mean per interval)",
+    b.panel("DDS-layer latency per topic (max and mean per interval) — raw (sender and receiver clocks as captured)",
             "Per sample (writer GUID, SN): first IP fragment of its first datagram on ${sender} "
             "-> last IP fragment of the last needed datagram on ${receiver}; the largest and "
             "the mean of the samples sent in each interval. flux-queries/dds_latency_summary.flux",
             [influx_target("dds_latency_summary")], "ns", h=9,
             legend_calcs=["min", "mean", "max"])
-    b.panel("DDS-layer latency per sample (the slowest per interval)",
+    b.panel("DDS-layer latency per sample (the slowest per interval) — raw (sender and receiver clocks as captured)",
             "The latency of each sample (materialised by the latency join), the largest per "
             "writer and interval: zoomed in, one point per sample at its send time; wider, the "
             "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
@@ -233,7 +233,7 @@ def latency_board():
              prom_target('-rate(node_network_transmit_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',
                          "{{instance}} {{device}} tx", "B")],
             "bps", h=8)
-    b.panel("DDS submessage latency per DATA_FRAG (the slowest per interval)",
+    b.panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — raw (sender and receiver clocks as captured)",
             "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
             "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
             "${receiver} (materialised by the latency join), the largest per writer and "
@@ -255,13 +255,13 @@ def latency_board():
             [influx_target("retransmissions_materialised")], "short", h=7, style="bars", w=12,
             x=12, legend_calcs=["sum"])
     b.row("Ad-hoc joins over the raw spans (for a window you pick; slower)", collapsed=[
-        b.panel("DDS-layer latency per sample (ad-hoc join)",
+        b.panel("DDS-layer latency per sample (ad-hoc join) — raw (sender and receiver clocks as captured)",
                 "Joins the raw spans of ${sender} and ${receiver} at query time: the same numbers "
                 "as the materialised panel, for windows the task did not cover (e.g. spans "
                 "written before the task ran). flux-queries/dds_latency.flux",
                 [influx_target("dds_latency")], "ns", h=9, style="points",
                 legend_calcs=["min", "mean", "max", "count"], attach=False),
-        b.panel("DDS submessage latency per DATA_FRAG (ad-hoc join)",
+        b.panel("DDS submessage latency per DATA_FRAG (ad-hoc join) — raw (sender and receiver clocks as captured)",
                 "flux-queries/dds_submessage_latency.flux",
                 [influx_target("dds_submessage_latency")], "ns", h=9, style="points",
                 legend_calcs=["min", "mean", "max", "count"], attach=False),
