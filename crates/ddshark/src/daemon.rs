@@ -98,6 +98,15 @@ pub struct DaemonArgs {
     /// Pin the capture thread to this CPU (live)
     #[arg(long, value_name = "CPU", conflicts_with = "read")]
     pub cpu: Option<usize>,
+    /// Run as USER once the interfaces are open (as tcpdump -Z); -w recordings and other
+    /// files are then created as USER. Live capture always drops its capabilities then
+    #[arg(
+        short = 'Z',
+        long = "relinquish-privileges",
+        value_name = "USER",
+        conflicts_with = "read"
+    )]
+    pub user: Option<String>,
     /// Batches of 256 frames queued between capture and state before dropping
     #[arg(long, default_value = "64", value_name = "BATCHES")]
     pub queue: usize,
@@ -388,40 +397,13 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     if !args.no_tui && !tui {
         eprintln!("ddshark: not a terminal; printing summaries (as with --no-tui)");
     }
-    let interactive = tui;
-    let state = StateConfig {
-        window_ns: args.window.ns(),
-        ..StateConfig::default()
-    };
-    let mut engine = Engine::new(EngineConfig {
-        state,
-        report_ns: Some(if tui {
-            crate::tui::SNAPSHOT_NS
-        } else {
-            args.interval.ns()
-        }),
-        ..EngineConfig::default()
-    });
-    let hub = SnapshotHub::new();
-    engine.set_hub(hub.clone());
-    if !tui {
-        engine.add_sink(Box::new(ReportSink::new(args.format, args.ros)));
-    }
-    let mut export = None;
-    if let Some((sink, handle)) = crate::otlp::sink_with_handle(&args.otlp, args.read.is_none())? {
-        engine.add_sink(sink);
-        export = Some(handle);
-    }
-
-    let cache = match &args.discovery_cache {
-        Some(p) if p.exists() => Some(DiscoveryCache::load(p)?),
-        _ => None,
-    };
-    if let Some(c) = &cache {
-        let n = engine.import_cache(c);
-        eprintln!("ddshark: {n} endpoints loaded from the discovery cache");
-    }
-
+    // Open the inputs first, then give up privilege before anything else is opened or any
+    // thread started (capabilities are per thread): see crate::privilege.
+    let run_as = args
+        .user
+        .as_deref()
+        .map(crate::privilege::RunAs::lookup)
+        .transpose()?;
     let mut inputs = Vec::new();
     let user_filter = args.user_filter()?;
     let started;
@@ -482,6 +464,43 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     } else {
         bail!("nothing to capture: give -i IFACE or -r FILE (see --help)");
     }
+    if args.read.is_none() {
+        crate::privilege::drop_privileges(run_as.as_ref(), args.rt_priority.is_some())?;
+    }
+    let interactive = tui;
+    let state = StateConfig {
+        window_ns: args.window.ns(),
+        ..StateConfig::default()
+    };
+    let mut engine = Engine::new(EngineConfig {
+        state,
+        report_ns: Some(if tui {
+            crate::tui::SNAPSHOT_NS
+        } else {
+            args.interval.ns()
+        }),
+        ..EngineConfig::default()
+    });
+    let hub = SnapshotHub::new();
+    engine.set_hub(hub.clone());
+    if !tui {
+        engine.add_sink(Box::new(ReportSink::new(args.format, args.ros)));
+    }
+    let mut export = None;
+    if let Some((sink, handle)) = crate::otlp::sink_with_handle(&args.otlp, args.read.is_none())? {
+        engine.add_sink(sink);
+        export = Some(handle);
+    }
+
+    let cache = match &args.discovery_cache {
+        Some(p) if p.exists() => Some(DiscoveryCache::load(p)?),
+        _ => None,
+    };
+    if let Some(c) = &cache {
+        let n = engine.import_cache(c);
+        eprintln!("ddshark: {n} endpoints loaded from the discovery cache");
+    }
+
     if !tui {
         let every = match args.format {
             DaemonFormat::Text => "a summary",

@@ -10,6 +10,7 @@ pub mod latency;
 pub mod otlp;
 pub mod output;
 pub mod pipeline;
+pub mod privilege;
 pub mod record;
 pub mod recording;
 pub mod state;

@@ -135,6 +135,7 @@ fn flags_that_do_not_apply_to_the_input_are_refused() {
         &["--immediate"],
         &["-s", "1500"],
         &["-j", "adapter"],
+        &["-Z", "nobody"],
     ] {
         let mut args = vec!["-r", "x.pcap"];
         args.extend_from_slice(live_only);
@@ -147,12 +148,14 @@ fn flags_that_do_not_apply_to_the_input_are_refused() {
             "-p" => "--no-promisc",
             "-s" => "--snaplen",
             "-j" => "--tstamp-type",
+            "-Z" => "--relinquish-privileges",
             other => other,
         };
         assert!(e.to_string().contains(long), "{args:?}: {e}");
     }
     // The same flags with -i are fine.
     assert!(parse(&["-i", "lo", "-B", "8", "--immediate", "-p", "--cpu", "1"]).is_ok());
+    assert!(parse(&["-i", "lo", "-Z", "nobody"]).is_ok());
     assert!(parse(&["-r", "x.pcap", "--speed", "2"]).is_ok());
     assert!(parse(&["-r", "x.pcap", "--speed", "-1"]).is_err());
 }
@@ -543,4 +546,30 @@ fn durations_take_units_in_every_command() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn an_unknown_user_for_z_is_named_before_any_interface_is_opened() {
+    // The user is looked up first, so this needs no capture rights.
+    let o = ddshark(&[
+        "-i",
+        "lo",
+        "-Z",
+        "no-such-user-ddshark",
+        "--no-tui",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(i32::from(EXIT_FAILURE)),
+        "{}",
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("-Z no-such-user-ddshark: no such user"),
+        "{err}"
+    );
+    assert!(!err.contains("capturing on"), "{err}");
 }
