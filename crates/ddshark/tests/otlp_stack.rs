@@ -1408,7 +1408,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
         a.to_str().unwrap(),
         b.to_str().unwrap(),
         "--format",
-        "json",
+        "jsonl",
     ]);
     let offline: Value = String::from_utf8_lossy(&out.stdout)
         .lines()
