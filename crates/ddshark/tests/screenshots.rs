@@ -11,14 +11,11 @@ mod common;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
-use common::{fixture, fixtures, latency_args};
-use ddshark::capture::file::FileSource;
+use common::tui::replay;
+use common::{fixtures, latency_args};
 use ddshark::latency::{html, join_captures, LatencyArgs, LatencyFormat, Level};
-use ddshark::pipeline::{run_inline, Engine, EngineConfig, Sink, SourceCtx};
-use ddshark::state::Snapshot;
-use ddshark::tui::{render, TopicColumn, UiState, SNAPSHOT_NS};
+use ddshark::tui::{render, TopicColumn};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
@@ -104,34 +101,6 @@ fn check_picture(png: &Path, width: u32, height: u32, dir: &Path) {
         png.display()
     );
     eprintln!("{}: {width}x{height}, {len} bytes", png.display());
-}
-
-struct Collect(Arc<Mutex<Vec<Arc<Snapshot>>>>);
-
-impl Sink for Collect {
-    fn on_datagram(&mut self, _d: &rtps_dissect::Datagram<'_>, _ctx: &SourceCtx<'_>) {}
-    fn on_snapshot(&mut self, s: &Arc<Snapshot>) {
-        self.0.lock().unwrap().push(s.clone());
-    }
-}
-
-/// The TUI's state after replaying `rel` as the TUI thread sees it.
-fn replay(rel: &str) -> (UiState, Arc<Snapshot>) {
-    let snaps = Arc::new(Mutex::new(Vec::new()));
-    let mut engine = Engine::new(EngineConfig {
-        report_ns: Some(SNAPSHOT_NS),
-        ..EngineConfig::default()
-    });
-    engine.add_sink(Box::new(Collect(snaps.clone())));
-    let mut src = FileSource::open(&fixture(rel)).unwrap();
-    run_inline(&mut src, &mut engine).unwrap();
-    let last = engine.finish();
-    let mut ui = UiState::new(rel, true, Some(1.0), false);
-    for s in snaps.lock().unwrap().iter() {
-        ui.ingest(s);
-    }
-    ui.ingest(&last);
-    (ui, last)
 }
 
 /// A terminal's colours (xterm's palette on a dark background).

@@ -10,47 +10,13 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
-use common::fixture;
-use ddshark::capture::file::FileSource;
-use ddshark::pipeline::{run_inline, Engine, EngineConfig, Sink, SourceCtx};
+use common::tui::replay;
 use ddshark::state::snapshot::TopicView;
 use ddshark::state::Snapshot;
-use ddshark::tui::{render, TopicColumn, UiState, View, SNAPSHOT_NS};
+use ddshark::tui::{render, TopicColumn, UiState, View};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
-
-/// Collects every periodic snapshot, as the hub hands them to the TUI.
-struct Collect(Arc<Mutex<Vec<Arc<Snapshot>>>>);
-
-impl Sink for Collect {
-    fn on_datagram(&mut self, _d: &rtps_dissect::Datagram<'_>, _ctx: &SourceCtx<'_>) {}
-    fn on_snapshot(&mut self, s: &Arc<Snapshot>) {
-        self.0.lock().unwrap().push(s.clone());
-    }
-}
-
-/// Replay `rel` (under tests/pcaps) and return the UI state after every snapshot
-/// plus the final snapshot.
-fn replay(rel: &str) -> (UiState, Arc<Snapshot>) {
-    let snaps = Arc::new(Mutex::new(Vec::new()));
-    let mut engine = Engine::new(EngineConfig {
-        report_ns: Some(SNAPSHOT_NS),
-        ..EngineConfig::default()
-    });
-    engine.add_sink(Box::new(Collect(snaps.clone())));
-    let mut src = FileSource::open(&fixture(rel)).unwrap();
-    run_inline(&mut src, &mut engine).unwrap();
-    let last = engine.finish();
-    let mut ui = UiState::new(rel, true, Some(1.0), false);
-    for s in snaps.lock().unwrap().iter() {
-        ui.ingest(s);
-    }
-    ui.ingest(&last);
-    (ui, last)
-}
 
 fn draw(snap: &Snapshot, ui: &UiState, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();

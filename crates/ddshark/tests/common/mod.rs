@@ -5,6 +5,7 @@ pub mod pcapng;
 pub mod public;
 pub mod rti;
 pub mod tls;
+pub mod tui;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
