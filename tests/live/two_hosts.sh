@@ -88,7 +88,7 @@ for h in a b; do
 done
 
 # Then, as the README says: the latency of every sample, and tshark's oracle on the same files.
-"$DDSHARK" latency "$WORK/a.pcapng" "$WORK/b.pcapng" -F json -q >"$WORK/latency.jsonl" 2>"$WORK/latency.err" ||
+"$DDSHARK" latency "$WORK/a.pcapng" "$WORK/b.pcapng" --format jsonl -q >"$WORK/latency.jsonl" 2>"$WORK/latency.err" ||
   { cat "$WORK/latency.err" >&2; fail "ddshark latency failed"; }
 python3 "$TRAFFIC_DIR/oracle.py" "$WORK/oracle" "$WORK/a.pcapng" "$WORK/b.pcapng" >"$WORK/oracle.log" 2>&1 ||
   { tail "$WORK/oracle.log" >&2; fail "oracle.py failed"; }
