@@ -191,6 +191,12 @@ impl SubmessageRecord {
                 last_sn,
                 count,
                 ..
+            }
+            | SubmessageBody::HeartbeatBatch {
+                first_sn,
+                last_sn,
+                count,
+                ..
             } => {
                 r.first_sn = Some(*first_sn);
                 r.last_sn = Some(*last_sn);
@@ -255,16 +261,6 @@ impl SubmessageRecord {
                         .and_then(|b| <[u8; 2]>::try_from(b).ok())
                         .map(|b| format!("0x{:04x}", u16::from_be_bytes(b)));
                 }
-            }
-            SubmessageBody::HeartbeatBatch {
-                first_sn,
-                last_sn,
-                count,
-                ..
-            } => {
-                r.first_sn = Some(*first_sn);
-                r.last_sn = Some(*last_sn);
-                r.count = Some(*count);
             }
             SubmessageBody::DataBatch {
                 first_sample_sn,
