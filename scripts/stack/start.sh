@@ -344,7 +344,7 @@ rm -f "$DDSHARK_JOIN_SOCKET"
 # (a fresh InfluxDB: nothing of an earlier run is carried over)
 export DDSHARK_JOIN_STATE="${DDSHARK_JOIN_STATE:-$RUN_DIR/join.state}"
 export DDSHARK_TELEGRAF_BUFFER_DIR="${DDSHARK_TELEGRAF_BUFFER_DIR:-$RUN_DIR/telegraf-buffer}"
-rm -rf "$DDSHARK_JOIN_STATE" "$DDSHARK_TELEGRAF_BUFFER_DIR"
+rm -rf "$DDSHARK_JOIN_STATE" "$DDSHARK_JOIN_STATE".journal-* "$DDSHARK_TELEGRAF_BUFFER_DIR"
 mkdir -p "$DDSHARK_TELEGRAF_BUFFER_DIR"
 # (GOGC: fewer garbage collections, less CPU for more RSS)
 launch telegraf "$RUN_DIR" env GOGC="${DDSHARK_TELEGRAF_GOGC:-400}" "$TELEGRAF_BIN" --strict-env-handling \

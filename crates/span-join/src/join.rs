@@ -492,6 +492,37 @@ pub struct JoinState {
     counters: JoinCounters,
 }
 
+/// [`JoinState`] borrowed from a running join (field for field the same serde form).
+#[derive(Serialize)]
+struct JoinStateView<'a> {
+    format: u32,
+    tick: u64,
+    samples: Entries<'a, VecDeque<Pending<SampleRow>>>,
+    frags: Entries<'a, VecDeque<Pending<FragRow>>>,
+    votes: Entries<'a, IndexMap<Str, HostVotes>>,
+    writers: Entries<'a, HashMap<Str, Writer>>,
+    captures: Entries<'a, HashMap<Str, Capture>>,
+    repairs: Entries<'a, IndexMap<(Str, Str, i64), RepairSecond>>,
+    latency_seconds: Entries<'a, IndexMap<(Str, Str, Str, i64), LatencySecond>>,
+    early_out: &'a str,
+    early_points: u64,
+    counters: JoinCounters,
+}
+
+/// A collection serialized as the sequence of its items (a map's as (key, value) pairs,
+/// as the `Vec`s of [`JoinState`]).
+struct Entries<'a, C>(&'a C);
+
+impl<'a, C> Serialize for Entries<'a, C>
+where
+    &'a C: IntoIterator,
+    <&'a C as IntoIterator>::Item: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0)
+    }
+}
+
 /// A state this build cannot take.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum StateError {
@@ -531,6 +562,26 @@ impl SpanJoin {
             repairs: self.repairs.into_iter().collect(),
             latency_seconds: self.latency_seconds.into_iter().collect(),
             early_out: self.early_out.buf,
+            early_points: self.early_points,
+            counters: self.counters,
+        }
+    }
+
+    /// The join's state as [`SpanJoin::into_state`] gives it, serialized in place (the
+    /// same serde form as [`JoinState`], read back by [`SpanJoin::from_state`]): for a
+    /// checkpoint of a running join, which must not copy what waits.
+    pub fn state_view(&self) -> impl Serialize + '_ {
+        JoinStateView {
+            format: STATE_FORMAT,
+            tick: self.tick,
+            samples: Entries(&self.samples.entries),
+            frags: Entries(&self.frags.entries),
+            votes: Entries(&self.votes),
+            writers: Entries(&self.writers),
+            captures: Entries(&self.captures),
+            repairs: Entries(&self.repairs),
+            latency_seconds: Entries(&self.latency_seconds),
+            early_out: &self.early_out.buf,
             early_points: self.early_points,
             counters: self.counters,
         }
@@ -1668,6 +1719,28 @@ mod tests {
                 unbroken,
                 "restarted before step {at}"
             );
+        }
+    }
+
+    #[test]
+    fn the_state_view_is_the_state() {
+        let mut join = SpanJoin::new(JoinSettings {
+            max_pending: 5,
+            ..settings()
+        });
+        let mut out = LineWriter::default();
+        for step in arrivals() {
+            match step {
+                Step::Line(l) => feed_line(&mut join, &l),
+                Step::Push => {
+                    join.push(&mut out);
+                }
+            }
+            let view = serde_json::to_string(&join.state_view()).unwrap();
+            let settings = join.settings;
+            let state = std::mem::take(&mut join).into_state();
+            assert_eq!(view, serde_json::to_string(&state).unwrap());
+            join = SpanJoin::from_state(settings, state).unwrap();
         }
     }
 

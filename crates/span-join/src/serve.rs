@@ -14,10 +14,15 @@
 //! a file: then the join stops where it is (on the end of the input or SIGTERM/SIGINT),
 //! writes its state and the points it could not deliver to that file (atomically: a
 //! temporary file renamed), and the next `ddshark-join --state` of the file goes on from
-//! there, sending those points first. A restart of Telegraf (which ends the input, and
-//! stops its socket listener before that) or of the join thus loses no span the join had
-//! read and no point it had made.
+//! there, sending those points first. With `--state` it also writes that file at every
+//! push and appends what it reads between pushes to a journal beside it
+//! (`FILE.journal-N`, named in the state), which the next start reads after the state: a
+//! restart of Telegraf (which ends the input, and stops its socket listener before that)
+//! or of the join, kill -9 included, thus loses no span the join had read and no point it
+//! had made (points delivered after the last push's state may be sent again: InfluxDB
+//! keeps one point per series and time).
 
+use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
@@ -25,7 +30,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -85,8 +90,9 @@ pub struct JoinArgs {
     /// Output held while --output cannot take it; beyond, points are dropped (counted)
     #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
     pub max_output_bytes: usize,
-    /// Keep the join across restarts in FILE: read at start (then removed), written at the
-    /// end of the input or on SIGTERM instead of joining what still waits
+    /// Keep the join across restarts (kill -9 included) in FILE: read at start, written at
+    /// every push (the input between pushes in FILE.journal-N), at the end of the input and
+    /// on SIGTERM (instead of joining what still waits)
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
 }
@@ -162,7 +168,9 @@ impl Output {
 
 /// One push's points on their way out.
 struct Batch {
-    text: String,
+    /// Its key in the undelivered batches (what a checkpoint saves as the outbox).
+    id: u64,
+    text: Arc<str>,
     points: u64,
     /// The flush at the end of the input (when Telegraf stops, its listener may be gone
     /// already: few attempts, so the process ends soon).
@@ -176,6 +184,7 @@ struct Batch {
 fn deliver(
     output: Output,
     batches: mpsc::Receiver<Batch>,
+    undelivered: Arc<Undelivered>,
     held: Arc<AtomicUsize>,
     dropped: Arc<AtomicU64>,
     keep: Arc<AtomicBool>,
@@ -218,6 +227,10 @@ fn deliver(
             conn = None;
         }
         held.fetch_sub(batch.text.len(), Ordering::Relaxed);
+        undelivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&batch.id);
         if !delivered {
             if keep.load(Ordering::Relaxed) {
                 kept.push(batch);
@@ -229,12 +242,125 @@ fn deliver(
     kept
 }
 
+/// The batches handed to the output thread and not delivered (nor dropped) yet, by id.
+type Undelivered = Mutex<BTreeMap<u64, (Arc<str>, u64)>>;
+
 /// What `--state` keeps: the join's state and the points not delivered yet.
 #[derive(Serialize, Deserialize)]
 struct SavedJoin {
     join: JoinState,
     /// (line protocol, points in it)
     outbox: Vec<(String, u64)>,
+    /// The journal that goes on from this state (`STATE.journal-N`: the input read after it).
+    #[serde(default)]
+    journal: u64,
+}
+
+/// [`SavedJoin`] of a running join (the same serde form), for its checkpoints.
+#[derive(Serialize)]
+struct SavedView<'a, J: Serialize> {
+    join: J,
+    outbox: Vec<(&'a str, u64)>,
+    journal: u64,
+}
+
+/// With `--state`: the input read since the last checkpoint, appended to `STATE.journal-N`
+/// before the join takes it, and the state written (atomically) at every push, naming the
+/// journal that goes on from it. A kill -9 thus loses nothing the join had read: the next
+/// start reads the state and the journal after it. (The journal is not synced: it survives
+/// the process, not the machine; the state is synced.)
+struct Checkpoint {
+    path: PathBuf,
+    journal: u64,
+    file: Option<std::fs::File>,
+    /// (said once: the join goes on without a journal)
+    complained: bool,
+}
+
+impl Checkpoint {
+    fn journal_path(path: &Path, generation: u64) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".journal-{generation}"));
+        PathBuf::from(name)
+    }
+
+    /// The journals of `path` other than `keep`'s (left by a kill between a checkpoint and
+    /// the removal of the journal before it).
+    fn stale_journals(path: &Path, keep: u64) -> Vec<PathBuf> {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Vec::new();
+        };
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        let prefix = format!("{}.journal-", name.to_string_lossy());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(&prefix))
+                    .is_some_and(|generation| generation != keep.to_string())
+            })
+            .map(|e| e.path())
+            .collect()
+    }
+
+    /// Appends what the join is about to read.
+    fn record(&mut self, block: &[u8]) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        if let Err(e) = file.write_all(block) {
+            if !self.complained {
+                eprintln!(
+                    "ddshark-join: cannot write the journal {} ({e}): a kill -9 loses what was read since the last push",
+                    Self::journal_path(&self.path, self.journal).display()
+                );
+                self.complained = true;
+            }
+        }
+    }
+
+    /// Writes `join` and the points not delivered yet, with a new journal after them;
+    /// removes the previous journal.
+    fn save(&mut self, join: &SpanJoin, outbox: &[(Arc<str>, u64)]) -> Result<()> {
+        let next = self.journal.saturating_add(1);
+        let next_path = Self::journal_path(&self.path, next);
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&next_path)
+            .with_context(|| format!("creating the journal {}", next_path.display()))?;
+        // (a journal of this number left by a kill before its state was written: empty it)
+        file.set_len(0)
+            .with_context(|| format!("emptying the journal {}", next_path.display()))?;
+        let view = SavedView {
+            join: join.state_view(),
+            outbox: outbox.iter().map(|(t, p)| (&**t, *p)).collect(),
+            journal: next,
+        };
+        save_state(&self.path, &view)?;
+        let previous = Self::journal_path(&self.path, self.journal);
+        self.journal = next;
+        self.file = Some(file);
+        if let Err(e) = std::fs::remove_file(&previous) {
+            if e.kind() != io::ErrorKind::NotFound {
+                eprintln!(
+                    "ddshark-join: cannot remove the journal {} ({e})",
+                    previous.display()
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Reads a saved join, or None when there is none. A file that cannot be read as one is
@@ -257,7 +383,7 @@ fn load_state(path: &Path) -> Result<Option<SavedJoin>> {
 
 /// Writes `saved` to `path` whole or not at all: a temporary file (mode 0600) beside it,
 /// synced, renamed over it.
-fn save_state(path: &Path, saved: &SavedJoin) -> Result<()> {
+fn save_state(path: &Path, saved: &impl Serialize) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let write = || -> io::Result<()> {
         let file = std::fs::OpenOptions::new()
@@ -332,27 +458,74 @@ fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8
     }
 }
 
+/// Feeds a block of lines to the join.
+fn feed_block(join: &mut SpanJoin, block: &[u8]) {
+    for text in block.split(|&b| b == b'\n') {
+        match std::str::from_utf8(text) {
+            Ok(text) => feed_line(join, text),
+            Err(_) => join.reject(),
+        }
+    }
+}
+
+/// The join, the points it has to send first (line protocol, points in it), its checkpoint.
+type Resumed = (SpanJoin, Vec<(String, u64)>, Checkpoint);
+
+/// With `--state`: the saved join (if any) and the journal after it, taken in; the
+/// checkpoint that goes on from there.
+fn resume(path: &Path, settings: JoinSettings) -> Result<Resumed> {
+    let saved = load_state(path)?;
+    let journal = saved.as_ref().map_or(0, |s| s.journal);
+    let (mut join, outbox) = match saved {
+        Some(saved) => (
+            SpanJoin::from_state(settings, saved.join)
+                .with_context(|| format!("--state {}", path.display()))?,
+            saved.outbox,
+        ),
+        None => (SpanJoin::new(settings), Vec::new()),
+    };
+    let journal_path = Checkpoint::journal_path(path, journal);
+    let replayed = match std::fs::read(&journal_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            return Err(e).with_context(|| format!("--state: reading {}", journal_path.display()))
+        }
+    };
+    let spans_before = join.counters.spans;
+    feed_block(&mut join, &replayed);
+    for stale in Checkpoint::stale_journals(path, journal) {
+        let _ = std::fs::remove_file(stale);
+    }
+    if journal > 0 || !replayed.is_empty() {
+        eprintln!(
+            "ddshark-join: went on from {}: {} samples and {} DATA_FRAGs waiting ({} spans of them from its journal), {} points to send",
+            path.display(),
+            join.pending_samples(),
+            join.pending_frags(),
+            join.counters.spans.saturating_sub(spans_before),
+            outbox.iter().map(|(_, p)| p).sum::<u64>()
+        );
+    }
+    let checkpoint = Checkpoint {
+        path: path.to_path_buf(),
+        journal,
+        file: None,
+        complained: false,
+    };
+    Ok((join, outbox, checkpoint))
+}
+
 /// Runs the join until the end of stdin.
 pub fn run(args: &JoinArgs) -> Result<()> {
     let output = Output::parse(&args.output)?;
-    let mut join = SpanJoin::new(args.settings());
-    let mut outbox = Vec::new();
-    if let Some(path) = &args.state {
-        if let Some(saved) = load_state(path)? {
-            let (samples, frags) = (saved.join.pending_samples(), saved.join.pending_frags());
-            join = SpanJoin::from_state(args.settings(), saved.join)
-                .with_context(|| format!("--state {}", path.display()))?;
-            outbox = saved.outbox;
-            // (in memory now; a crash before the next save must not bring it back stale)
-            std::fs::remove_file(path)
-                .with_context(|| format!("removing {} after reading it", path.display()))?;
-            eprintln!(
-                "ddshark-join: went on from {}: {samples} samples and {frags} DATA_FRAGs waiting, {} points to send",
-                path.display(),
-                outbox.iter().map(|(_, p)| p).sum::<u64>()
-            );
+    let (mut join, outbox, mut checkpoint) = match &args.state {
+        Some(path) => {
+            let (join, outbox, checkpoint) = resume(path, args.settings())?;
+            (join, outbox, Some(checkpoint))
         }
-    }
+        None => (SpanJoin::new(args.settings()), Vec::new(), None),
+    };
     // SIGTERM/SIGINT: stop and save as at the end of the input (with --state).
     let stop = Arc::new(AtomicBool::new(false));
     if args.state.is_some() {
@@ -361,7 +534,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             .context("installing the SIGTERM handler")?;
         if let Some(path) = &args.state {
             eprintln!(
-                "ddshark-join: state kept in {} at the end of the input or on SIGTERM",
+                "ddshark-join: state kept in {} at every push (the input between pushes in its journal), at the end of the input and on SIGTERM",
                 path.display()
             );
         }
@@ -373,46 +546,68 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         .spawn(move || read_blocks(BufReader::with_capacity(1 << 20, io::stdin()), block_tx))
         .context("starting the input thread")?;
     let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
+    let undelivered: Arc<Undelivered> = Arc::default();
     let held = Arc::new(AtomicUsize::new(0));
     let dropped = Arc::new(AtomicU64::new(0));
     let keep = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (held, dropped, keep) = (held.clone(), dropped.clone(), keep.clone());
+        let (undelivered, held, dropped, keep) = (
+            undelivered.clone(),
+            held.clone(),
+            dropped.clone(),
+            keep.clone(),
+        );
         thread::Builder::new()
             .name("join-output".into())
-            .spawn(move || deliver(output, batch_rx, held, dropped, keep))
+            .spawn(move || deliver(output, batch_rx, undelivered, held, dropped, keep))
             .context("starting the output thread")?
     };
-    let send = |out: LineWriter, points: u64, last: bool| {
-        let len = out.buf.len();
+    let mut next_id = 0u64;
+    let mut send = |text: String, points: u64, last: bool| {
+        let len = text.len();
         if held.load(Ordering::Relaxed).saturating_add(len) > args.max_output_bytes {
             dropped.fetch_add(points, Ordering::Relaxed);
-        } else {
-            held.fetch_add(len, Ordering::Relaxed);
-            if batch_tx
-                .send(Batch {
-                    text: out.buf,
-                    points,
-                    last,
-                })
-                .is_err()
-            {
-                dropped.fetch_add(points, Ordering::Relaxed);
-            }
+            return;
+        }
+        held.fetch_add(len, Ordering::Relaxed);
+        let (id, text) = (next_id, Arc::<str>::from(text));
+        next_id = next_id.wrapping_add(1);
+        undelivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, (text.clone(), points));
+        if batch_tx
+            .send(Batch {
+                id,
+                text,
+                points,
+                last,
+            })
+            .is_err()
+        {
+            dropped.fetch_add(points, Ordering::Relaxed);
         }
     };
     for (text, points) in outbox {
-        let mut out = LineWriter::default();
-        out.buf = text;
-        send(out, points, false);
+        send(text, points, false);
     }
-    let feed_block = |join: &mut SpanJoin, block: Vec<u8>| {
-        for text in block.split(|&b| b == b'\n') {
-            match std::str::from_utf8(text) {
-                Ok(text) => feed_line(join, text),
-                Err(_) => join.reject(),
-            }
+    let undelivered_now = || -> Vec<(Arc<str>, u64)> {
+        undelivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    };
+    if let Some(cp) = checkpoint.as_mut() {
+        // (what was read back is on disk as a state again before anything new is read)
+        cp.save(&join, &undelivered_now())?;
+    }
+    let take = |join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, block: Vec<u8>| {
+        if let Some(cp) = checkpoint.as_mut() {
+            cp.record(&block);
         }
+        feed_block(join, &block);
     };
     let mut next_push = Instant::now() + args.period;
     let mut input_ended = false;
@@ -421,7 +616,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             // (what the reader has read, and what is still in the pipe, is taken in)
             loop {
                 match block_rx.recv_timeout(Duration::from_millis(100)) {
-                    Ok(block) => feed_block(&mut join, block),
+                    Ok(block) => take(&mut join, &mut checkpoint, block),
                     Err(RecvTimeoutError::Timeout) => break,
                     Err(RecvTimeoutError::Disconnected) => {
                         input_ended = true;
@@ -435,7 +630,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(200));
         match block_rx.recv_timeout(wait) {
-            Ok(block) => feed_block(&mut join, block),
+            Ok(block) => take(&mut join, &mut checkpoint, block),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
                 input_ended = true;
@@ -450,14 +645,19 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             let mut out = LineWriter::default();
             join.counters.points_dropped = dropped.load(Ordering::Relaxed);
             let points = join.push(&mut out);
-            send(out, points.saturating_add(1), false);
+            send(out.buf, points.saturating_add(1), false);
+            if let Some(cp) = checkpoint.as_mut() {
+                if let Err(e) = cp.save(&join, &undelivered_now()) {
+                    eprintln!("ddshark-join: {e:#} (the previous state and its journal stay)");
+                }
+            }
         }
     }
-    let Some(path) = &args.state else {
+    let Some(mut checkpoint) = checkpoint else {
         let mut out = LineWriter::default();
         join.counters.points_dropped = dropped.load(Ordering::Relaxed);
         let points = join.flush(&mut out);
-        send(out, points.saturating_add(1), true);
+        send(out.buf, points.saturating_add(1), true);
         drop(batch_tx);
         let _ = reader.join();
         let _ = writer.join();
@@ -471,17 +671,14 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the output thread panicked"))?;
     join.counters.points_dropped = dropped.load(Ordering::Relaxed);
-    let saved = SavedJoin {
-        outbox: kept.into_iter().map(|b| (b.text, b.points)).collect(),
-        join: join.into_state(),
-    };
-    save_state(path, &saved)?;
+    let kept: Vec<(Arc<str>, u64)> = kept.into_iter().map(|b| (b.text, b.points)).collect();
+    checkpoint.save(&join, &kept)?;
     eprintln!(
         "ddshark-join: saved to {}: {} samples and {} DATA_FRAGs waiting, {} points to send",
-        path.display(),
-        saved.join.pending_samples(),
-        saved.join.pending_frags(),
-        saved.outbox.iter().map(|(_, p)| p).sum::<u64>()
+        checkpoint.path.display(),
+        join.pending_samples(),
+        join.pending_frags(),
+        kept.iter().map(|(_, p)| p).sum::<u64>()
     );
     if input_ended {
         let _ = reader.join();

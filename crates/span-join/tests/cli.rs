@@ -1,6 +1,7 @@
 //! `ddshark-join` as Telegraf runs it: spans on stdin, points to stdout or a unix socket,
 //! everything still waiting joined at the end of the input; bad flags named in the error;
-//! with `--state`, a restart (the end of the input, or SIGTERM) loses no span and no point.
+//! with `--state`, a restart (the end of the input, SIGTERM, or kill -9) loses no span the
+//! join had read and no point.
 //! (The join against `ddshark latency` on real captures, through the real Telegraf:
 //! tests/flux/run.py.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -183,6 +184,12 @@ impl Running {
         self.finish()
     }
 
+    /// SIGKILL, as `kill -9`: no chance to save anything.
+    fn kill9(mut self) {
+        self.child.kill().expect("kill -9");
+        let _ = self.child.wait();
+    }
+
     fn finish(mut self) -> String {
         let status = self.child.wait().expect("ddshark join ends");
         while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
@@ -233,7 +240,6 @@ fn a_restart_with_state_goes_on_with_the_samples_that_waited() {
         "2",
     ]);
     second.wait_for("went on from");
-    assert!(!state.exists(), "the state stays on disk once read");
     second.write(&sample("b", 1_000_500, 1_002_000));
     second.wait_for(LATENCY_B);
     // The counters went on too: both spans, one joined sample.
@@ -244,6 +250,64 @@ fn a_restart_with_state_goes_on_with_the_samples_that_waited() {
         "{said}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// kill -9 after host a's span was read (only the journal has it; or after a push, whose
+/// state has it): the next start joins it with host b's, and counts both spans.
+#[test]
+fn a_kill_9_loses_no_span_the_join_had_read() {
+    for (case, period, journal) in [("journal", "1h", 1), ("pushed", "200ms", 3)] {
+        let dir = temp_dir(&format!("kill9-{case}"));
+        let state = dir.join("join.state");
+        let state_arg = state.to_str().unwrap();
+        let mut first = Running::start(&[
+            "--state",
+            state_arg,
+            "--period",
+            period,
+            "--settle-pushes",
+            "1000",
+        ]);
+        first.wait_for("state kept in");
+        first.write(&sample("a", 1_000_000, 1_000_100));
+        // (read once it is in the journal; with pushes, once a later push's state has it)
+        let journal_path = dir.join(format!("join.state.journal-{journal}"));
+        let t = std::time::Instant::now();
+        while std::fs::metadata(&journal_path).map_or(true, |m| m.len() == 0 && journal == 1) {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "{case}: no {}",
+                journal_path.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        first.kill9();
+        let mut second = Running::start(&[
+            "--state",
+            state_arg,
+            "--period",
+            "100ms",
+            "--settle-pushes",
+            "2",
+        ]);
+        second.wait_for("went on from");
+        second.write(&sample("b", 1_000_500, 1_002_000));
+        second.wait_for(LATENCY_B);
+        second.wait_for("ddshark_join spans=2i,rejected=0i,samples=1i");
+        let said = second.end_input();
+        assert!(
+            said.contains("0 samples and 0 DATA_FRAGs waiting"),
+            "{case}: {said}"
+        );
+        let journals: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("journal"))
+            .collect();
+        assert!(journals.len() <= 1, "{case}: journals left: {journals:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 #[test]
