@@ -12,7 +12,9 @@
 mod app;
 pub mod fmt;
 pub mod log;
+mod pane;
 mod render;
+mod style;
 
 use std::io::{self, IsTerminal, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
