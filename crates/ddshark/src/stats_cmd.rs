@@ -25,10 +25,11 @@ pub enum StatsFormat {
 
 const EXAMPLES: &str = "\
 Examples:
-  ddshark stats capture.pcap > state.json          one JSON document: participants, writers, readers, topics, health
+  ddshark stats capture.pcap > state.json          one JSON document: participants, writers, readers, topics, secured, health
   ddshark stats capture.pcap --format text --ros   a readable report, ROS 2 names
   ddshark stats capture.pcap | jq '.topics[] | {name, samples, lost, retransmitted}'
   ddshark stats capture.pcap --window 1s --loss-timeout 2s
+  ddshark stats sros2.pcap | jq '.secured.pairs[] | {src, dst, bytes: .totals.bytes}'   DDS Security traffic per participant pair
   ddshark stats later.pcap --discovery-cache disc.json   topics learnt from an earlier capture
 ";
 
@@ -37,7 +38,7 @@ Examples:
 pub struct StatsArgs {
     /// pcap or pcapng file
     pub file: PathBuf,
-    /// JSON (participants, writers, readers, topics, health) or a readable report
+    /// JSON (participants, writers, readers, topics, secured, health) or a readable report
     #[arg(long, value_enum, default_value = "json")]
     pub format: StatsFormat,
     /// Show ROS 2 names demangled in the text report (rt/chatter → /chatter)
@@ -243,6 +244,65 @@ fn timing_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
     }
 }
 
+/// DDS Security traffic: totals, what is hidden, and one line per participant pair.
+fn secured_table(r: &mut String, s: &Snapshot) {
+    let sec = &s.secured;
+    if sec.totals.messages == 0 {
+        return;
+    }
+    let t = &sec.totals;
+    let _ = writeln!(
+        r,
+        "\nsecured (DDS Security): {} messages ({} SRTPS-protected), {} protected submessages ({} encrypted, {} signed), {}; last {:.1} s: {:.1} msg/s, {}/s",
+        t.messages,
+        t.srtps_messages,
+        t.sec_submessages,
+        t.encrypted_submessages,
+        t.signed_submessages,
+        units::bytes(t.bytes as f64),
+        sec.window.seconds,
+        sec.window.messages_per_s,
+        units::bytes(sec.window.bandwidth_bps / 8.0)
+    );
+    if sec.protected_endpoints > 0 {
+        let _ = writeln!(
+            r,
+            "protected: {} endpoint(s) of {} participant(s) send protected submessages (their topics, writers and readers are hidden when discovery is protected)",
+            sec.protected_endpoints,
+            sec.participants.iter().filter(|p| p.protected_endpoints > 0).count()
+        );
+    }
+    let _ = writeln!(
+        r,
+        "{:<43} {:<43} {:>8} {:>8} {:>10} {:>8} {:>10}",
+        "FROM", "TO", "MESSAGES", "SUBMSGS", "BYTES", "MSG/s", "BW"
+    );
+    let named = |prefix: &str, name: &Option<String>| match name {
+        Some(n) => format!("{prefix} ({})", trunc(n, 16)),
+        None => prefix.to_string(),
+    };
+    for p in &sec.pairs {
+        let _ = writeln!(
+            r,
+            "{:<43} {:<43} {:>8} {:>8} {:>10} {:>8.1} {:>10}",
+            named(&p.src, &p.src_name),
+            named(&p.dst, &p.dst_name),
+            p.totals.messages,
+            p.totals.sec_submessages,
+            units::bytes(p.totals.bytes as f64),
+            p.window.messages_per_s,
+            format!("{}/s", units::bytes(p.window.bandwidth_bps / 8.0))
+        );
+    }
+    if sec.pairs_evicted > 0 {
+        let _ = writeln!(
+            r,
+            "({} participant pairs evicted; their traffic is in the totals above)",
+            sec.pairs_evicted
+        );
+    }
+}
+
 /// The readable report: totals, one line per topic, what needs attention, health.
 pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
     let mut r = String::new();
@@ -311,6 +371,7 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         );
     }
     timing_table(&mut r, s, o);
+    secured_table(&mut r, s);
     let mut notes = Vec::new();
     for t in &s.topics {
         if t.shared_memory_only {

@@ -18,6 +18,7 @@ pub mod bounded;
 pub mod cache;
 pub mod qos;
 pub mod ros;
+pub mod secured;
 pub mod seq;
 pub mod snapshot;
 pub mod timing;
@@ -38,6 +39,7 @@ use rtps_dissect::{
 use serde::Serialize;
 
 use bounded::{Aged, Bounded};
+use secured::{HostEntry, MessageSecurity, Peer, SecuredOf, SecuredPair, SecuredTraffic};
 use seq::{Finalized, Observed, SeqConfig, SeqTracker};
 pub use snapshot::Snapshot;
 use timing::Timing;
@@ -52,6 +54,8 @@ pub struct StateConfig {
     pub max_participants: usize,
     pub max_writers: usize,
     pub max_readers: usize,
+    /// Participant pairs whose secured traffic is counted apart.
+    pub max_secured_pairs: usize,
     /// Entities not seen for this long are dropped (`None`: only the caps apply).
     pub idle_timeout_ns: Option<u64>,
     /// How often (capture time) idle entities, leases and loss timeouts are checked.
@@ -66,6 +70,7 @@ impl Default for StateConfig {
             max_participants: 4096,
             max_writers: 16_384,
             max_readers: 16_384,
+            max_secured_pairs: 4096,
             idle_timeout_ns: Some(600_000_000_000),
             sweep_every_ns: 1_000_000_000,
         }
@@ -111,6 +116,8 @@ pub struct Participant {
     pub datagrams: u64,
     pub bytes: u64,
     pub gone: Option<Gone>,
+    /// What it sent secured (DDS Security); `None` until it sends any.
+    pub secured: Option<Box<SecuredOf>>,
 }
 
 const MAX_ADDRESSES: usize = 8;
@@ -296,6 +303,12 @@ pub struct StateCounters {
     pub leases_expired: u64,
     /// Capture timestamps that went backwards (tolerated: the clock does not go back).
     pub ts_backwards: u64,
+    /// Secured-traffic participant pairs dropped for room or idleness (their traffic
+    /// stays in the secured totals).
+    pub secured_pairs_evicted_capacity: u64,
+    pub secured_pairs_evicted_idle: u64,
+    /// Address → participant entries dropped (destinations then name the address).
+    pub hosts_evicted: u64,
 }
 
 impl StateCounters {
@@ -378,6 +391,8 @@ pub struct State {
     credited: Vec<Guid>,
     /// Endpoints known from the discovery cache, applied when traffic shows them.
     cached: HashMap<Guid, Arc<EndpointInfo>, KeyHasher>,
+    /// DDS Security traffic per participant pair.
+    pub secured: SecuredTraffic,
 }
 
 impl Default for State {
@@ -399,6 +414,11 @@ impl State {
             next_sweep_ns: 0,
             credited: Vec::new(),
             cached: HashMap::default(),
+            secured: SecuredTraffic::new(
+                config.max_secured_pairs,
+                config.max_participants,
+                config.window_ns,
+            ),
         }
     }
 
@@ -538,6 +558,7 @@ impl State {
                 datagrams: 0,
                 bytes: 0,
                 gone: None,
+                secured: None,
             },
             |_| {
                 counters.participants_evicted_capacity =
@@ -552,27 +573,107 @@ impl State {
         let c = &mut self.counters;
         c.datagrams = c.datagrams.saturating_add(1);
         let now = self.now_ns;
+        let ip = d.src.ip();
+        let mut new_address = false;
         if let Some(p) = self.participant_mut(d.header.guid_prefix) {
             p.last_seen_ns = now;
             p.vendor = Some(d.header.vendor);
             p.version = Some(d.header.version);
             p.datagrams = p.datagrams.saturating_add(1);
             p.bytes = p.bytes.saturating_add(d.udp_len as u64);
-            let ip = d.src.ip();
             if !p.addresses.contains(&ip) && p.addresses.len() < MAX_ADDRESSES {
                 p.addresses.push(ip);
+                new_address = true;
             }
             if p.gone.is_some_and(|g| g.reason == GoneReason::LeaseExpired) {
                 p.gone = None;
             }
+        }
+        // SPDP renews the address's entry, so a living participant's is never idle.
+        if new_address || !d.discovery.is_empty() {
+            self.note_host(ip, d.header.guid_prefix);
         }
         for rec in &d.discovery {
             self.discovery(rec);
         }
         self.credited.clear();
         let dst = addr_hash(&d.dst);
+        let mut security = MessageSecurity::default();
         for sm in d.submessages.iter().flatten() {
+            security.note(sm);
             self.submessage(d, sm, dst);
+        }
+        if security.is_secured() {
+            self.secured_message(d, &mut security);
+        }
+    }
+
+    /// `prefix` sends from `ip`: unicast destinations at `ip` are that participant,
+    /// unless several send from there.
+    fn note_host(&mut self, ip: IpAddr, prefix: GuidPrefix) {
+        let now = self.now_ns;
+        let State {
+            secured, counters, ..
+        } = self;
+        if let Some(h) = secured.hosts.get_or_insert_with(
+            ip,
+            || HostEntry {
+                only: Some(prefix),
+                last_seen_ns: now,
+            },
+            |_| counters.hosts_evicted = counters.hosts_evicted.saturating_add(1),
+        ) {
+            if h.only != Some(prefix) {
+                h.only = None;
+            }
+            h.last_seen_ns = now;
+        }
+    }
+
+    /// Account one secured message to its sender and to its (sender, destination) pair.
+    fn secured_message(&mut self, d: &Datagram<'_>, security: &mut MessageSecurity) {
+        let now = self.now_ns;
+        security.finish(d);
+        let counts = security.counts;
+        let add = |c: &mut secured::SecuredCounts| {
+            use window::Tally;
+            c.add(&counts);
+        };
+        let src = d.header.guid_prefix;
+        let window_ns = self.config.window_ns;
+        if let Some(p) = self.participant_mut(src) {
+            let of = p
+                .secured
+                .get_or_insert_with(|| Box::new(SecuredOf::new(window_ns)));
+            of.stats.record(now, add);
+            for key in security.keys() {
+                of.note_key(*key);
+            }
+        }
+        let dst = match security.dst {
+            Some(prefix) => Peer::Participant(prefix),
+            None => self.secured.peer_at(d.dst.ip()),
+        };
+        let State {
+            secured, counters, ..
+        } = self;
+        secured.total.record(now, add);
+        if let Some(pair) = secured.pairs.get_or_insert_with(
+            (src, dst),
+            || SecuredPair {
+                src,
+                dst,
+                first_seen_ns: now,
+                last_seen_ns: now,
+                stats: Windowed::new(window_ns),
+            },
+            |_| {
+                counters.secured_pairs_evicted_capacity =
+                    counters.secured_pairs_evicted_capacity.saturating_add(1);
+            },
+        ) {
+            pair.last_seen_ns = now;
+            pair.stats.record(now, add);
         }
     }
 
@@ -928,6 +1029,11 @@ impl State {
             let n = self.participants.evict_older_than(cutoff).len() as u64;
             self.counters.participants_evicted_idle =
                 self.counters.participants_evicted_idle.saturating_add(n);
+            let n = self.secured.pairs.evict_older_than(cutoff).len() as u64;
+            self.counters.secured_pairs_evicted_idle =
+                self.counters.secured_pairs_evicted_idle.saturating_add(n);
+            let n = self.secured.hosts.evict_older_than(cutoff).len() as u64;
+            self.counters.hosts_evicted = self.counters.hosts_evicted.saturating_add(n);
         }
         self.counters.frag_samples_evicted = self
             .writers

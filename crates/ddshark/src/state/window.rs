@@ -31,6 +31,17 @@ pub struct Counts {
     pub heartbeat_frags: u64,
 }
 
+/// Counters a [`Windowed`] keeps: summed bucket by bucket.
+pub trait Tally: Copy + Default {
+    fn add(&mut self, other: &Self);
+}
+
+impl Tally for Counts {
+    fn add(&mut self, other: &Self) {
+        Counts::add(self, other);
+    }
+}
+
 impl Counts {
     pub fn add(&mut self, o: &Counts) {
         let f = |a: &mut u64, b: u64| *a = a.saturating_add(b);
@@ -60,22 +71,22 @@ pub const BUCKETS: usize = 10;
 
 /// Totals plus a ring of `BUCKETS` time buckets of `width_ns` each.
 #[derive(Debug, Clone)]
-pub struct Windowed {
-    pub total: Counts,
+pub struct Windowed<C = Counts> {
+    pub total: C,
     width_ns: u64,
-    buckets: [(u64, Counts); BUCKETS],
+    buckets: [(u64, C); BUCKETS],
     latest: u64,
     /// Where bucket `latest` begins: a timestamp inside it needs no division (nearly
     /// every record, and a 64-bit division is the dearest instruction on this path).
     latest_start_ns: u64,
 }
 
-impl Windowed {
+impl<C: Tally> Windowed<C> {
     pub fn new(window_ns: u64) -> Self {
         Self {
-            total: Counts::default(),
+            total: C::default(),
             width_ns: window_ns.checked_div(BUCKETS as u64).unwrap_or(1).max(1),
-            buckets: [(u64::MAX, Counts::default()); BUCKETS],
+            buckets: [(u64::MAX, C::default()); BUCKETS],
             latest: 0,
             latest_start_ns: 0,
         }
@@ -83,7 +94,7 @@ impl Windowed {
 
     /// Apply `f` to the totals and to the bucket of capture time `ts_ns`.
     /// A timestamp older than the window lands in the newest bucket.
-    pub fn record(&mut self, ts_ns: u64, f: impl Fn(&mut Counts)) {
+    pub fn record(&mut self, ts_ns: u64, f: impl Fn(&mut C)) {
         f(&mut self.total);
         let in_latest = ts_ns
             .checked_sub(self.latest_start_ns)
@@ -103,17 +114,17 @@ impl Windowed {
         if let Some((bidx, counts)) = self.buckets.get_mut(slot) {
             if *bidx != idx {
                 *bidx = idx;
-                *counts = Counts::default();
+                *counts = C::default();
             }
             f(counts);
         }
     }
 
     /// Sum of the buckets inside the window ending at `now_ns`.
-    pub fn window(&self, now_ns: u64) -> Counts {
+    pub fn window(&self, now_ns: u64) -> C {
         let now_idx = now_ns.checked_div(self.width_ns).unwrap_or(0);
         let oldest = now_idx.saturating_sub(BUCKETS.saturating_sub(1) as u64);
-        let mut c = Counts::default();
+        let mut c = C::default();
         for (idx, counts) in &self.buckets {
             if *idx != u64::MAX && *idx >= oldest && *idx <= now_idx {
                 c.add(counts);
@@ -122,6 +133,12 @@ impl Windowed {
         c
     }
 
+    pub fn window_ns(&self) -> u64 {
+        self.width_ns.saturating_mul(BUCKETS as u64)
+    }
+}
+
+impl Windowed {
     /// Where the window ending at `now_ns` begins: the start of its oldest bucket.
     pub fn window_start_ns(window_ns: u64, now_ns: u64) -> u64 {
         let width = window_ns.checked_div(BUCKETS as u64).unwrap_or(1).max(1);
@@ -129,10 +146,6 @@ impl Windowed {
         now_idx
             .saturating_sub(BUCKETS.saturating_sub(1) as u64)
             .saturating_mul(width)
-    }
-
-    pub fn window_ns(&self) -> u64 {
-        self.width_ns.saturating_mul(BUCKETS as u64)
     }
 }
 
@@ -143,7 +156,7 @@ mod tests {
 
     #[test]
     fn window_slides_with_capture_time() {
-        let mut w = Windowed::new(10_000_000_000);
+        let mut w = Windowed::<Counts>::new(10_000_000_000);
         for s in 0..20u64 {
             w.record(s * 1_000_000_000, |c| c.samples += 1);
         }
@@ -161,7 +174,7 @@ mod tests {
         // older than the window: each record lands where ts / width says (or, older than
         // the window, in the newest bucket).
         let width = 1_000_000_000u64;
-        let mut w = Windowed::new(width * BUCKETS as u64);
+        let mut w = Windowed::<Counts>::new(width * BUCKETS as u64);
         let mut x = 12345u64;
         let mut ts = 0u64;
         let mut latest = 0u64;
