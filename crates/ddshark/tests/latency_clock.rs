@@ -206,6 +206,22 @@ fn rustdds_pair_under_clock_offsets() {
     check_fixture("d_rustdds_interop");
 }
 
+/// Each host has two addresses (a participant on VLAN 10 and one on VLAN 20, one NIC) whose
+/// samples never mix with the other host's in a way that splits them: the Ethernet source
+/// both captures saw ties each host's two participants, so no host comes from the clocks.
+#[test]
+fn vlan_pair_with_two_addresses_per_host_under_clock_offsets() {
+    check_fixture("h_vlan_pcp");
+    let dir = fixtures().join("h_vlan_pcp");
+    let args = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+    let (_, s) = run(&args).unwrap();
+    let warnings = ddshark::latency::clock_warnings(&args, &s);
+    assert!(
+        !warnings.iter().any(|w| w.contains("taken from the clocks")),
+        "{warnings:?}"
+    );
+}
+
 #[test]
 fn fastdds_pair_with_50_ppm_drift() {
     for offset in [-250 * MS, 12_345_678] {

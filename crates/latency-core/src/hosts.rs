@@ -1,7 +1,7 @@
 //! A participant's host (the capture taken on it) from the order of events, not from the
 //! clocks' values (see the crate docs for the rule).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use crate::offset::{Crossing, Direction, OffsetConfig, OffsetEstimator};
@@ -9,14 +9,15 @@ use crate::offset::{Crossing, Direction, OffsetConfig, OffsetEstimator};
 /// A participant's GUID prefix.
 pub type Participant = [u8; 12];
 
-/// One capture's sighting of a sample: when it first saw any part of it (its own clock) and
-/// the source address of that datagram, when known (without it, a participant is a host
-/// group of its own).
+/// One capture's sighting of a sample: when it first saw any part of it (its own clock), and
+/// the source IP and Ethernet addresses of that datagram, when known (without them, a
+/// participant is a host group of its own unless its announced locators tie it to others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sighting {
     pub capture: usize,
     pub t_first: i64,
     pub src: Option<IpAddr>,
+    pub src_mac: Option<[u8; 6]>,
 }
 
 /// What the captures saw of one sample of `participant`.
@@ -86,6 +87,9 @@ pub struct HostRuleStats {
     pub cells_not_remembered: u64,
 }
 
+/// Most participants waiting for one announced address.
+const MAX_ANNOUNCERS: usize = 256;
+
 /// Per (pair, window, participant node): the smallest and largest Δ.
 type CellKey = (u16, u16, i64, u32);
 
@@ -110,6 +114,9 @@ pub struct HostRule {
     cfg: HostRuleConfig,
     participants: HashMap<Participant, u32>,
     ips: HashMap<IpAddr, u32>,
+    macs: HashMap<[u8; 6], u32>,
+    /// Unicast addresses participants announced (SPDP) that no datagram came from yet.
+    announced: HashMap<IpAddr, Vec<u32>>,
     /// Union-find over participant and address nodes.
     parent: Vec<u32>,
     cells: BTreeMap<CellKey, Cell>,
@@ -128,6 +135,8 @@ impl HostRule {
             },
             participants: HashMap::new(),
             ips: HashMap::new(),
+            macs: HashMap::new(),
+            announced: HashMap::new(),
             parent: Vec::new(),
             cells: BTreeMap::new(),
             first: HashMap::new(),
@@ -165,7 +174,46 @@ impl HostRule {
         }
         let n = self.new_node()?;
         self.ips.insert(ip, n);
+        for p in self.announced.remove(&ip).unwrap_or_default() {
+            self.union(n, p);
+        }
         Some(n)
+    }
+
+    fn mac_node(&mut self, mac: [u8; 6]) -> Option<u32> {
+        if let Some(&n) = self.macs.get(&mac) {
+            return Some(n);
+        }
+        let n = self.new_node()?;
+        self.macs.insert(mac, n);
+        Some(n)
+    }
+
+    /// A participant's SPDP announcement: the unicast addresses of its locators (metatraffic
+    /// and default) are its host's. An address ties the participant to the others that use
+    /// it only once a datagram came from it, so an address every host has but none sends
+    /// from (a container bridge's, say) ties nothing.
+    pub fn announce(&mut self, participant: Participant, addrs: &[IpAddr]) {
+        let Some(node) = self.participant_node(participant) else {
+            return;
+        };
+        for &ip in addrs {
+            if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() {
+                continue;
+            }
+            if let Some(&n) = self.ips.get(&ip) {
+                self.union(node, n);
+                continue;
+            }
+            if !self.announced.contains_key(&ip) && self.announced.len() >= self.cfg.max_nodes {
+                self.stats.nodes_not_remembered = self.stats.nodes_not_remembered.saturating_add(1);
+                continue;
+            }
+            let waiting = self.announced.entry(ip).or_default();
+            if !waiting.contains(&node) && waiting.len() < MAX_ANNOUNCERS {
+                waiting.push(node);
+            }
+        }
     }
 
     fn root(&self, mut n: u32) -> u32 {
@@ -205,6 +253,16 @@ impl HostRule {
         if let Some(src) = s.sightings.iter().find_map(|x| x.src) {
             if let Some(ipn) = self.ip_node(src) {
                 self.union(node, ipn);
+            }
+        }
+        // The Ethernet source is the sending interface's only when every capture saw the
+        // same one (one segment; behind a router each side sees another): interfaces of one
+        // NIC, such as its VLANs, share it.
+        if let [first, rest @ ..] = s.sightings {
+            if !rest.is_empty() && rest.iter().all(|x| x.src_mac == first.src_mac) {
+                if let Some(macn) = first.src_mac.and_then(|m| self.mac_node(m)) {
+                    self.union(node, macn);
+                }
             }
         }
         let seen = self.seen_by.entry(node).or_insert_with(|| vec![0; n]);
@@ -426,9 +484,11 @@ impl HostRule {
 ///
 /// Groups whose ranges overlap in a window are on one side (a sample sent from X has a larger
 /// Δ than any sent from Y), and so are groups each found above the other in some windows.
-/// When that leaves exactly two clusters, one always above the other, the upper one is X's
-/// side. Anything else (one cluster: one-way traffic; three or more: no way to tell where the
-/// split lies) decides nothing.
+/// When the clusters found above or below others then hang together and none is found both
+/// above one and below another, the upper ones are X's side and the lower ones Y's (two
+/// groups of one host that never mix, e.g. participants on two interfaces, each found above
+/// the other host's). Anything else (one cluster: one-way traffic; a cluster above and below:
+/// two of one side differ in delay; clusters in unrelated parts) decides nothing.
 fn split_pair(wins: &[&GroupRanges]) -> Vec<(u32, bool)> {
     let mut ids: Vec<u32> = wins.iter().flat_map(|w| w.keys().copied()).collect();
     ids.sort_unstable();
@@ -498,24 +558,37 @@ fn split_pair(wins: &[&GroupRanges]) -> Vec<(u32, bool)> {
         .map(|&(a, b)| (find(&parent, a), find(&parent, b)))
         .filter(|(a, b)| a != b)
         .collect();
-    let mut clusters: Vec<usize> = related.iter().flat_map(|&(a, b)| [a, b]).collect();
-    clusters.sort_unstable();
-    clusters.dedup();
-    let [c1, c2] = clusters.as_slice() else {
+    let uppers: BTreeSet<usize> = related.iter().map(|&(a, _)| a).collect();
+    let lowers: BTreeSet<usize> = related.iter().map(|&(_, b)| b).collect();
+    // A cluster found both above and below others has a cluster of its own side on one of
+    // them: where the split lies cannot be told.
+    if uppers.is_empty() || !uppers.is_disjoint(&lowers) {
         return Vec::new();
-    };
-    let up = if related.iter().all(|&(a, _)| a == *c1) {
-        *c1
-    } else if related.iter().all(|&(a, _)| a == *c2) {
-        *c2
-    } else {
+    }
+    // All related clusters must hang together: an unrelated pair "one above the other" may
+    // be two groups of one host whose delays differ.
+    let mut linked: Vec<usize> = (0..parent.len()).collect();
+    for &(a, b) in &related {
+        join(&mut linked, a, b);
+    }
+    let mut components: BTreeSet<usize> = BTreeSet::new();
+    for c in uppers.iter().chain(&lowers) {
+        components.insert(find(&linked, *c));
+    }
+    if components.len() != 1 {
         return Vec::new();
-    };
+    }
     ids.iter()
         .enumerate()
         .filter_map(|(i, &g)| {
             let c = find(&parent, i);
-            (c == *c1 || c == *c2).then_some((g, c == up))
+            if uppers.contains(&c) {
+                Some((g, true))
+            } else if lowers.contains(&c) {
+                Some((g, false))
+            } else {
+                None
+            }
         })
         .collect()
 }
@@ -571,11 +644,13 @@ mod tests {
                         capture: 0,
                         t_first: t,
                         src: Some(ip(1)),
+                        src_mac: None,
                     },
                     Sighting {
                         capture: 1,
                         t_first: y(t + 80_000 + (i % 5) * 1_000_000),
                         src: Some(ip(1)),
+                        src_mac: None,
                     },
                 ],
             });
@@ -589,11 +664,13 @@ mod tests {
                             capture: 1,
                             t_first: y(t),
                             src: Some(ip(2)),
+                            src_mac: None,
                         },
                         Sighting {
                             capture: 0,
                             t_first: t + 60_000,
                             src: Some(ip(2)),
+                            src_mac: None,
                         },
                     ],
                 });
@@ -607,6 +684,7 @@ mod tests {
                 capture: 0,
                 t_first: 0,
                 src: Some(ip(2)),
+                src_mac: None,
             }],
         });
         r.decide()
@@ -630,6 +708,68 @@ mod tests {
                 assert_eq!(home(3), order(1), "θ {theta} drift {ppb}");
             }
         }
+    }
+
+    /// Host X runs participant 1 (address .1) and 2 (address .3, a slower path); host Y
+    /// runs 3 (.2). Every window shows 2 above 1 above 3: where the split lies is only known
+    /// once something on the wire ties 1 and 2 (`tie`: an announcement, or a shared MAC).
+    fn two_addresses(tie: impl Fn(&mut HostRule), macs: [Option<[u8; 6]>; 2]) -> Hosts {
+        let mut r = HostRule::new(HostRuleConfig::new(2));
+        tie(&mut r);
+        let theta = 12 * MS;
+        let send = |r: &mut HostRule, p: u8, from: usize, t: i64, delay: i64, src: u8| {
+            let at = |c: usize, t: i64| if c == 1 { t + theta } else { t };
+            let to = 1 - from;
+            let mac = match p {
+                1 | 2 => macs.get(usize::from(p - 1)).copied().flatten(),
+                _ => Some([9; 6]),
+            };
+            r.observe(&Seen {
+                participant: [p; 12],
+                builtin: false,
+                sightings: &[
+                    Sighting {
+                        capture: from,
+                        t_first: at(from, t),
+                        src: Some(ip(src)),
+                        src_mac: mac,
+                    },
+                    Sighting {
+                        capture: to,
+                        t_first: at(to, t + delay),
+                        src: Some(ip(src)),
+                        src_mac: mac,
+                    },
+                ],
+            });
+        };
+        for i in 0..50i64 {
+            let t = i * 20 * MS;
+            send(&mut r, 1, 0, t, MS, 1);
+            send(&mut r, 2, 0, t + MS, 5 * MS, 3);
+            send(&mut r, 3, 1, t + 2 * MS, 100_000, 2);
+        }
+        r.decide()
+    }
+
+    #[test]
+    fn announced_addresses_and_a_shared_mac_tie_a_hosts_participants() {
+        let basis = |h: &Hosts, p: u8| h.home(&[p; 12], None).map(|h| (h.capture, h.basis));
+        let untied = two_addresses(|_| {}, [None, None]);
+        assert_eq!(basis(&untied, 1), Some((0, Basis::Clock)));
+        let announced = two_addresses(
+            |r| r.announce([1; 12], &[ip(1), ip(3), IpAddr::from([172, 17, 0, 1])]),
+            [None, None],
+        );
+        let shared_mac = two_addresses(|_| {}, [Some([2; 6]), Some([2; 6])]);
+        for h in [announced, shared_mac] {
+            assert_eq!(basis(&h, 1), Some((0, Basis::Order)));
+            assert_eq!(basis(&h, 2), Some((0, Basis::Order)));
+            assert_eq!(basis(&h, 3), Some((1, Basis::Order)));
+        }
+        // Different MACs (two NICs, or a router between) tie nothing.
+        let two_macs = two_addresses(|_| {}, [Some([2; 6]), Some([3; 6])]);
+        assert_eq!(basis(&two_macs, 1), Some((0, Basis::Clock)));
     }
 
     #[test]

@@ -155,6 +155,9 @@ pub struct Datagram<'a> {
     /// Outer 802.1Q PCP of the frame that carried the first fragment.
     pub pcp: Option<u8>,
     pub vlan_id: Option<u16>,
+    /// Ethernet source address of the frame that carried the first fragment (the sending
+    /// interface's, or a router's when one sits between it and the capture).
+    pub src_mac: Option<[u8; 6]>,
     /// UDP length field (header included); TCP: the framed message's length
     /// (framing header included).
     pub udp_len: usize,
@@ -292,6 +295,7 @@ struct Envelope {
     ip_fragments: u32,
     pcp: Option<u8>,
     vlan_id: Option<u16>,
+    src_mac: Option<[u8; 6]>,
     truncated: bool,
 }
 
@@ -476,6 +480,7 @@ fn process_frame<'a>(
                     ip_fragments: 1,
                     pcp: link.pcp,
                     vlan_id: link.vlan_id,
+                    src_mac: link.src_mac,
                     truncated: ip.truncated,
                 },
             ),
@@ -494,6 +499,7 @@ fn process_frame<'a>(
                     frame: frame.number,
                     pcp: link.pcp,
                     vlan_id: link.vlan_id,
+                    src_mac: link.src_mac,
                 };
                 match fragments.push(&ip, info, ff) {
                     FragmentResult::Pending => return FrameOutcome::FragmentHeld,
@@ -508,6 +514,7 @@ fn process_frame<'a>(
                             ip_fragments: span.fragments,
                             pcp: span.pcp,
                             vlan_id: span.vlan_id,
+                            src_mac: span.src_mac,
                             truncated: false,
                         },
                     ),
@@ -583,6 +590,7 @@ fn process_frame<'a>(
             dst: SocketAddr::new(ip.dst, udp.dst_port),
             pcp: envelope.pcp,
             vlan_id: envelope.vlan_id,
+            src_mac: envelope.src_mac,
             udp_len: udp.length,
             truncated: envelope.truncated || udp.truncated,
             header,
@@ -693,6 +701,7 @@ fn process_tcp<'a>(
                 dst,
                 pcp: envelope.pcp,
                 vlan_id: envelope.vlan_id,
+                src_mac: envelope.src_mac,
                 udp_len: m.framed_len,
                 truncated: false,
                 header,

@@ -58,9 +58,10 @@ pub struct FragmentSpan {
     /// Fragments that repeated bytes already held.
     pub duplicates: u32,
     pub bytes: usize,
-    /// PCP/VLAN id of the earliest fragment's frame.
+    /// PCP/VLAN id and Ethernet source of the earliest fragment's frame.
     pub pcp: Option<u8>,
     pub vlan_id: Option<u16>,
+    pub src_mac: Option<[u8; 6]>,
 }
 
 /// A datagram given up before it was whole.
@@ -157,6 +158,7 @@ pub struct FragmentFrame {
     pub frame: u64,
     pub pcp: Option<u8>,
     pub vlan_id: Option<u16>,
+    pub src_mac: Option<[u8; 6]>,
 }
 
 #[derive(Default)]
@@ -343,6 +345,7 @@ impl FragmentTracker {
                         frame_last: frame.frame,
                         pcp: frame.pcp,
                         vlan_id: frame.vlan_id,
+                        src_mac: frame.src_mac,
                         ..FragmentSpan::default()
                     },
                     buf,
@@ -362,6 +365,7 @@ impl FragmentTracker {
             span.frame_first = frame.frame;
             span.pcp = frame.pcp;
             span.vlan_id = frame.vlan_id;
+            span.src_mac = frame.src_mac;
         }
         if frame.ts_ns >= span.ts_last_ns {
             span.ts_last_ns = frame.ts_ns;
@@ -439,6 +443,7 @@ mod tests {
             frame: n,
             pcp: None,
             vlan_id: None,
+            src_mac: None,
         }
     }
 

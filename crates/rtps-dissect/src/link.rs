@@ -81,6 +81,8 @@ pub struct LinkInfo<'a> {
     /// Priority code point of the outermost VLAN tag (the TSN priority).
     pub pcp: Option<u8>,
     pub vlan_id: Option<u16>,
+    /// Ethernet source address (Ethernet frames only).
+    pub src_mac: Option<[u8; 6]>,
 }
 
 fn network_of_ethertype(t: u16) -> Network {
@@ -133,6 +135,7 @@ fn after_ethertype(mut ethertype: u16, mut payload: &[u8]) -> Result<LinkInfo<'_
         payload,
         pcp,
         vlan_id,
+        src_mac: None,
     })
 }
 
@@ -159,6 +162,7 @@ fn raw_ip(data: &[u8]) -> Result<LinkInfo<'_>> {
         payload: data,
         pcp: None,
         vlan_id: None,
+        src_mac: None,
     })
 }
 
@@ -169,7 +173,11 @@ pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
         LinkType::Ethernet => {
             let eth = Ethernet2Slice::from_slice_without_fcs(data)
                 .map_err(|e| len_error(Layer::Link, &e))?;
-            after_ethertype(eth.ether_type().0, eth.payload_slice())
+            let info = after_ethertype(eth.ether_type().0, eth.payload_slice())?;
+            Ok(LinkInfo {
+                src_mac: Some(eth.source()),
+                ..info
+            })
         }
         LinkType::LinuxSll => {
             let protocol = b.be_u16(14)?;
@@ -191,6 +199,7 @@ pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
                 payload: b.rest(4)?,
                 pcp: None,
                 vlan_id: None,
+                src_mac: None,
             })
         }
         LinkType::Loop => {
@@ -200,6 +209,7 @@ pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
                 payload: b.rest(4)?,
                 pcp: None,
                 vlan_id: None,
+                src_mac: None,
             })
         }
         LinkType::Raw => raw_ip(data),
@@ -208,12 +218,14 @@ pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
             payload: data,
             pcp: None,
             vlan_id: None,
+            src_mac: None,
         }),
         LinkType::Ipv6 => Ok(LinkInfo {
             network: Network::Ipv6,
             payload: data,
             pcp: None,
             vlan_id: None,
+            src_mac: None,
         }),
         LinkType::Other(v) => Err(DissectError::UnsupportedLinkType(v)),
     }

@@ -319,6 +319,18 @@ impl Locator {
         matches!(self.kind, Self::KIND_SHM | Self::KIND_RTI_SHMEM)
     }
 
+    /// The IP address of a UDP or TCP locator.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        let a = self.address;
+        match self.kind {
+            Self::KIND_UDPV4 | Self::KIND_TCPV4 => {
+                Some(std::net::IpAddr::from([a[12], a[13], a[14], a[15]]))
+            }
+            Self::KIND_UDPV6 | Self::KIND_TCPV6 => Some(std::net::IpAddr::from(a)),
+            _ => None,
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
             Self::KIND_UDPV4 => "udpv4",

@@ -365,6 +365,7 @@ impl Clocks {
                     capture,
                     t_first: r.start,
                     src: None,
+                    src_mac: None,
                 }),
             }
             self.newest = self.newest.max(r.start);

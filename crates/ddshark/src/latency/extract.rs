@@ -39,6 +39,7 @@ pub struct Obs {
     pub frame_last: u64,
     pub src: SocketAddr,
     pub dst: SocketAddr,
+    pub src_mac: Option<[u8; 6]>,
     pub pcp: Option<u8>,
     pub topic: Option<Arc<str>>,
     /// Index of the submessage in its RTPS message.
@@ -121,6 +122,7 @@ pub fn observations(
                 frame_last: d.frame_last,
                 src: d.src,
                 dst: d.dst,
+                src_mac: d.src_mac,
                 pcp: d.pcp,
                 topic: d.topic_of(&writer).map(|t| t.topic.clone()),
                 index: u32::try_from(sm.index).unwrap_or(u32::MAX),

@@ -172,6 +172,7 @@ struct CapObs {
     t_first: i64,
     frame_first: u64,
     src: Option<SocketAddr>,
+    src_mac: Option<[u8; 6]>,
     dst: Option<SocketAddr>,
     pcp: Option<u8>,
     slot: u16,
@@ -195,6 +196,7 @@ impl CapObs {
             t_first: i64::MAX,
             frame_first: 0,
             src: None,
+            src_mac: None,
             dst: None,
             pcp: None,
             slot: 0,
@@ -351,6 +353,13 @@ impl Join {
         self.rule = Some(rule);
     }
 
+    /// A participant announced these unicast addresses (SPDP): evidence for its host.
+    pub fn announce(&mut self, participant: [u8; 12], addrs: &[IpAddr]) {
+        if let Some(rule) = self.rule.as_mut() {
+            rule.announce(participant, addrs);
+        }
+    }
+
     pub fn take_rule(&mut self) -> Option<HostRule> {
         self.rule.take()
     }
@@ -447,6 +456,7 @@ impl Join {
             c.t_first = o.ts_first;
             c.frame_first = o.frame_first;
             c.src = Some(o.src);
+            c.src_mac = o.src_mac;
             c.dst = Some(o.dst);
             c.pcp = o.pcp;
             c.slot = o.slot;
@@ -590,6 +600,7 @@ impl Join {
                 capture: i,
                 t_first: c.t_first,
                 src: c.src.map(|s| s.ip()),
+                src_mac: c.src_mac,
             })
             .collect();
         rule.observe(&Seen {
@@ -732,6 +743,7 @@ mod tests {
             frame_last: 0,
             src: addr,
             dst: addr,
+            src_mac: None,
             pcp: None,
             topic: None,
             index: 0,

@@ -217,6 +217,8 @@ struct Input {
     shift: Shift,
     stats: ExtractStats,
     next: Option<(i64, Vec<Obs>)>,
+    /// SPDP announcements in the frame of `next`: participant, its unicast addresses.
+    announced: Vec<([u8; 12], Vec<std::net::IpAddr>)>,
     truncated: Option<String>,
 }
 
@@ -228,9 +230,11 @@ impl Input {
             shift,
             stats,
             next,
+            announced,
             truncated,
         } = self;
         *next = None;
+        announced.clear();
         if truncated.is_some() {
             return Ok(());
         }
@@ -249,6 +253,17 @@ impl Input {
         dissector.process_with(&frame, |outcome| {
             for d in outcome.datagrams() {
                 observations(d, level, shift, stats, &mut obs);
+                for rec in &d.discovery {
+                    if let rtps_dissect::DiscoveryRecord::Participant(p) = rec {
+                        let addrs = p
+                            .metatraffic_unicast
+                            .iter()
+                            .chain(&p.default_unicast)
+                            .filter_map(|l| l.ip())
+                            .collect();
+                        announced.push((p.guid_prefix.0, addrs));
+                    }
+                }
             }
         });
         *next = Some((ts, obs));
@@ -308,6 +323,7 @@ fn pass(
             shift: *shift,
             stats: ExtractStats::default(),
             next: None,
+            announced: Vec::new(),
             truncated: None,
         });
     }
@@ -343,6 +359,9 @@ fn pass(
         }
         let batch = input.next.take().map(|n| n.1).unwrap_or_default();
         join.saw_frame(i, ts);
+        for (participant, addrs) in input.announced.drain(..) {
+            join.announce(participant, &addrs);
+        }
         for o in batch {
             join.push(i, o, &mut rows);
         }
