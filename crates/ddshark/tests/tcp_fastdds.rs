@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use common::{fixture, latency_args};
 use ddshark::capture::file::FileSource;
-use ddshark::dissect::dissect_source;
 use ddshark::latency::join::{SampleRow, Status};
 use ddshark::latency::{join_captures, Level};
 use ddshark::stats_cmd::{stats_file, StatsOptions};
@@ -84,44 +83,142 @@ fn samples_per_topic_and_writer_equal_the_publishers_log() {
     }
 }
 
-/// Per (writer GUID, SN) from `dissect`'s records of one capture: the capture time of the
-/// first TCP segment that carried any of the sample, and the time the sample was complete
-/// (every fragment's earliest copy held: the latest of those).
+/// One direction of a TCP connection as the capture holds it, put together here without
+/// ddshark's reassembly: its bytes from the SYN on, and per byte the capture time of the
+/// first segment that brought it (`u64::MAX` where no segment did).
+#[derive(Default)]
+struct RawStream {
+    next_after_syn: Option<u32>,
+    bytes: Vec<u8>,
+    arrival: Vec<u64>,
+}
+
+/// Every TCP direction of an Ethernet/IPv4 capture, by (source, destination) address and port.
+fn raw_streams(path: &std::path::Path) -> HashMap<([u8; 6], [u8; 6]), RawStream> {
+    use ddshark::capture::PacketSource;
+    let be16 = |b: &[u8], at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
+    let mut streams: HashMap<([u8; 6], [u8; 6]), RawStream> = HashMap::new();
+    let mut src = FileSource::open(path).unwrap();
+    while let Some(f) = src.next_frame().unwrap() {
+        let d = f.data;
+        assert_eq!(f.link, rtps_dissect::LinkType::Ethernet);
+        if be16(d, 12) != 0x0800 || d[14 + 9] != 6 {
+            continue; // not IPv4/TCP
+        }
+        let ip = &d[14..14 + usize::from(be16(d, 16))];
+        let tcp = &ip[usize::from(ip[0] & 0x0f) * 4..];
+        let key = |a: usize, p: usize| -> [u8; 6] {
+            let mut k = [0; 6];
+            k[..4].copy_from_slice(&ip[a..a + 4]);
+            k[4..].copy_from_slice(&tcp[p..p + 2]);
+            k
+        };
+        let stream = streams.entry((key(12, 0), key(16, 2))).or_default();
+        let seq = u32::from_be_bytes(tcp[4..8].try_into().unwrap());
+        if tcp[13] & 0x02 != 0 {
+            *stream = RawStream {
+                next_after_syn: Some(seq.wrapping_add(1)),
+                ..RawStream::default()
+            };
+            continue;
+        }
+        let payload = &tcp[usize::from(tcp[12] >> 4) * 4..];
+        let Some(first) = stream.next_after_syn else {
+            continue;
+        };
+        let at = seq.wrapping_sub(first) as usize;
+        if stream.bytes.len() < at + payload.len() {
+            stream.bytes.resize(at + payload.len(), 0);
+            stream.arrival.resize(at + payload.len(), u64::MAX);
+        }
+        for (i, &b) in payload.iter().enumerate() {
+            if stream.arrival[at + i] == u64::MAX {
+                stream.bytes[at + i] = b;
+                stream.arrival[at + i] = f.ts_ns;
+            }
+        }
+    }
+    streams
+}
+
+/// Per (writer GUID, SN) of the user samples in a capture, found by walking Fast DDS'
+/// RTCP-framed messages and their RTPS submessages byte by byte in [`raw_streams`]: the
+/// capture time of the segment that brought the first byte of the first message carrying
+/// any of the sample, and the time the sample was complete (per fragment the earliest
+/// message completing it, i.e. its last segment; the latest of those).
 fn sample_times(path: &std::path::Path) -> HashMap<(String, i64), (u64, u64)> {
     let mut first: HashMap<(String, i64), u64> = HashMap::new();
     let mut frags: HashMap<(String, i64), (u32, BTreeMap<u32, u64>)> = HashMap::new();
-    let mut src = FileSource::open(path).unwrap();
-    dissect_source(&mut src, |r| {
-        let (Some(w), Some(sn)) = (&r.writer_guid, r.sn) else {
-            return Ok(true);
-        };
-        if !matches!(r.kind, "DATA" | "DATA_FRAG") {
-            return Ok(true);
-        }
-        let key = (w.clone(), sn);
-        let f = first.entry(key.clone()).or_insert(r.ts_first_ns);
-        *f = (*f).min(r.ts_first_ns);
-        let (units, seen) = frags.entry(key).or_default();
-        match (
-            r.frag_start,
-            r.frags_in_submessage,
-            r.fragment_size,
-            r.sample_size,
-        ) {
-            (Some(start), Some(n), Some(size), Some(total)) => {
-                *units = total.div_ceil(u64::from(size)) as u32;
-                for k in start..start + u32::from(n) {
-                    seen.entry(k).or_insert(r.ts_last_ns);
+    for stream in raw_streams(path).values() {
+        let (bytes, arrival) = (&stream.bytes, &stream.arrival);
+        let mut pos = 0;
+        while pos + 14 <= bytes.len() {
+            assert_eq!(&bytes[pos..pos + 4], b"RTCP", "{}: framing", path.display());
+            let len = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().unwrap()) as usize;
+            let Some(message_arrival) = arrival.get(pos..pos + len) else {
+                break; // the capture ended inside this message
+            };
+            let (t_first, t_done) = (message_arrival[0], *message_arrival.iter().max().unwrap());
+            let rtps = &bytes[pos + 14..pos + len];
+            pos += len;
+            if t_done == u64::MAX || !rtps.starts_with(b"RTPS") {
+                continue; // a hole, or a control message
+            }
+            let prefix: String = rtps[8..20].iter().map(|b| format!("{b:02x}")).collect();
+            let mut at = 20;
+            while at + 4 <= rtps.len() {
+                let (id, little) = (rtps[at], rtps[at + 1] & 1 == 1);
+                let u16_at = |i: usize| {
+                    let b = [rtps[i], rtps[i + 1]];
+                    if little {
+                        u16::from_le_bytes(b)
+                    } else {
+                        u16::from_be_bytes(b)
+                    }
+                };
+                let u32_at = |i: usize| {
+                    let b: [u8; 4] = rtps[i..i + 4].try_into().unwrap();
+                    if little {
+                        u32::from_le_bytes(b)
+                    } else {
+                        u32::from_be_bytes(b)
+                    }
+                };
+                let body = at + 4;
+                let octets = usize::from(u16_at(at + 2));
+                at = if octets == 0 {
+                    rtps.len()
+                } else {
+                    body + octets
+                };
+                // DATA (0x15) and DATA_FRAG (0x16) of user writers (entity kind 0x03).
+                if !matches!(id, 0x15 | 0x16) || rtps[body + 11] != 0x03 {
+                    continue;
+                }
+                let writer: String = rtps[body + 8..body + 12]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                let sn = (i64::from(u32_at(body + 12) as i32) << 32) | i64::from(u32_at(body + 16));
+                let key = (format!("{prefix}{writer}"), sn);
+                let f = first.entry(key.clone()).or_insert(t_first);
+                *f = (*f).min(t_first);
+                let (units, seen) = frags.entry(key).or_default();
+                if id == 0x15 {
+                    *units = 1;
+                    seen.entry(1).or_insert(t_done);
+                } else {
+                    let (start, n) = (u32_at(body + 20), u32::from(u16_at(body + 24)));
+                    let (size, total) = (u32::from(u16_at(body + 26)), u32_at(body + 28));
+                    *units = total.div_ceil(size);
+                    for k in start..start + n {
+                        let t = seen.entry(k).or_insert(t_done);
+                        *t = (*t).min(t_done);
+                    }
                 }
             }
-            _ => {
-                *units = 1;
-                seen.entry(1).or_insert(r.ts_last_ns);
-            }
         }
-        Ok(true)
-    })
-    .unwrap();
+    }
     first
         .into_iter()
         .filter_map(|(k, t_first)| {
@@ -132,6 +229,8 @@ fn sample_times(path: &std::path::Path) -> HashMap<(String, i64), (u64, u64)> {
         .collect()
 }
 
+/// Every sample the publisher logged has a latency row A -> B equal to the one computed from
+/// the logged (writer, SN) and the raw segments' capture times ([`sample_times`]).
 #[test]
 fn latency_join_finds_every_logged_sample_at_its_segments_capture_times() {
     for dir in FIXTURES {
@@ -149,6 +248,15 @@ fn latency_join_finds_every_logged_sample_at_its_segments_capture_times() {
         )
         .unwrap();
         let (sent, received) = (sample_times(&a), sample_times(&b));
+        let logged_keys: std::collections::BTreeSet<_> =
+            logged(dir, "pub").into_values().flatten().collect();
+        for (side, times) in [("a", &sent), ("b", &received)] {
+            let found: std::collections::BTreeSet<_> = times.keys().cloned().collect();
+            assert_eq!(
+                found, logged_keys,
+                "{dir}/{side}: whole samples on the wire"
+            );
+        }
         let mut checked = 0;
         for samples in logged(dir, "pub").values() {
             for key in samples {
