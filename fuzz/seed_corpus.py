@@ -7,7 +7,8 @@ then frames each prefixed by a little-endian u16 length.
 parameter_list/: the ParameterList of every SPDP/SEDP DATA (selector byte: bit 0 =
 little endian), found by walking Ethernet/IPv4/UDP/RTPS by hand.
 tcp_stream/: runs of 20 TCP segments of the RTPS-over-TCP fixtures (l_*), as the fuzz
-target reads them: stream selector, flags, sequence delta, time step, length, payload.
+target reads them: stream selector, flags, sequence delta, time step, length, payload;
+plus RTI TCP transport streams (no fixture has one) built from its layout.
 line_protocol/: SAMPLE and DATA_FRAG spans of two hosts as Telegraf hands them to the
 latency join (`ddshark join`), one sample per input, plus odd escapes.
 """
@@ -121,6 +122,27 @@ def tcp_inputs(segs):
         yield blob
 
 
+def rti_tcp_inputs():
+    """RTI TCP streams: control messages and an RTPS message, with and without CRC, cut
+    into segments of 7, 30 and 200 bytes."""
+    rtps = b"RTPS\x02\x01\x01\x01" + bytes(range(12)) + b"\x15\x05\x08\x00" + bytes(8)
+    for crc in (False, True):
+        def msg(body):
+            word = len(body) | (0x40000000 if body[:4] == b"RTPS" else 0)
+            head = struct.pack(">I", word) + b"\xdd\x54\xdd\x55"
+            return head + (b"CRC2" + bytes(4) if crc else b"") + body
+        def control(kind):
+            return msg(struct.pack(">HHI", kind, 8, 0x2112A442) + bytes(12)
+                       + struct.pack(">HHI", 0x3D02, 4, 7411))
+        stream = control(0x0C01) + control(0x0C02) + msg(rtps) + control(0x0C06) + msg(rtps)
+        for size in (7, 30, 200):
+            blob = b""
+            for i in range(0, len(stream), size):
+                chunk = stream[i:i + size]
+                blob += bytes([0, 0x18]) + struct.pack("<hBH", 0, 1, len(chunk)) + chunk
+            yield blob
+
+
 def main():
     n_dg = n_pl = n_tcp = 0
     for root, _, files in os.walk(FIXTURES):
@@ -144,6 +166,9 @@ def main():
             for blob in tcp_inputs(list(tcp_segments(link, frames))):
                 put("tcp_stream", blob)
                 n_tcp += 1
+    for blob in rti_tcp_inputs():
+        put("tcp_stream", blob)
+        n_tcp += 1
     for blob in span_lines():
         put("line_protocol", blob)
     print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists, {n_tcp} TCP segment runs",

@@ -1,4 +1,4 @@
-//! RTPS over TCP: the RTCP and control headers, and stream reassembly and framing fed
+//! RTPS over TCP: the RTCP, RTCP control and RTI TCP control headers, and stream reassembly and framing fed
 //! hostile segments (any sequence numbers, flags, streams and capture times). Each
 //! segment is: stream selector, flags, sequence number delta (i16 LE, from the
 //! stream's last), time step (u8, in 10 ms), payload length (u16 LE), payload.
@@ -8,12 +8,13 @@ use std::net::SocketAddr;
 
 use libfuzzer_sys::fuzz_target;
 use rtps_dissect::tcp::{
-    parse_tcp, ControlHeader, RtcpHeader, TcpLimits, TcpPush, TcpReassembly, TcpSegment,
-    RTCP_HEADER_LEN,
+    parse_tcp, ControlHeader, RtcpHeader, RtiControlKind, TcpLimits, TcpPush, TcpReassembly,
+    TcpSegment, RTCP_HEADER_LEN,
 };
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_tcp(data);
+    let _ = RtiControlKind::of_message(data);
     if let Ok(h) = RtcpHeader::parse(data) {
         let _ = h.length;
         let _ = ControlHeader::parse(data.get(RTCP_HEADER_LEN..).unwrap_or_default());

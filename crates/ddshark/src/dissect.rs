@@ -135,7 +135,7 @@ pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
             let t = s.tcp;
             eprintln!(
                 "ddshark: RTPS over TCP: {} messages in {} streams; {} segments ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
-                t.rtps_rtcp.saturating_add(t.rtps_length_prefixed).saturating_add(t.rtps_bare),
+                t.rtps_messages(),
                 t.streams_opened,
                 t.segments,
                 t.out_of_order,

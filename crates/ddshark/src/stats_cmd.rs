@@ -471,18 +471,13 @@ pub fn text_report(s: &Snapshot, o: &ReportOptions) -> String {
         let t = &d.tcp;
         let _ = write!(
             health,
-            "; RTPS over TCP: {} messages ({} RTCP-framed, {} length-prefixed, {} bare), {} control, {} streams ({} closed, {} evicted), {} segments ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
-            t.rtps_rtcp.saturating_add(t.rtps_length_prefixed).saturating_add(t.rtps_bare),
+            "; RTPS over TCP: {} messages ({} RTCP-framed, {} RTI TCP, {} length-prefixed, {} bare), {} control, {} streams ({} closed, {} evicted), {} segments ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
+            t.rtps_messages(),
             t.rtps_rtcp,
+            t.rtps_rti_tcp,
             t.rtps_length_prefixed,
             t.rtps_bare,
-            t.control_bind
-                .saturating_add(t.control_open_logical_port)
-                .saturating_add(t.control_check_logical_port)
-                .saturating_add(t.control_keep_alive)
-                .saturating_add(t.control_logical_port_closed)
-                .saturating_add(t.control_unbind)
-                .saturating_add(t.control_unknown),
+            t.control_messages(),
             t.streams_opened,
             t.streams_closed,
             t.streams_evicted_idle.saturating_add(t.streams_evicted_capacity),

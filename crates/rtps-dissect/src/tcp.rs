@@ -7,6 +7,12 @@
 //!   Fast DDS ships for). What follows is either an RTPS message or an RTCP control
 //!   message (16-byte header: kind, flags, length u16, 12-byte transaction id) such
 //!   as bind connection, open/check logical port and keep alive.
+//! - **RTI Connext TCP transport**: an 8-byte header, a big-endian word (two control
+//!   bits and a 30-bit length for RTPS, a 16-bit length in its low half for control
+//!   messages) and the magic `0xDD54DD55`, optionally followed by `CRC2` and a CRC
+//!   (8 more bytes); then one RTPS message or a control message (kind u16, attribute
+//!   list length u16, the cookie `0x2112A442`, a 12-byte transaction id, attributes),
+//!   as Wireshark's packet-rtitcp.c reads them.
 //! - **Length-prefixed RTPS**: a 4-byte length (big- or little-endian, told apart on
 //!   the first message) and then the RTPS message.
 //! - **Bare RTPS**: a segment that starts with `'RTPS'` is taken as one message.
@@ -31,6 +37,16 @@ use crate::types::KeyHasher;
 pub const RTCP_MAGIC: &[u8; 4] = b"RTCP";
 pub const RTCP_HEADER_LEN: usize = 14;
 pub const CONTROL_HEADER_LEN: usize = 16;
+/// RTI TCP transport: the magic in bytes 4..8 of every message header.
+pub const RTI_TCP_MAGIC: &[u8; 4] = &[0xDD, 0x54, 0xDD, 0x55];
+pub const RTI_TCP_HEADER_LEN: usize = 8;
+/// An RTI TCP header with a CRC: `CRC2` and the CRC after the first 8 bytes.
+const RTI_TCP_CRC_MAGIC: &[u8; 4] = b"CRC2";
+const RTI_TCP_CRC_LEN: usize = 8;
+/// RTI TCP control messages carry this cookie after their kind and attribute length.
+const RTI_CONTROL_COOKIE: u32 = 0x2112_A442;
+/// Kind, attribute list length, cookie, transaction id.
+pub const RTI_CONTROL_HEADER_LEN: usize = 20;
 /// RTPS header length: the least an RTPS message can be.
 const RTPS_HEADER_LEN: usize = 20;
 const TCP_MIN_HEADER_LEN: usize = 20;
@@ -176,11 +192,106 @@ impl ControlHeader {
     }
 }
 
+/// Kind of an RTI TCP control message: requests (0x0Cxx), indications (0x0C1x),
+/// responses (0x0Dxx) and errors (0x0D1x) of one exchange count as one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtiControlKind {
+    IdentityBind,
+    ServerLogicalPort,
+    ClientLogicalPort,
+    ConnectionBind,
+    SessionId,
+    Liveliness,
+    FinalizeSession,
+    Unknown(u16),
+}
+
+impl RtiControlKind {
+    pub fn from_u16(v: u16) -> Self {
+        let [class, low] = v.to_be_bytes();
+        if !matches!(class, 0x0C | 0x0D) || low & 0xE0 != 0 {
+            return Self::Unknown(v);
+        }
+        match low & 0x0F {
+            0x01 => Self::IdentityBind,
+            0x02 => Self::ServerLogicalPort,
+            0x03 => Self::ClientLogicalPort,
+            0x04 => Self::ConnectionBind,
+            0x05 => Self::SessionId,
+            0x06 => Self::Liveliness,
+            0x0F => Self::FinalizeSession,
+            _ => Self::Unknown(v),
+        }
+    }
+
+    /// The kind of the RTI TCP control message `body` (what follows the RTI TCP header);
+    /// `Unknown` when it is too short or lacks the control cookie.
+    pub fn of_message(body: &[u8]) -> Self {
+        let b = Bytes::big(body, Layer::TcpFraming);
+        match (b.be_u16(0), b.be_u32(4)) {
+            (Ok(kind), Ok(RTI_CONTROL_COOKIE)) => Self::from_u16(kind),
+            (Ok(kind), _) => Self::Unknown(kind),
+            _ => Self::Unknown(0),
+        }
+    }
+}
+
+/// Where the RTI TCP message at the start of `rest` ends.
+#[derive(Debug, PartialEq, Eq)]
+enum RtiTcpFrame {
+    /// Not enough bytes yet to tell.
+    Wait,
+    /// No RTI TCP header here: the framing is lost.
+    Lost,
+    Framed {
+        header_len: usize,
+        framed_len: usize,
+    },
+}
+
+fn rti_tcp_frame(rest: &[u8], max_message: usize) -> RtiTcpFrame {
+    let (Some(word), Some(magic)) = (rest.get(..4), rest.get(4..8)) else {
+        return RtiTcpFrame::Wait;
+    };
+    if magic != RTI_TCP_MAGIC {
+        return RtiTcpFrame::Lost;
+    }
+    let Some(after) = rest.get(RTI_TCP_HEADER_LEN..RTI_TCP_HEADER_LEN + 4) else {
+        return RtiTcpFrame::Wait;
+    };
+    let header_len = if after == RTI_TCP_CRC_MAGIC {
+        RTI_TCP_HEADER_LEN + RTI_TCP_CRC_LEN
+    } else {
+        RTI_TCP_HEADER_LEN
+    };
+    let Some(body_start) = rest.get(header_len..header_len.saturating_add(4)) else {
+        return RtiTcpFrame::Wait;
+    };
+    let mut w = [0u8; 4];
+    w.copy_from_slice(word);
+    let word = u32::from_be_bytes(w);
+    // RTPS: the low 30 bits (the top two are control bits); control: the low 16.
+    let len = if is_rtps_magic(body_start) {
+        word & 0x3FFF_FFFF
+    } else {
+        word & 0xFFFF
+    } as usize;
+    if len > max_message {
+        return RtiTcpFrame::Lost;
+    }
+    RtiTcpFrame::Framed {
+        header_len,
+        framed_len: header_len.saturating_add(len),
+    }
+}
+
 /// How RTPS is framed on a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TcpFraming {
     /// Fast DDS' 14-byte RTCP header.
     Rtcp,
+    /// RTI Connext's TCP transport: 8-byte header (16 with a CRC).
+    RtiTcp,
     /// 4-byte length, then the RTPS message.
     LengthPrefixed { little_endian: bool },
     /// A segment that starts with `RTPS` is one message.
@@ -191,16 +302,9 @@ impl TcpFraming {
     pub fn name(self) -> &'static str {
         match self {
             TcpFraming::Rtcp => "rtcp",
+            TcpFraming::RtiTcp => "rti_tcp",
             TcpFraming::LengthPrefixed { .. } => "length_prefixed",
             TcpFraming::Bare => "bare",
-        }
-    }
-
-    fn header_len(self) -> usize {
-        match self {
-            TcpFraming::Rtcp => RTCP_HEADER_LEN,
-            TcpFraming::LengthPrefixed { .. } => 4,
-            TcpFraming::Bare => 0,
         }
     }
 }
@@ -209,6 +313,9 @@ impl TcpFraming {
 /// the segment's first bytes are looked at, so other TCP traffic costs no scan; a stream
 /// picked up mid-message is tracked from its next segment that starts one.
 fn detect(payload: &[u8], max_message: usize) -> Option<(usize, TcpFraming)> {
+    if payload.get(4..8) == Some(RTI_TCP_MAGIC.as_slice()) {
+        return Some((0, TcpFraming::RtiTcp));
+    }
     if payload.get(4..8).is_some_and(is_rtps_magic) {
         let prefix = payload.get(..4)?;
         let mut four = [0u8; 4];
@@ -313,6 +420,7 @@ pub struct TcpStats {
     pub rtps_rtcp: u64,
     pub rtps_length_prefixed: u64,
     pub rtps_bare: u64,
+    pub rtps_rti_tcp: u64,
     /// RTCP payloads that are neither RTPS nor a control message.
     pub rtcp_unknown_payload: u64,
     /// Framed messages that start with `RTPS` but whose header could not be read.
@@ -325,11 +433,64 @@ pub struct TcpStats {
     pub control_logical_port_closed: u64,
     pub control_unbind: u64,
     pub control_unknown: u64,
+    /// RTI TCP control messages by kind (requests, indications, responses and errors
+    /// together); `rti_control_unknown` also counts those without the control cookie.
+    pub rti_control_bind: u64,
+    pub rti_control_logical_port: u64,
+    pub rti_control_session: u64,
+    pub rti_control_liveliness: u64,
+    pub rti_control_finalize: u64,
+    pub rti_control_unknown: u64,
 }
 
 impl TcpStats {
     pub fn is_zero(&self) -> bool {
         *self == Self::default()
+    }
+
+    /// RTPS messages over TCP, every framing.
+    pub fn rtps_messages(&self) -> u64 {
+        self.rtps_rtcp
+            .saturating_add(self.rtps_rti_tcp)
+            .saturating_add(self.rtps_length_prefixed)
+            .saturating_add(self.rtps_bare)
+    }
+
+    /// Control messages of either transport (Fast DDS RTCP, RTI TCP).
+    pub fn control_messages(&self) -> u64 {
+        [
+            self.control_bind,
+            self.control_open_logical_port,
+            self.control_check_logical_port,
+            self.control_keep_alive,
+            self.control_logical_port_closed,
+            self.control_unbind,
+            self.control_unknown,
+            self.rti_control_bind,
+            self.rti_control_logical_port,
+            self.rti_control_session,
+            self.rti_control_liveliness,
+            self.rti_control_finalize,
+            self.rti_control_unknown,
+        ]
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(*b))
+    }
+
+    fn count_rti_control(&mut self, kind: RtiControlKind) {
+        let c = match kind {
+            RtiControlKind::IdentityBind | RtiControlKind::ConnectionBind => {
+                &mut self.rti_control_bind
+            }
+            RtiControlKind::ServerLogicalPort | RtiControlKind::ClientLogicalPort => {
+                &mut self.rti_control_logical_port
+            }
+            RtiControlKind::SessionId => &mut self.rti_control_session,
+            RtiControlKind::Liveliness => &mut self.rti_control_liveliness,
+            RtiControlKind::FinalizeSession => &mut self.rti_control_finalize,
+            RtiControlKind::Unknown(_) => &mut self.rti_control_unknown,
+        };
+        inc(c);
     }
 
     fn count_control(&mut self, kind: ControlKind) {
@@ -784,7 +945,8 @@ fn frame_messages(
         if !s.synced {
             let found = match s.framing {
                 TcpFraming::Rtcp => find(rest, RTCP_MAGIC),
-                // The prefix sits just before the magic.
+                // The length word sits just before the magic.
+                TcpFraming::RtiTcp => rest.get(4..).and_then(|r| find(r, RTI_TCP_MAGIC)),
                 TcpFraming::LengthPrefixed { .. } => rest.get(4..).and_then(|r| find(r, b"RTPS")),
                 TcpFraming::Bare => None,
             };
@@ -805,17 +967,25 @@ fn frame_messages(
                 }
             }
         }
-        let header_len = s.framing.header_len();
+        // (framed length, header length, logical port)
         let parsed = match s.framing {
             TcpFraming::Rtcp => {
                 if rest.len() < RTCP_HEADER_LEN {
                     break;
                 }
                 RtcpHeader::parse(rest)
-                    .map(|h| (h.length as usize, Some(h.logical_port)))
+                    .map(|h| (h.length as usize, RTCP_HEADER_LEN, Some(h.logical_port)))
                     .ok()
-                    .filter(|(len, _)| (RTCP_HEADER_LEN..=limits.max_message).contains(len))
+                    .filter(|(len, ..)| (RTCP_HEADER_LEN..=limits.max_message).contains(len))
             }
+            TcpFraming::RtiTcp => match rti_tcp_frame(rest, limits.max_message) {
+                RtiTcpFrame::Wait => break,
+                RtiTcpFrame::Lost => None,
+                RtiTcpFrame::Framed {
+                    header_len,
+                    framed_len,
+                } => Some((framed_len, header_len, None)),
+            },
             TcpFraming::LengthPrefixed { little_endian } => {
                 let Ok(n) = Bytes::new(rest, Layer::TcpFraming, little_endian).u32(0) else {
                     break;
@@ -823,11 +993,11 @@ fn frame_messages(
                 let n = n as usize;
                 (RTPS_HEADER_LEN..=limits.max_message)
                     .contains(&n)
-                    .then_some((n.saturating_add(4), None))
+                    .then_some((n.saturating_add(4), 4, None))
             }
             TcpFraming::Bare => None,
         };
-        let Some((framed_len, logical_port)) = parsed else {
+        let Some((framed_len, header_len, logical_port)) = parsed else {
             lose_sync(s, stats);
             continue;
         };
@@ -856,6 +1026,7 @@ fn frame_messages(
                 .unwrap_or((ts_ns, frame));
             inc(match s.framing {
                 TcpFraming::Rtcp => &mut stats.rtps_rtcp,
+                TcpFraming::RtiTcp => &mut stats.rtps_rti_tcp,
                 _ => &mut stats.rtps_length_prefixed,
             });
             out.push(TcpMessage {
@@ -876,6 +1047,8 @@ fn frame_messages(
                 Ok(c) => stats.count_control(c.kind),
                 Err(_) => inc(&mut stats.rtcp_unknown_payload),
             }
+        } else if s.framing == TcpFraming::RtiTcp {
+            stats.count_rti_control(RtiControlKind::of_message(body));
         } else {
             // A length prefix that does not lead to RTPS: not a message boundary.
             s.consumed = s.consumed.saturating_sub(framed_len);
@@ -1093,6 +1266,125 @@ mod tests {
         let got = push(&mut r, 100 + (m1.len() - 30) as u32, &m2, 1);
         assert_eq!(got, vec![(rtps(2, 40), 1, 1, 1)]);
         assert_eq!(r.stats().streams_opened, 1);
+    }
+
+    /// An RTI TCP message: the 8-byte header (with `CRC2` and a CRC when `crc`), `body`.
+    fn rti_tcp(body: &[u8], crc: bool) -> Vec<u8> {
+        let control_bits = if body.starts_with(b"RTPS") {
+            0x4000_0000
+        } else {
+            0
+        };
+        let mut m = (body.len() as u32 | control_bits).to_be_bytes().to_vec();
+        m.extend_from_slice(RTI_TCP_MAGIC);
+        if crc {
+            m.extend_from_slice(b"CRC2");
+            m.extend_from_slice(&0xdead_beefu32.to_be_bytes());
+        }
+        m.extend_from_slice(body);
+        m
+    }
+
+    /// An RTI TCP control message of `kind` with one attribute (a locator port).
+    fn rti_control(kind: u16) -> Vec<u8> {
+        let mut c = kind.to_be_bytes().to_vec();
+        c.extend_from_slice(&8u16.to_be_bytes());
+        c.extend_from_slice(&RTI_CONTROL_COOKIE.to_be_bytes());
+        c.extend_from_slice(&[7; 12]);
+        c.extend_from_slice(&0x3D02u16.to_be_bytes());
+        c.extend_from_slice(&4u16.to_be_bytes());
+        c.extend_from_slice(&7411u32.to_be_bytes());
+        rti_tcp(&c, false)
+    }
+
+    #[test]
+    fn rti_tcp_messages_control_and_crc() {
+        let (m1, m2) = (rtps(1, 40), rtps(2, 3000));
+        let mut stream = rti_control(0x0C01);
+        stream.extend(rti_control(0x0D01));
+        stream.extend(rti_control(0x0C02));
+        stream.extend(rti_tcp(&m1, false));
+        stream.extend(rti_control(0x0C06));
+        stream.extend(rti_tcp(&m2, true));
+        stream.extend(rti_control(0x0C1F));
+        stream.extend(rti_control(0x0C09));
+        let mut r = TcpReassembly::default();
+        let mut got = Vec::new();
+        // Split across segments of 100 bytes: headers and messages straddle them.
+        for (i, chunk) in stream.chunks(100).enumerate() {
+            got.extend(push(&mut r, (i * 100) as u32, chunk, i as u64 + 1));
+        }
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].0, m1);
+        assert_eq!(got[1].0, m2);
+        assert!(got[1].3 > 30, "segments of the large message: {}", got[1].3);
+        let s = r.stats();
+        assert_eq!(s.rtps_rti_tcp, 2);
+        assert_eq!(
+            (
+                s.rti_control_bind,
+                s.rti_control_logical_port,
+                s.rti_control_liveliness,
+                s.rti_control_finalize,
+                s.rti_control_unknown
+            ),
+            (2, 1, 1, 1, 1)
+        );
+        assert_eq!(s.control_messages(), 6);
+        assert_eq!((s.resyncs, s.messages_malformed), (0, 0));
+        assert_eq!(s.rtps_messages(), 2);
+    }
+
+    #[test]
+    fn rti_tcp_kinds_and_lengths() {
+        assert_eq!(
+            RtiControlKind::from_u16(0x0D14),
+            RtiControlKind::ConnectionBind
+        );
+        assert_eq!(RtiControlKind::from_u16(0x0C15), RtiControlKind::SessionId);
+        assert_eq!(
+            RtiControlKind::from_u16(0x0D03),
+            RtiControlKind::ClientLogicalPort
+        );
+        assert_eq!(
+            RtiControlKind::from_u16(0x0E01),
+            RtiControlKind::Unknown(0x0E01)
+        );
+        assert_eq!(
+            RtiControlKind::of_message(&[0x0C, 0x06]),
+            RtiControlKind::Unknown(0x0C06)
+        );
+        assert_eq!(RtiControlKind::of_message(&[]), RtiControlKind::Unknown(0));
+        let m = rti_tcp(&rtps(1, 4), true);
+        assert_eq!(rti_tcp_frame(&m[..11], 1 << 20), RtiTcpFrame::Wait);
+        assert_eq!(
+            rti_tcp_frame(&m, 1 << 20),
+            RtiTcpFrame::Framed {
+                header_len: 16,
+                framed_len: m.len()
+            }
+        );
+        assert_eq!(rti_tcp_frame(&m, 10), RtiTcpFrame::Lost);
+        assert_eq!(
+            rti_tcp_frame(b"\0\0\0\x10RTPS\0\0\0\0", 1 << 20),
+            RtiTcpFrame::Lost
+        );
+    }
+
+    #[test]
+    fn rti_tcp_framing_is_found_again_after_a_gap() {
+        let m = rtps(3, 100);
+        let one = rti_tcp(&m, false);
+        let mut r = TcpReassembly::default();
+        assert_eq!(push(&mut r, 0, &one, 1).len(), 1);
+        let n = one.len() as u32;
+        // The second message's first 10 bytes never come; the third arrives whole.
+        assert!(push(&mut r, n + 10, &one[10..], 2).is_empty());
+        let got = push(&mut r, 2 * n, &one, 2_000_000_003);
+        assert_eq!(got.len(), 1, "{:?}", r.stats());
+        assert_eq!(got[0].0, m);
+        let s = r.stats();
+        assert_eq!((s.gaps, s.gap_bytes, s.rtps_rti_tcp), (1, 10, 2));
     }
 
     #[test]

@@ -155,6 +155,12 @@ pub fn messages() -> Vec<Vec<u8>> {
 
 /// Write the capture (pcap, µs) with its first frame at `start_s`, one frame per ms.
 pub fn write_pcap(path: &Path, start_s: u32, delay_us: u32) {
+    let frames: Vec<Vec<u8>> = messages().iter().map(|m| frame(m)).collect();
+    write_frames(path, start_s, delay_us, &frames);
+}
+
+/// A pcap (µs, Ethernet) of `frames`, the first at `start_s`, one per ms, all `delay_us` later.
+fn write_frames(path: &Path, start_s: u32, delay_us: u32, frames: &[Vec<u8>]) {
     let mut out = Vec::new();
     out.extend(0xa1b2_c3d4u32.to_le_bytes());
     out.extend(2u16.to_le_bytes());
@@ -162,13 +168,157 @@ pub fn write_pcap(path: &Path, start_s: u32, delay_us: u32) {
     out.extend([0u8; 8]);
     out.extend(65535u32.to_le_bytes());
     out.extend(1u32.to_le_bytes());
-    for (i, m) in messages().iter().enumerate() {
-        let f = frame(m);
-        out.extend(start_s.to_le_bytes());
-        out.extend((i as u32 * 1000 + delay_us).to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        let us = i as u64 * 1000 + u64::from(delay_us);
+        out.extend((start_s + (us / 1_000_000) as u32).to_le_bytes());
+        out.extend(((us % 1_000_000) as u32).to_le_bytes());
         out.extend((f.len() as u32).to_le_bytes());
         out.extend((f.len() as u32).to_le_bytes());
         out.extend(f);
     }
     std::fs::write(path, out).expect("write pcap");
+}
+
+/// How [`write_tcp_pcap`] carries the RTPS messages on its TCP connection.
+#[derive(Debug, Clone, Copy)]
+pub enum TcpWrap {
+    /// RTI Connext's TCP transport (Wireshark's packet-rtitcp.c): every message behind an
+    /// 8-byte header (a big-endian word: two control bits and a 30-bit length for RTPS,
+    /// a 16-bit length for control messages; the magic 0xDD54DD55), with `crc` 8 more
+    /// bytes (`CRC2`, a CRC); the client binds its identity and asks for the server's
+    /// logical port first, the server answers on its own direction, liveliness between.
+    RtiTcp { crc: bool },
+    /// A 4-byte big-endian length before each RTPS message, nothing else.
+    LengthPrefixed,
+}
+
+/// The client's address and port, and the server's.
+pub const TCP_CLIENT: ([u8; 4], u16) = ([10, 0, 0, 1], 40000);
+pub const TCP_SERVER: ([u8; 4], u16) = ([10, 0, 0, 2], 7411);
+/// Largest TCP payload per segment: every message spans several segments.
+const SEGMENT: usize = 90;
+
+/// Ethernet/IPv4/TCP frame `from` → `to` with sequence number `seq`, `flags`, `payload`.
+fn tcp_frame(
+    from: ([u8; 4], u16),
+    to: ([u8; 4], u16),
+    seq: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut ip = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, 6, 0, 0];
+    ip[2..4].copy_from_slice(&((40 + payload.len()) as u16).to_be_bytes());
+    ip.extend(from.0);
+    ip.extend(to.0);
+    let sum = ones_complement(&ip);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    let mut f = vec![
+        0, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 8, 0,
+    ];
+    f.extend(ip);
+    f.extend(from.1.to_be_bytes());
+    f.extend(to.1.to_be_bytes());
+    f.extend(seq.to_be_bytes());
+    f.extend(0u32.to_be_bytes());
+    f.extend([5 << 4, flags]);
+    f.extend(65535u16.to_be_bytes());
+    f.extend([0, 0, 0, 0]);
+    f.extend(payload);
+    f
+}
+
+/// An RTI TCP message: header (+ CRC), then `body`.
+pub fn rti_tcp_message(body: &[u8], crc: bool) -> Vec<u8> {
+    let control_bits: u32 = if body.starts_with(b"RTPS") {
+        0x4000_0000
+    } else {
+        0
+    };
+    let mut m = (body.len() as u32 | control_bits).to_be_bytes().to_vec();
+    m.extend([0xDD, 0x54, 0xDD, 0x55]);
+    if crc {
+        m.extend(b"CRC2");
+        m.extend(0x1234_5678u32.to_be_bytes());
+    }
+    m.extend(body);
+    m
+}
+
+/// An RTI TCP control message of `kind` (0x0C.. requests, 0x0D.. responses) with a
+/// locator port attribute (type 0x3D02), after the control cookie 0x2112A442 and a
+/// 12-byte transaction id.
+pub fn rti_tcp_control(kind: u16, transaction: u8, crc: bool) -> Vec<u8> {
+    let mut c = kind.to_be_bytes().to_vec();
+    c.extend(8u16.to_be_bytes());
+    c.extend(0x2112_A442u32.to_be_bytes());
+    c.extend([transaction; 12]);
+    c.extend(0x3D02u16.to_be_bytes());
+    c.extend(4u16.to_be_bytes());
+    c.extend(u32::from(TCP_SERVER.1).to_be_bytes());
+    rti_tcp_message(&c, crc)
+}
+
+/// The RTI TCP control messages [`write_tcp_pcap`] writes, by kind: identity bind, server
+/// logical port and liveliness, each a request and a response.
+pub const RTI_TCP_CONTROL: [(u16, u16); 3] = [(0x0C01, 0x0D01), (0x0C02, 0x0D02), (0x0C06, 0x0D06)];
+
+/// Write [`messages`] as one TCP connection client → server framed by `wrap` (pcap, µs,
+/// one frame per ms from `start_s`, all `delay_us` later), each direction's bytes cut
+/// into segments of at most 90 bytes regardless of message boundaries.
+pub fn write_tcp_pcap(path: &Path, start_s: u32, delay_us: u32, wrap: TcpWrap) {
+    let (mut to_server, mut to_client) = (Vec::new(), Vec::new());
+    match wrap {
+        TcpWrap::RtiTcp { crc } => {
+            for (i, (request, response)) in RTI_TCP_CONTROL.iter().take(2).enumerate() {
+                to_server.extend(rti_tcp_control(*request, i as u8, crc));
+                to_client.extend(rti_tcp_control(*response, i as u8, crc));
+            }
+            for (i, m) in messages().iter().enumerate() {
+                to_server.extend(rti_tcp_message(m, crc));
+                if i == 2 {
+                    let (request, response) = RTI_TCP_CONTROL[2];
+                    to_server.extend(rti_tcp_control(request, 9, crc));
+                    to_client.extend(rti_tcp_control(response, 9, crc));
+                }
+            }
+        }
+        TcpWrap::LengthPrefixed => {
+            for m in messages() {
+                to_server.extend((m.len() as u32).to_be_bytes());
+                to_server.extend(m);
+            }
+        }
+    }
+    let (isn_client, isn_server) = (1_000_000u32, 7_000_000u32);
+    let mut frames = vec![
+        tcp_frame(TCP_CLIENT, TCP_SERVER, isn_client, 0x02, &[]),
+        tcp_frame(TCP_SERVER, TCP_CLIENT, isn_server, 0x12, &[]),
+    ];
+    let client_segments = to_server.chunks(SEGMENT).enumerate().map(|(i, c)| {
+        tcp_frame(
+            TCP_CLIENT,
+            TCP_SERVER,
+            isn_client + 1 + (i * SEGMENT) as u32,
+            0x18,
+            c,
+        )
+    });
+    let mut server_segments = to_client.chunks(SEGMENT).enumerate().map(|(i, c)| {
+        tcp_frame(
+            TCP_SERVER,
+            TCP_CLIENT,
+            isn_server + 1 + (i * SEGMENT) as u32,
+            0x18,
+            c,
+        )
+    });
+    // The server's answers interleaved with the client's segments.
+    for (i, f) in client_segments.enumerate() {
+        frames.push(f);
+        if i % 2 == 1 {
+            frames.extend(server_segments.next());
+        }
+    }
+    frames.extend(server_segments);
+    write_frames(path, start_s, delay_us, &frames);
 }
