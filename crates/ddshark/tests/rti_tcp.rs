@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::rti::{self, TcpWrap};
 use ddshark::capture::file::FileSource;
@@ -35,7 +35,7 @@ fn captures(test: &str, wrap: TcpWrap, label: &str) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
-fn records(path: &PathBuf) -> Vec<SubmessageRecord> {
+fn records(path: &Path) -> Vec<SubmessageRecord> {
     let mut source = FileSource::open(path).unwrap();
     let mut out = Vec::new();
     dissect_source(&mut source, |r| {
@@ -141,7 +141,7 @@ fn latency_joins_every_sample_at_its_segments_times() {
     for (wrap, label) in WRAPS {
         let (a, b) = captures("latency", wrap, label);
         // Per SN: the sender's first segment and the receiver's last, from dissect.
-        let first_last = |p: &PathBuf, first: bool| {
+        let first_last = |p: &Path, first: bool| {
             let mut m = std::collections::HashMap::new();
             for r in records(p) {
                 let t = if first { r.ts_first_ns } else { r.ts_last_ns };
@@ -157,7 +157,11 @@ fn latency_joins_every_sample_at_its_segments_times() {
             m
         };
         let (sent, received) = (first_last(&a, true), first_last(&b, false));
-        let args = common::latency_args(&a, &[b.clone()], ddshark::latency::Level::Sample);
+        let args = common::latency_args(
+            &a,
+            std::slice::from_ref(&b),
+            ddshark::latency::Level::Sample,
+        );
         let mut rows = Vec::new();
         ddshark::latency::join_captures(&args, |r| {
             rows.push((r.key.sn, r.latency_ns));
