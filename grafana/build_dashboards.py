@@ -2,7 +2,7 @@
 """Generate grafana/dashboards/*.json from flux-queries/*.flux.
 
 Every InfluxDB panel embeds the text of one file of flux-queries/ verbatim, so the
-dashboards, the Flux queries and `ddshark latency` give one answer (tests/flux/run.py
+dashboards, the Flux queries and `ddshark latency` give one answer (tests/flux/run.sh
 checks that the JSON is up to date and that every panel's query returns data).
 
 usage: grafana/build_dashboards.py [--check]

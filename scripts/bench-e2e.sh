@@ -10,7 +10,7 @@
 #                                   [--no-soak] [--dense-copies N] [--no-dense]
 #                                   [--out DIR] [--ddshark BIN] [--report FILE]
 #
-# Per rate it reports (scripts/bench_e2e.py): spans sent / dropped by ddshark, accepted /
+# Per rate it reports (scripts/ddtools/bench_e2e.py): spans sent / dropped by ddshark, accepted /
 # exported / failed by the collector, written / dropped by Telegraf, stored in InfluxDB
 # (each DATA/DATA_FRAG once?), series cardinality of both buckets, influxd RSS over time,
 # the time of every dashboard panel query ("last 5 minutes", all topics), the stack's CPU
@@ -34,7 +34,9 @@
 # what each host sent.
 set -euo pipefail
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LIB_TAG=bench-e2e
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ARGS=("$@")
 usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -44,10 +46,9 @@ SOAK_RATE=1
 SOAK=1
 DENSE=1
 DENSE_COPIES=0
-OUT=/var/tmp/ddshark-bench-e2e
+OUT=$BENCH_E2E_OUT
 REPORT=""
 DDSHARK=""
-CAPTURES=${DDSHARK_CAPTURES:-/var/tmp/ddshark-captures}
 A_IP=10.200.0.1
 B_IP=10.200.0.2
 while (($#)); do
@@ -75,26 +76,24 @@ if [ -z "${DDSHARK_NETNS_LOCKED:-}" ]; then
   exec flock /tmp/ddshark-netns.lock "$0" "${ARGS[@]}"
 fi
 
-log() { printf '[bench-e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
 for t in tcpreplay tcpdump ip python3 curl; do command -v "$t" >/dev/null || die "missing $t"; done
 
 # ---- inputs -------------------------------------------------------------------------
-CAP="$CAPTURES/j_autoware_mix"
+CAP="$DDSHARK_CAPTURES/j_autoware_mix"
 if [ ! -f "$CAP/a.pcap" ] || [ ! -f "$CAP/b.pcap" ]; then
-  log "no $CAP/{a,b}.pcap: generating it (scripts/make-fixtures.sh --bench)"
-  DDSHARK_CAPTURES="$CAPTURES" "$REPO/scripts/make-fixtures.sh" --bench >&2
+  say "no $CAP/{a,b}.pcap: generating it (scripts/make-fixtures.sh --bench)"
+  "$REPO_ROOT/scripts/make-fixtures.sh" --bench >&2
 fi
-SOAK_CAP="$CAPTURES/j_autoware_soak"
+SOAK_CAP="$DDSHARK_CAPTURES/j_autoware_soak"
 if [ "$SOAK" = 1 ] && { [ ! -f "$SOAK_CAP/a_tx.pcap" ] || [ ! -f "$SOAK_CAP/b_tx.pcap" ]; }; then
-  log "no $SOAK_CAP/{a,b}_tx.pcap: generating it (scripts/make-fixtures.sh --bench-soak, 5 minutes)"
-  DDSHARK_CAPTURES="$CAPTURES" "$REPO/scripts/make-fixtures.sh" --bench-soak >&2
+  say "no $SOAK_CAP/{a,b}_tx.pcap: generating it (scripts/make-fixtures.sh --bench-soak, 5 minutes)"
+  "$REPO_ROOT/scripts/make-fixtures.sh" --bench-soak >&2
 fi
 if [ -z "$DDSHARK" ]; then
-  DDSHARK="${CARGO_TARGET_DIR:-$REPO/target}/release/ddshark"
-  log "building ddshark (release)"
-  (cd "$REPO" && cargo build --release -q -p ddshark)
+  DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
+  say "building ddshark (release)"
+  (cd "$REPO_ROOT" && cargo build --release -q -p ddshark)
 fi
 [ -x "$DDSHARK" ] || die "no ddshark binary at $DDSHARK"
 
@@ -118,7 +117,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ -f "$STACK_RUN/stack.env" ] && [ -z "${KEEP_STACK:-}" ]; then
-    "$REPO/scripts/stack/stop.sh" --run-dir "$STACK_RUN" >&2 || true
+    "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$STACK_RUN" >&2 || true
   fi
   ip netns del "$NS_A" 2>/dev/null || true
   ip netns del "$NS_B" 2>/dev/null || true
@@ -151,8 +150,8 @@ for ns in "$NS_A" "$NS_B"; do
 done
 
 # ---- stack --------------------------------------------------------------------------
-log "starting the stack (OTLP on $MGMT_IP) in $STACK_RUN"
-DDSHARK_OTLP_BIND="$MGMT_IP" "$REPO/scripts/stack/start.sh" --auto-ports --run-dir "$STACK_RUN" >/dev/null
+say "starting the stack (OTLP on $MGMT_IP) in $STACK_RUN"
+DDSHARK_OTLP_BIND="$MGMT_IP" "$REPO_ROOT/scripts/stack/start.sh" --auto-ports --run-dir "$STACK_RUN" >/dev/null
 # shellcheck disable=SC1091
 source "$STACK_RUN/stack.env"
 INFLUXD_PID="$(cat "$STACK_RUN/pids/influxd.pid")"
@@ -183,9 +182,9 @@ run_rate() {
   done
   PIDS+=("${pids[@]}")
   sleep 3
-  python3 "$REPO/scripts/bench_e2e.py" cpu --stack-env "$STACK_RUN/stack.env" --out "$d/stack_cpu_start"
+  python3 -m ddtools.bench_e2e cpu --stack-env "$STACK_RUN/stack.env" --out "$d/stack_cpu_start"
   local t0; t0=$(date +%s%N)
-  log "$name: replaying both sides at ${rate}× (loops: $loops)"
+  say "$name: replaying both sides at ${rate}× (loops: $loops)"
   ip netns exec "$NS_A" tcpreplay -i ddse_wa --multiplier "$rate" --loop "$loops" "${limit[@]}" "$a_tx" \
     >"$d/tcpreplay_a.log" 2>&1 &
   rp+=($!)
@@ -193,7 +192,7 @@ run_rate() {
     >"$d/tcpreplay_b.log" 2>&1 &
   rp+=($!)
   if [ "$name" = soak ]; then
-    python3 "$REPO/scripts/bench_e2e.py" sample --stack-env "$STACK_RUN/stack.env" \
+    python3 -m ddtools.bench_e2e sample --stack-env "$STACK_RUN/stack.env" \
       --out "$d/samples.csv" --pids "${rp[*]}" &
     pids+=($!)
   fi
@@ -202,8 +201,8 @@ run_rate() {
   sleep 3
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  log "$name: replay took $(( (t1 - t0) / 1000000 )) ms; analysing"
-  python3 "$REPO/scripts/bench_e2e.py" rate --stack-env "$STACK_RUN/stack.env" --dir "$d" \
+  say "$name: replay took $(( (t1 - t0) / 1000000 )) ms; analysing"
+  python3 -m ddtools.bench_e2e rate --stack-env "$STACK_RUN/stack.env" --dir "$d" \
     --name "$name" --rate "$rate" --loops "$loops" --host-a "$host_a" --host-b "$host_b" \
     --t-start "$t0" --t-end "$t1" --ddshark "$DDSHARK" --equality "$([ "$loops" = 1 ] && echo yes || echo no)" \
     --adhoc "$([ "$name" = soak ] && echo no || echo yes)"
@@ -211,8 +210,8 @@ run_rate() {
 
 for r in $RATES; do
   run_rate "r$r" "$r" 1 "" "$OUT/a_tx.pcap" "$OUT/b_tx.pcap"
-  if ! python3 "$REPO/scripts/bench_e2e.py" held --dir "$OUT/r$r"; then
-    log "r$r: not held (see $OUT/r$r/result.json); no higher rates"
+  if ! python3 -m ddtools.bench_e2e held --dir "$OUT/r$r"; then
+    say "r$r: not held (see $OUT/r$r/result.json); no higher rates"
     break
   fi
 done
@@ -221,11 +220,11 @@ if [ "$SOAK" = 1 ]; then
   # rates above 1× it ends early, so --soak-seconds is then also the capture's length)
   run_rate soak "$SOAK_RATE" 1 "$SOAK_SECONDS" "$SOAK_CAP/a_tx.pcap" "$SOAK_CAP/b_tx.pcap"
   if [ "$DENSE" = 1 ]; then
-    log "soak: the live panels at the Autoware workload's rate (side buckets)"
-    python3 "$REPO/scripts/bench_e2e.py" dense --stack-env "$STACK_RUN/stack.env" --dir "$OUT/soak" \
+    say "soak: the live panels at the Autoware workload's rate (side buckets)"
+    python3 -m ddtools.bench_e2e dense --stack-env "$STACK_RUN/stack.env" --dir "$OUT/soak" \
       --host-a e2e-soak-a --host-b e2e-soak-b --copies "$DENSE_COPIES"
   fi
 fi
-python3 "$REPO/scripts/bench_e2e.py" report --out "$OUT" --report "$REPORT" \
+python3 -m ddtools.bench_e2e report --out "$OUT" --report "$REPORT" \
   --others "$(uptime | sed 's/.*load average/load average/')"
-log "report: $REPORT (raw results in $OUT)"
+say "report: $REPORT (raw results in $OUT)"

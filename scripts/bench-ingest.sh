@@ -13,7 +13,7 @@
 # Usage: scripts/bench-ingest.sh [--a FILE] [--b FILE] [--speeds "2 4 6"] [--duration 60]
 #                                [--ddshark BIN] [-- DDSHARK_ARGS…]
 #   --a/--b     the two hosts' captures (default: the 5-minute soak bench-e2e captured,
-#               /var/tmp/ddshark-bench-e2e/soak/{a,b}.pcap; any two-host pair works, long
+#               $BENCH_E2E_OUT/soak/{a,b}.pcap (scripts/lib.sh); any two-host pair works, long
 #               enough for --duration × speed seconds of traffic)
 #   DDSHARK_ARGS  extra ddshark options, e.g. -- --otlp-lean
 # Holding: every span stored within 30 s of the replay's end and nothing dropped. On a
@@ -22,9 +22,11 @@
 # the bench lock of the other benches' convention when called through flock by the user.
 set -euo pipefail
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-A=/var/tmp/ddshark-bench-e2e/soak/a.pcap
-B=/var/tmp/ddshark-bench-e2e/soak/b.pcap
+LIB_TAG=bench-ingest
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+A=$BENCH_E2E_OUT/soak/a.pcap
+B=$BENCH_E2E_OUT/soak/b.pcap
 SPEEDS="2 4 6"
 DURATION=60
 DDSHARK=""
@@ -43,28 +45,27 @@ while (($#)); do
   esac
   shift
 done
-log() { printf '[bench-ingest %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 for f in "$A" "$B"; do
-  [ -f "$f" ] || { log "ERROR: no capture $f (run sudo scripts/bench-e2e.sh once, or pass --a/--b)"; exit 1; }
+  [ -f "$f" ] || die "no capture $f (run sudo scripts/bench-e2e.sh once, or pass --a/--b)"
 done
 if [ -z "$DDSHARK" ]; then
-  DDSHARK="${CARGO_TARGET_DIR:-$REPO/target}/release/ddshark"
-  (cd "$REPO" && cargo build --release -q -p ddshark)
+  DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
+  (cd "$REPO_ROOT" && cargo build --release -q -p ddshark)
 fi
 
 RUN="$(mktemp -d /tmp/ddshark-bench-ingest.XXXXXX)"
-cleanup() { "$REPO/scripts/stack/stop.sh" --run-dir "$RUN/stack" >/dev/null 2>&1 || true; rm -rf "$RUN"; }
+cleanup() { "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$RUN/stack" >/dev/null 2>&1 || true; rm -rf "$RUN"; }
 trap cleanup EXIT
 DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN="$DDSHARK" \
-  "$REPO/scripts/stack/start.sh" --auto-ports --run-dir "$RUN/stack" >/dev/null
+  "$REPO_ROOT/scripts/stack/start.sh" --auto-ports --run-dir "$RUN/stack" >/dev/null
 # shellcheck disable=SC1091
 source "$RUN/stack/stack.env"
 
-log "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
+say "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
 printf '| speed | spans/s offered | stored after the replay | dropped (ddshark / Telegraf) | stack CPU during the replay | stack CPU per span: total (collector / Telegraf / join / influxd) |\n|---|---|---|---|---|---|\n'
 for S in $SPEEDS; do
   tag="ingest-x$S-"
-  python3 "$REPO/scripts/bench_e2e.py" cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu0"
+  python3 -m ddtools.bench_e2e cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu0"
   t0=$(date +%s%N)
   pids=()
   for h in a b; do
@@ -76,11 +77,11 @@ for S in $SPEEDS; do
   done
   for p in "${pids[@]}"; do wait "$p"; done
   t1=$(date +%s%N)
-  python3 "$REPO/scripts/bench_e2e.py" cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu1"
-  if ! python3 "$REPO/scripts/bench_e2e.py" ingest --stack-env "$RUN/stack/stack.env" --host-prefix "$tag" \
+  python3 -m ddtools.bench_e2e cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu1"
+  if ! python3 -m ddtools.bench_e2e ingest --stack-env "$RUN/stack/stack.env" --host-prefix "$tag" \
     --speed "$S" --t-start "$t0" --t-end "$t1" --cpu-start "$RUN/cpu0" --cpu-replay-end "$RUN/cpu1" \
     --ddshark-logs "$RUN/a.out" "$RUN/b.out"; then
-    log "×$S not held: no higher speeds"
+    say "×$S not held: no higher speeds"
     break
   fi
 done

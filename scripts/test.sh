@@ -60,7 +60,7 @@ step "Flux queries and dashboards on the real collector + InfluxDB"
 tests/flux/run.sh
 
 step "the stack demo: a bundled capture retimed to now, the dashboards as they open"
-python3 tests/flux/demo.py --ddshark target/release/ddshark
+tests/flux/demo.sh --ddshark target/release/ddshark
 
 step "the compose file through the Compose Specification's loader (compose-go)"
 tests/compose/check.sh

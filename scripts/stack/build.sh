@@ -14,7 +14,7 @@
 #                       started directly by start.sh; no services)
 #   - telemetrygen    : optional (--with-telemetrygen)
 #
-# Built binaries are cached in ${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}/bin
+# Built binaries are cached in $DDSHARK_STACK_DIR/bin (scripts/lib.sh: ~/.cache/ddshark-stack)
 # next to a <name>.stamp file; a binary whose stamp matches the pinned
 # versions (and, for the collector, the manifest's hash) is not rebuilt.
 #
@@ -57,17 +57,16 @@ while (($#)); do
 done
 case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter|compose-validate) ;; *) echo "build.sh: --only takes otelcol, influxd, telegraf, dashboard-linter or compose-validate" >&2; exit 2 ;; esac
 
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
+LIB_TAG=build
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+STACK_DIR="$DDSHARK_STACK_DIR"
 BIN_DIR="$STACK_DIR/bin"
 TOOLS_DIR="$STACK_DIR/tools"
 BUILD_DIR="$STACK_DIR/build"
 LOG_DIR="$STACK_DIR/logs"
 mkdir -p "$BIN_DIR" "$TOOLS_DIR" "$BUILD_DIR" "$LOG_DIR"
 
-LIB_TAG=build
-# shellcheck source=scripts/lib.sh
-source "$REPO_ROOT/scripts/lib.sh"
 run() { say "+ $*"; "$@"; }
 
 # One build at a time per stack dir (several test runs may call this).

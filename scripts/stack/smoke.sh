@@ -64,9 +64,9 @@ eval "$stack_env"
 say "stack up in $((SECONDS - t0)) s"
 
 TRACE_ID="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-python3 "$HERE/otlp_smoke.py" send --otlp-http "$DDSHARK_OTLP_HTTP_ENDPOINT" --trace-id "$TRACE_ID"
+python3 -m ddtools.otlp_smoke send --otlp-http "$DDSHARK_OTLP_HTTP_ENDPOINT" --trace-id "$TRACE_ID"
 
-metric() { python3 "$HERE/otlp_smoke.py" metric --url "$DDSHARK_OTELCOL_METRICS_URL" "$@"; }
+metric() { python3 -m ddtools.otlp_smoke metric --url "$DDSHARK_OTELCOL_METRICS_URL" "$@"; }
 deadline=$((SECONDS + 30))
 while :; do
   sent="$(metric --name otelcol_exporter_sent_spans_total --label exporter=otlp/telegraf)"
@@ -82,7 +82,7 @@ say "collector: receiver accepted=$accepted, exporter otlp/telegraf sent=$sent s
 [ "$accepted" = 3 ] || { say "expected 3 accepted spans"; exit 1; }
 case "$failed" in absent|0) ;; *) say "the otlp/telegraf exporter failed to send spans"; exit 1 ;; esac
 
-python3 "$HERE/otlp_smoke.py" check -v --influx "$DDSHARK_INFLUX_URL" --org "$DDSHARK_INFLUX_ORG" \
+python3 -m ddtools.otlp_smoke check -v --influx "$DDSHARK_INFLUX_URL" --org "$DDSHARK_INFLUX_ORG" \
   --bucket "$DDSHARK_INFLUX_BUCKET" --token "$DDSHARK_INFLUX_TOKEN" --trace-id "$TRACE_ID"
 
 if [ -n "${DDSHARK_PROMETHEUS_URL:-}" ]; then

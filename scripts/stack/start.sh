@@ -70,10 +70,11 @@ set -euo pipefail
 
 usage() { sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; }
 
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
-BIN_DIR="$STACK_DIR/bin"
-RUN_DIR="${DDSHARK_STACK_RUN_DIR:-$STACK_DIR/run}"
+LIB_TAG=stack
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+BIN_DIR="$DDSHARK_STACK_DIR/bin"
+RUN_DIR="$DDSHARK_STACK_RUN_DIR"
 WITH_PROMETHEUS=0
 DO_BUILD=0
 AUTO_PORTS=0
@@ -131,10 +132,6 @@ NODE_EXPORTER_PORT="${DDSHARK_NODE_EXPORTER_PORT:-9100}"
 TELEGRAF_OTLP_PORT="${DDSHARK_TELEGRAF_OTLP_PORT:-4319}"
 TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
 INFLUX_URL="http://$HOST:$INFLUX_PORT"
-
-LIB_TAG=stack
-# shellcheck source=scripts/lib.sh
-source "$REPO_ROOT/scripts/lib.sh"
 
 mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
@@ -299,7 +296,7 @@ INFLUXD_CONFIG_PATH="$RUN_DIR/influxdb" launch influxd "$RUN_DIR" \
 wait_http influxd "$INFLUX_URL/health" '"pass"'
 
 say "setting up InfluxDB (org=$INFLUX_ORG buckets=$INFLUX_BUCKET [$RAW_RETENTION], $INFLUX_LONG_BUCKET [$LONG_RETENTION] user=$INFLUX_USER)"
-RAW_RETENTION_S="$(python3 "$REPO_ROOT/scripts/stack/influx_setup.py" seconds "$RAW_RETENTION")" \
+RAW_RETENTION_S="$(python3 -m ddtools.influx_setup seconds "$RAW_RETENTION")" \
   || die "DDSHARK_INFLUX_RAW_RETENTION: not a duration: $RAW_RETENTION"
 setup_body="$(python3 -c 'import json,sys; print(json.dumps({"username":sys.argv[1],"password":sys.argv[2],"org":sys.argv[3],"bucket":sys.argv[4],"token":sys.argv[5],"retentionPeriodSeconds":int(sys.argv[6])}))' \
   "$INFLUX_USER" "$INFLUX_PASSWORD" "$INFLUX_ORG" "$INFLUX_BUCKET" "$INFLUX_TOKEN" "$RAW_RETENTION_S")"
@@ -313,7 +310,7 @@ fi
 curl -fsS -o /dev/null -H "Authorization: Token $INFLUX_TOKEN" \
   "$INFLUX_URL/api/v2/buckets?org=$INFLUX_ORG&name=$INFLUX_BUCKET" \
   || die "InfluxDB token check failed"
-python3 "$REPO_ROOT/scripts/stack/influx_setup.py" provision \
+python3 -m ddtools.influx_setup provision \
   --url "$INFLUX_URL" --org "$INFLUX_ORG" --token "$INFLUX_TOKEN" \
   --bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET" --long-retention "$LONG_RETENTION" >&2 \
   || die "creating the long bucket failed"

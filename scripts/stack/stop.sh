@@ -9,9 +9,10 @@
 set -euo pipefail
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
-
-STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
-RUN_DIR="${DDSHARK_STACK_RUN_DIR:-$STACK_DIR/run}"
+LIB_TAG=stack
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+RUN_DIR="$DDSHARK_STACK_RUN_DIR"
 PURGE=0
 while (($#)); do
   case "$1" in
@@ -25,10 +26,6 @@ while (($#)); do
 done
 TIMEOUT="${DDSHARK_STACK_STOP_TIMEOUT:-20}"
 PID_DIR="$RUN_DIR/pids"
-
-LIB_TAG=stack
-# shellcheck source=scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # alive NAME: recorded pid runs, is not a zombie, and has the recorded start time
 alive() {

@@ -3,7 +3,7 @@
 //! with `--state`, a restart (the end of the input, SIGTERM, or kill -9) loses no span the
 //! join had read and no point.
 //! (The join against `ddshark latency` on real captures, through the real Telegraf:
-//! tests/flux/run.py.)
+//! tests/flux/run.sh.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,16 +1,15 @@
-#!/usr/bin/env python3
 """Measurements and report of scripts/bench-e2e.sh (standard library only).
 
-  bench_e2e.py rate --stack-env F --dir D --name N --rate R --loops L --host-a A --host-b B
+  python3 -m ddtools.bench_e2e rate --stack-env F --dir D --name N --rate R --loops L --host-a A --host-b B
                     --t-start NS --t-end NS --ddshark BIN --equality yes|no --adhoc yes|no
       after one replay: waits until InfluxDB holds every span ddshark sent, then measures
       (counts, cardinality, RSS, panel query times, latency equality) into D/result.json
-  bench_e2e.py held --dir D        exit 0 if that rate held (nothing dropped, all stored,
+  python3 -m ddtools.bench_e2e held --dir D        exit 0 if that rate held (nothing dropped, all stored,
                                    latencies equal)
-  bench_e2e.py sample --stack-env F --out CSV --pids "P1 P2"
+  python3 -m ddtools.bench_e2e sample --stack-env F --out CSV --pids "P1 P2"
       every 15 s while the pids run: series cardinality, influxd RSS, spans stored
-  bench_e2e.py cpu --stack-env F --out FILE   CPU seconds so far of the stack's processes
-  bench_e2e.py report --out DIR --report FILE [--others TEXT]   the Markdown table
+  python3 -m ddtools.bench_e2e cpu --stack-env F --out FILE   CPU seconds so far of the stack's processes
+  python3 -m ddtools.bench_e2e report --out DIR --report FILE [--others TEXT]   the Markdown table
 """
 import argparse
 import csv
@@ -23,15 +22,13 @@ import sys
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "flux"))
-sys.path.insert(0, os.path.join(ROOT, "scripts", "stack"))
-from influx_setup import Api  # noqa: E402  (InfluxDB's HTTP API, as the stack's setup uses it)
-import run as fluxcheck  # noqa: E402  (the suite's comparisons of the join's output with `ddshark latency`)
-from ddstack import Influx as StackInflux, read_env  # noqa: E402  (the stack's InfluxDB client)
-from run import bind_flux, latency_rows, parse_time_ns, rfc3339  # noqa: E402
-FLUX_DIR = os.path.join(ROOT, "flux-queries")
-DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
+from . import fluxcheck  # the suite's comparisons of the join's output with `ddshark latency`
+from .flux import bind_flux, parse_time_ns, rfc3339
+from .fluxcheck import latency_rows
+from .influx import Influx
+from .paths import DASH_DIR, FLUX_DIR
+from .stack import read_env
+
 # The stack's processes whose CPU time per span is reported.
 STACK_PROCESSES = ("otelcol", "telegraf", "influxd")
 
@@ -40,12 +37,9 @@ def log(msg):
     print(f"[bench-e2e] {msg}", file=sys.stderr, flush=True)
 
 
-class Influx(StackInflux):
-    """The suite's InfluxDB client with what the bench measures besides."""
-
-    def query(self, flux, types=False, timeout=600):
-        # Panel queries over a soak's millions of spans may take minutes.
-        return super().query(flux, types=types, timeout=timeout)
+class BenchInflux(Influx):
+    """The stack's InfluxDB client with what the bench measures besides (made by bench_influx:
+    panel queries over a soak's millions of spans may take minutes)."""
 
     def timed(self, flux):
         t0 = time.monotonic()
@@ -75,6 +69,10 @@ class Influx(StackInflux):
         for x in r:
             out.setdefault(x.get("alias", ""), {})[x["_field"]] = int(float(x["_value"]))
         return out
+
+
+def bench_influx(env):
+    return BenchInflux.from_env(env, timeout=600)
 
 
 def stack_cpu(env):
@@ -121,7 +119,7 @@ def cmdline(pid):
 
 
 def stack_cpu_since(env, start_file):
-    """CPU seconds of the stack's processes since `bench_e2e.py cpu` wrote start_file."""
+    """CPU seconds of the stack's processes since `ddtools.bench_e2e cpu` wrote start_file."""
     try:
         start = json.load(open(start_file))
     except (OSError, ValueError):
@@ -284,7 +282,7 @@ def panel_times(influx, hosts, now_ns, minutes=5, collapsed=True):
 
 def cmd_rate(a):
     env = read_env(a.stack_env)
-    influx = Influx(env)
+    influx = bench_influx(env)
     hosts = (a.host_a, a.host_b)
     res = {"name": a.name, "rate": a.rate, "loops": a.loops, "t_start": a.t_start, "t_end": a.t_end,
            "replay_s": round((a.t_end - a.t_start) / 1e9, 2)}
@@ -322,7 +320,7 @@ def cmd_rate(a):
                                  a.t_end + 10_000_000_000, adhoc=a.adhoc == "yes")
         # Lost samples, sample sizes, repairs per writer against `ddshark latency`.
         n0 = len(fluxcheck.FAILURES)
-        fluxcheck.check_outcomes(StackInflux(env), a.ddshark, a.name, hosts,
+        fluxcheck.check_outcomes(Influx.from_env(env), a.ddshark, a.name, hosts,
                                  a.t_start - 10_000_000_000, a.t_end + 10_000_000_000,
                                  pcaps=[os.path.join(a.dir, f) for f in ("a.pcap", "b.pcap")], adhoc=False)
         res["outcomes"] = {"equal": len(fluxcheck.FAILURES) == n0, "failures": fluxcheck.FAILURES[n0:]}
@@ -374,7 +372,7 @@ def cmd_held(a):
 
 def cmd_sample(a):
     env = read_env(a.stack_env)
-    influx = Influx(env)
+    influx = bench_influx(env)
     pids = [int(p) for p in a.pids.split()]
     influxd_pid = int(open(os.path.join(env["DDSHARK_STACK_RUN_DIR"], "pids", "influxd.pid")).read())
     with open(a.out, "w") as fh:
@@ -406,7 +404,7 @@ def cmd_ingest(a):
     """One step of scripts/bench-ingest.sh: wait until InfluxDB holds every span the two
     replays sent (30 s at most after their end), then print the step's table row."""
     env = read_env(a.stack_env)
-    influx = Influx(env)
+    influx = bench_influx(env)
     logs = [ddshark_summary(f, "") for f in a.ddshark_logs]
     sent = sum(x.get("sent", 0) for x in logs)
     dropped = sum(x.get("dropped", 0) + x.get("failed", 0) + x.get("abandoned", 0) for x in logs)
@@ -449,7 +447,7 @@ def cmd_dense(a):
     with the rate, written `copies` times (each copy k ns later) into side buckets, the
     rest once; then every live panel timed over the soak's last 5 minutes there."""
     env = read_env(a.stack_env)
-    influx = Influx(env)
+    influx = bench_influx(env)
     res = json.load(open(os.path.join(a.dir, "result.json")))
     start, stop = res["t_start"] - 60_000_000_000, res["t_end"] + 60_000_000_000
     window = f"range(start: {rfc3339(start)}, stop: {rfc3339(stop)})"
@@ -459,14 +457,13 @@ def cmd_dense(a):
     samples = int(r[0]["_value"]) if r else 0
     rate = samples / max(1e-9, res["replay_s"])
     copies = a.copies or max(1, math.ceil(AUTOWARE_SAMPLES_PER_S / max(1.0, rate)))
-    api = Api(env["DDSHARK_INFLUX_URL"], influx.token, influx.org)
     dense = {"bucket": influx.bucket + "_dense", "long_bucket": influx.long_bucket + "_dense"}
-    org = api.org_id()
+    org = influx.org_id()
     for b in dense.values():
-        for old in api.call("GET", f"/api/v2/buckets?orgID={org}")["buckets"]:
+        for old in influx.call("GET", f"/api/v2/buckets?orgID={org}")["buckets"]:
             if old["name"] == b:
-                api.call("DELETE", f"/api/v2/buckets/{old['id']}")
-        api.call("POST", "/api/v2/buckets", {"orgID": org, "name": b, "retentionRules": []})
+                influx.call("DELETE", f"/api/v2/buckets/{old['id']}")
+        influx.call("POST", "/api/v2/buckets", {"orgID": org, "name": b, "retentionRules": []})
     log(f"dense: host {a.host_a} sent {samples:,} samples in {res['replay_s']} s ({rate:,.0f}/s); "
         f"{copies} copies reach {rate * copies:,.0f}/s (the Autoware workload: {AUTOWARE_SAMPLES_PER_S:,}/s)")
     def copy(which, predicate, shift_ns=0):
@@ -485,8 +482,8 @@ def cmd_dense(a):
     copy("long_bucket", f"not ({per_sample})")
     copy("bucket", 'r._measurement != "spans"')
     copy_s = time.monotonic() - t0
-    dense_influx = Influx(dict(env, DDSHARK_INFLUX_BUCKET=dense["bucket"],
-                               DDSHARK_INFLUX_LONG_BUCKET=dense["long_bucket"]))
+    dense_influx = bench_influx(dict(env, DDSHARK_INFLUX_BUCKET=dense["bucket"],
+                                     DDSHARK_INFLUX_LONG_BUCKET=dense["long_bucket"]))
     r = dense_influx.query(f'from(bucket: "{dense["long_bucket"]}") |> {window} '
                            f'|> filter(fn: (r) => r._measurement == "dds_samples" and r._field == "sample_size") '
                            f'|> group() |> count()')
@@ -603,7 +600,7 @@ def cmd_report(a):
     if os.path.exists(dense) and results:
         d = json.load(open(dense))
         soak = results[-1]
-        text += [f"The live panels at the Autoware rate (`bench_e2e.py dense`): the soak's points of host A "
+        text += [f"The live panels at the Autoware rate (`ddtools.bench_e2e dense`): the soak's points of host A "
                  f"that grow with the sample rate (per-sample latencies, sizes, losses, repairs; the spans' "
                  f"`payload_size` and `sn`) written {d['copies']} times into side buckets (each copy k ns "
                  f"later), the rest once: {d['soak_samples_per_s']:,} samples/s × {d['copies']} = "
@@ -622,7 +619,7 @@ def cmd_report(a):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python3 -m ddtools.bench_e2e", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rate")
     for k in ("stack-env", "dir", "name", "host-a", "host-b", "ddshark", "equality", "adhoc"):

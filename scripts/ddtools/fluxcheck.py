@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """End-to-end check of the Flux queries and Grafana dashboards on the real stack.
 
-1. Starts the docker-free stack (scripts/stack/start.sh --with-prometheus, private run
-   dir and ports) unless --stack-env points at a running one. A missing stack FAILS.
+1. Starts the docker-free stack (scripts/stack/start.sh --auto-ports --with-prometheus,
+   private run dir) unless --stack-env points at a running one. A missing stack FAILS.
 2. Replays both captures of each two-host fixture through `ddshark -r … --otlp` into the
    real OpenTelemetry Collector → Telegraf → InfluxDB (host.name = <run>-<scenario>-a /
    -b), and waits until InfluxDB holds every span, exactly once.
@@ -24,7 +23,7 @@
    must be what grafana/build_dashboards.py generates, and Grafana's dashboard linter
    (built by scripts/stack/build.sh) must pass them in --strict mode.
 
-usage: tests/flux/run.py [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
+usage: tests/flux/run.sh [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
 Exit status 0 only if everything passed.
 """
 import argparse
@@ -36,36 +35,27 @@ import re
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
+import urllib.error
 from collections import Counter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PCAPS = os.path.join(ROOT, "tests", "pcaps")
-FLUX_DIR = os.path.join(ROOT, "flux-queries")
-sys.path.insert(0, os.path.join(ROOT, "scripts", "stack"))
-from ddstack import Influx, read_env  # noqa: E402  (the stack's environment and InfluxDB client)
-DASH_DIR = os.path.join(ROOT, "grafana", "dashboards")
-PROV_DIR = os.path.join(ROOT, "grafana", "provisioning")
+from . import stack
+from .flux import bind_flux, bind_prom, parse_time_ns, rfc3339
+from .influx import Influx
+from .paths import DASH_DIR, FLUX_DIR, PCAPS, PROV_DIR, REPO_ROOT, SPAN_SCHEMA_JSON, STACK_DIR
+
 DEFAULT_SCENARIOS = ["a_small_reliable", "b_large_frag", "d_rustdds_interop", "e_mixed_robustness",
                      "f_ddsperf_cyclone0102", "g_dustdds_interop", "h_vlan_pcp", "i_late_start"]
-# Private ports, so that the check can run next to a developer's stack.
-PORTS = {
-    "DDSHARK_INFLUX_PORT": "24786", "DDSHARK_OTLP_GRPC_PORT": "24717",
-    "DDSHARK_OTLP_HTTP_PORT": "24718", "DDSHARK_OTELCOL_HEALTH_PORT": "24733",
-    "DDSHARK_OTELCOL_METRICS_PORT": "24788", "DDSHARK_OTELCOL_PROM_PORT": "24789",
-    "DDSHARK_PROMETHEUS_PORT": "24790", "DDSHARK_NODE_EXPORTER_PORT": "24791",
-    "DDSHARK_TELEGRAF_OTLP_PORT": "24719",
+# (the stack's ports are free ones: the check can run next to a developer's stack)
+STACK_ENV = {
     # The latency join every second, 15 s after a sample's first span (the exports of a
     # fixture's two hosts follow each other within seconds).
     "DDSHARK_JOIN_PERIOD": "1s", "DDSHARK_JOIN_SETTLE_PUSHES": "15",
     # The fixtures are old captures: InfluxDB refuses points older than a bucket's retention.
     "DDSHARK_INFLUX_RAW_RETENTION": "0", "DDSHARK_INFLUX_LONG_RETENTION": "0",
 }
-STACK_DIR = os.environ.get("DDSHARK_STACK_DIR", os.path.expanduser("~/.cache/ddshark-stack"))
 # Measurement `spans` as the schema defines it (crates/span-schema, which generates this file):
 # its bounded tags, and its typed fields with the ones every span without --otlp-lean carries.
-with open(os.path.join(ROOT, "scripts", "stack", "span_schema.json")) as _fh:
+with open(SPAN_SCHEMA_JSON) as _fh:
     SPAN_SCHEMA = json.load(_fh)
 SPAN_TAGS = set(SPAN_SCHEMA["tags"])
 SPAN_FIELDS = SPAN_SCHEMA["fields"]
@@ -89,82 +79,13 @@ def check(cond, msg):
     return cond
 
 
-# ------------------------------------------------------------------ stack
-def start_stack(run_dir):
-    env = dict(os.environ, DDSHARK_STACK_RUN_DIR=run_dir, **PORTS)
-    log(f"starting the stack in {run_dir}")
-    p = subprocess.run([os.path.join(ROOT, "scripts", "stack", "start.sh"), "--with-prometheus"],
-                       env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.stderr.write(p.stderr)
-        raise SystemExit("the stack did not start (build it with scripts/stack/build.sh); failing")
-    return read_env(os.path.join(run_dir, "stack.env"))
-
-
-def stop_stack(run_dir):
-    env = dict(os.environ, DDSHARK_STACK_RUN_DIR=run_dir, **PORTS)
-    subprocess.run([os.path.join(ROOT, "scripts", "stack", "stop.sh")], env=env,
-                   capture_output=True, text=True)
-
-
-# ------------------------------------------------------------------ InfluxDB / Prometheus
-def prom_query_range(url, expr, start, end, step=15):
-    q = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
-    with urllib.request.urlopen(f"{url}/api/v1/query_range?{q}", timeout=60) as r:
-        data = json.load(r)
-    if data.get("status") != "success":
-        raise RuntimeError(str(data))
-    return data["data"]["result"]
-
-
-def prom_series(url, match):
-    q = urllib.parse.urlencode({"match[]": match})
-    with urllib.request.urlopen(f"{url}/api/v1/series?{q}", timeout=60) as r:
-        return json.load(r)["data"]
-
-
-# ------------------------------------------------------------------ binding Grafana variables
-def rfc3339(ns):
-    s, f = divmod(int(ns), 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{f:09d}Z"
-
-
-def bind_flux(text, start_ns, stop_ns, window, values):
-    """Grafana's substitutions: ${var}, ${var:regex}, $var; `option v` after the imports."""
-    def sub(m):
-        name = m.group(1) or m.group(3)
-        fmt = m.group(2)
-        if name not in values:
-            raise KeyError(f"unbound variable {m.group(0)}")
-        v = values[name]
-        return v if fmt in (None, "regex", "raw") else v
-    body = re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, text)
-    lines = body.split("\n")
-    imports = [l for l in lines if l.startswith("import ")]
-    rest = [l for l in lines if not l.startswith("import ")]
-    opt = (f"option v = {{timeRangeStart: {rfc3339(start_ns)}, timeRangeStop: {rfc3339(stop_ns)}, "
-           f"windowPeriod: {window}}}")
-    return "\n".join(imports + [opt] + rest)
-
-
-def bind_prom(expr, values):
-    def sub(m):
-        name = m.group(1) or m.group(3)
-        if name in ("__rate_interval", "__interval", "__range"):
-            return {"__rate_interval": "1m", "__interval": "15s", "__range": "10m"}[name]
-        if name not in values:
-            raise KeyError(f"unbound variable {m.group(0)}")
-        return values[name]
-    return re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, expr)
-
-
 # ------------------------------------------------------------------ ddshark
 def ddshark_bin(args):
     if args.ddshark:
         return args.ddshark
     log("building ddshark")
-    subprocess.run(["cargo", "build", "-q", "-p", "ddshark"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "-q", "-p", "ddshark"], cwd=REPO_ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO_ROOT, "target"))
     return os.path.join(target, "debug", "ddshark")
 
 
@@ -184,15 +105,6 @@ def latency_rows(binary, a, b, level):
     p = subprocess.run([binary, "latency", a, b, "--level", level, "--format", "tsv", "-q"],
                        capture_output=True, text=True, check=True)
     return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t"))
-
-
-def parse_time_ns(s):
-    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$", s)
-    if not m:
-        raise ValueError(s)
-    base = int(time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))) - time.timezone
-    frac = (m.group(2) or "").ljust(9, "0")[:9]
-    return base * 1_000_000_000 + int(frac)
 
 
 # ------------------------------------------------------------------ checks
@@ -326,7 +238,7 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
     """Lost samples, sample sizes and repairs: the join's dds_lost / dds_samples /
     dds_repairs points against `ddshark latency` on the same captures (the fixture's, or
     `pcaps`), and (adhoc) the ad-hoc queries over the raw spans against the materialised
-    ones. Also used by scripts/bench_e2e.py."""
+    ones. Also used by ddtools.bench_e2e."""
     rows, not_expected = latency_run(binary, *(pcaps or (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))))
     values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "topic": ".*"}
     extra_samples = 0
@@ -569,7 +481,7 @@ def check_provisioning():
     prov = yaml.safe_load(open(os.path.join(PROV_DIR, "dashboards", "dashboards.yaml")))
     paths = [p.get("options", {}).get("path") for p in prov.get("providers", [])]
     check(paths and all(paths), f"dashboard provider without path: {prov}")
-    compose = open(os.path.join(ROOT, "deploy", "docker-compose.yml")).read()
+    compose = open(os.path.join(REPO_ROOT, "deploy", "docker-compose.yml")).read()
     for p in paths:
         check(f"../grafana/dashboards:{p}" in compose,
               f"docker-compose does not mount grafana/dashboards at {p}")
@@ -577,7 +489,7 @@ def check_provisioning():
 
 
 def check_dashboards(influx, prom_url, hosts, start, stop, uids):
-    gen = subprocess.run([sys.executable, os.path.join(ROOT, "grafana", "build_dashboards.py"),
+    gen = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "grafana", "build_dashboards.py"),
                           "--check"], capture_output=True, text=True)
     check(gen.returncode == 0, f"dashboards not generated from flux-queries: {gen.stderr}")
     flux_files = {open(os.path.join(FLUX_DIR, f)).read() for f in os.listdir(FLUX_DIR)
@@ -601,7 +513,7 @@ def check_dashboards(influx, prom_url, hosts, start, stop, uids):
                     check(set(hosts) <= got, f"{f} variable {v['name']}: {hosts} not in {got}")
             else:
                 m = re.match(r"label_values\((\w+), *(\w+)\)", v["query"]["query"])
-                ser = prom_series(prom_url, m.group(1)) if m else []
+                ser = stack.prom_series(prom_url, m.group(1)) if m else []
                 check(any(m.group(2) in s for s in ser), f"{f} variable {v['name']}: no values")
         for p in d["panels"]:
             for t in p.get("targets", []):
@@ -618,7 +530,7 @@ def check_dashboards(influx, prom_url, hosts, start, stop, uids):
                         continue
                 else:
                     try:
-                        res = prom_query_range(prom_url, bind_prom(t["expr"], values),
+                        res = stack.prom_query_range(prom_url, bind_prom(t["expr"], values),
                                                now - 600, now)
                     except (RuntimeError, KeyError, urllib.error.URLError) as e:
                         fail(f"{where}: {e}")
@@ -693,7 +605,7 @@ def wait_for_join(influx, timeout=180):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="tests/flux/run.sh", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stack-env", help="stack.env of a running stack (default: start a private one)")
     ap.add_argument("--keep", action="store_true", help="leave the private stack running")
     ap.add_argument("--scenario", action="append", help="fixture(s) (default: all two-host ones)")
@@ -702,12 +614,13 @@ def main():
     t0 = time.time()
     run_dir = None
     if args.stack_env:
-        env = read_env(args.stack_env)
+        env = stack.read_env(args.stack_env)
     else:
         run_dir = os.environ.get("DDSHARK_FLUX_RUN_DIR", "/tmp/ddshark-flux-test")
-        env = start_stack(run_dir)
+        log(f"starting the stack in {run_dir}")
+        env = stack.start(run_dir, "--with-prometheus", env=STACK_ENV)
     try:
-        influx = Influx(env)
+        influx = Influx.from_env(env)
         binary = ddshark_bin(args)
         run_id = f"t{int(time.time())}"
         scenarios = args.scenario or [s for s in DEFAULT_SCENARIOS
@@ -752,14 +665,14 @@ def main():
         prom = env.get("DDSHARK_PROMETHEUS_URL")
         if check(prom, "no Prometheus in the stack (start.sh --with-prometheus)"):
             deadline = time.time() + 90
-            while time.time() < deadline and not prom_query_range(
+            while time.time() < deadline and not stack.prom_query_range(
                     prom, "rate(node_network_receive_bytes_total[1m])", int(time.time()) - 120,
                     int(time.time())):
                 time.sleep(3)
             check_dashboards(influx, prom, rich[0], rich[1], rich[2], uids)
     finally:
         if run_dir and not args.keep:
-            stop_stack(run_dir)
+            stack.stop(run_dir)
     log(f"done in {time.time() - t0:.0f} s: {len(FAILURES)} failure(s)")
     for f in FAILURES:
         print("FAIL: " + f, file=sys.stderr)

@@ -1,31 +1,29 @@
-#!/usr/bin/env python3
 """InfluxDB provisioning for the ddshark stack, over InfluxDB 2's HTTP API (standard
 library only; the docker-free stack has no `influx` CLI).
 
-  influx_setup.py seconds DURATION
+  python3 -m ddtools.influx_setup seconds DURATION
       print DURATION (e.g. 6h, 30d, 90m, 3600, 0 = forever) in seconds
-  influx_setup.py provision --url U --org O --token T --bucket RAW --long-bucket LONG
+  python3 -m ddtools.influx_setup provision --url U --org O --token T --bucket RAW --long-bucket LONG
                             --long-retention DUR [--tasks DIR]
       create the long bucket and (--tasks) one task per DIR/*.flux (${bucket} and ${long_bucket}
       replaced by RAW and LONG); a task of the same name is replaced. The stack creates no
       task: Telegraf's latency join materialises the latencies; --tasks and run-task are
       for measuring the Flux version, flux-queries/tasks/materialise_latency.flux
-  influx_setup.py run-task --url U --org O --token T --name NAME --at TIME [--at TIME ...]
+  python3 -m ddtools.influx_setup run-task --url U --org O --token T --name NAME --at TIME [--at TIME ...]
       run the task now as if scheduled at each TIME (RFC 3339 or ns since the epoch), in
       order, waiting for each run; exit 1 if a run fails (its log is printed)
 
 Exit status 0 on success, 1 on an API error (the response is printed), 2 on bad usage.
 """
 import argparse
-import datetime
 import glob
-import json
 import os
 import re
 import sys
 import time
-import urllib.error
-import urllib.request
+
+from .flux import rfc3339
+from .influx import Influx
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -37,34 +35,8 @@ def seconds(text):
     return int(m.group(1)) * UNITS[m.group(2) or "s"]
 
 
-class Api:
-    def __init__(self, url, token, org):
-        self.url, self.token, self.org = url.rstrip("/"), token, org
-
-    def call(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Authorization": f"Token {self.token}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                raw = r.read()
-        except urllib.error.HTTPError as e:
-            raise RuntimeError(f"{method} {path}: HTTP {e.code}: {e.read().decode(errors='replace')}")
-        return json.loads(raw) if raw else {}
-
-    def org_id(self):
-        orgs = self.call("GET", f"/api/v2/orgs?org={self.org}")["orgs"]
-        if not orgs:
-            raise RuntimeError(f"organization {self.org!r} not found")
-        return orgs[0]["id"]
-
-    def task(self, name):
-        tasks = [t for t in self.call("GET", f"/api/v2/tasks?org={self.org}")["tasks"] if t["name"] == name]
-        return tasks[0] if tasks else None
-
-
 def provision(a):
-    api = Api(a.url, a.token, a.org)
+    api = Influx(a.url, a.org, a.token)
     org_id = api.org_id()
     long_s = seconds(a.long_retention)
     buckets = [b for b in api.call("GET", f"/api/v2/buckets?orgID={org_id}")["buckets"]
@@ -88,21 +60,18 @@ def provision(a):
               file=sys.stderr)
 
 
-def rfc3339(text):
-    if re.fullmatch(r"\d+", text):
-        ns = int(text)
-        dt = datetime.datetime.fromtimestamp(ns // 1_000_000_000, tz=datetime.timezone.utc)
-        return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns % 1_000_000_000:09d}Z"
-    return text
+def at_time(text):
+    """TIME as RFC 3339: as given, or from ns since the epoch."""
+    return rfc3339(int(text)) if re.fullmatch(r"\d+", text) else text
 
 
 def run_task(a):
-    api = Api(a.url, a.token, a.org)
+    api = Influx(a.url, a.org, a.token)
     t = api.task(a.name)
     if not t:
         raise RuntimeError(f"no task named {a.name!r}")
     for at in a.at:
-        run = api.call("POST", f"/api/v2/tasks/{t['id']}/runs", {"scheduledFor": rfc3339(at)})
+        run = api.call("POST", f"/api/v2/tasks/{t['id']}/runs", {"scheduledFor": at_time(at)})
         deadline = time.monotonic() + a.timeout
         while True:
             try:
@@ -119,7 +88,7 @@ def run_task(a):
                 raise RuntimeError(f"run {run['id']} of {a.name} not finished after {a.timeout} s")
             time.sleep(0.2)
         started, finished = r.get("startedAt", ""), r.get("finishedAt", "")
-        print(f"[influx] {a.name} run for {rfc3339(at)}: {r['status']} ({started} → {finished})", file=sys.stderr)
+        print(f"[influx] {a.name} run for {at_time(at)}: {r['status']} ({started} → {finished})", file=sys.stderr)
         if r["status"] != "success":
             logs = api.call("GET", f"/api/v2/tasks/{t['id']}/runs/{run['id']}/logs").get("events", [])
             for e in logs:
@@ -130,7 +99,7 @@ def run_task(a):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python3 -m ddtools.influx_setup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("seconds")
     s.add_argument("duration")

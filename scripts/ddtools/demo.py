@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The stack demo, as a newcomer meets it: a private stack on free ports, the README's demo
 command (scripts/stack/demo.sh) replaying a bundled two-host capture into it with its
 timestamps moved to now, then every dashboard opened as Grafana opens it: its own time range
@@ -6,7 +5,7 @@ timestamps moved to now, then every dashboard opened as Grafana opens it: its ow
 order (sender demo-a, receiver demo-b), and every panel outside the collapsed rows run against
 the stack (Flux on InfluxDB, PromQL on Prometheus) and required to show data.
 
-  tests/flux/demo.py [--ddshark BIN]     (scripts/test.sh runs it; needs the built stack)
+  tests/flux/demo.sh [--ddshark BIN]     (scripts/test.sh runs it; needs the built stack)
 """
 import argparse
 import json
@@ -15,10 +14,11 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run as flux  # noqa: E402  (tests/flux/run.py: stack, Influx, variable binding)
+from . import fluxcheck, stack
+from .flux import bind_flux, bind_prom, rfc3339
+from .influx import Influx
+from .paths import DASH_DIR, REPO_ROOT, STACK_SCRIPTS
 
-ROOT = flux.ROOT
 HOSTS = ("demo-a", "demo-b")
 
 
@@ -37,7 +37,7 @@ def relative_ns(expr, now_ns):
 
 def spans_per_host(influx, start, stop):
     rows = influx.query(
-        f'from(bucket: "{influx.bucket}") |> range(start: {flux.rfc3339(start)}, stop: {flux.rfc3339(stop)}) '
+        f'from(bucket: "{influx.bucket}") |> range(start: {rfc3339(start)}, stop: {rfc3339(stop)}) '
         '|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano") '
         '|> group(columns: ["host.name"]) |> count()')
     return {r["host.name"]: int(r["_value"]) for r in rows}
@@ -47,7 +47,7 @@ def open_dashboard(path, influx, prom_url):
     """Runs the dashboard as Grafana opens it; returns the number of panel queries checked."""
     d = json.load(open(path))
     name = os.path.basename(path)
-    flux.check(d.get("refresh") == "10s", f"{name}: refresh {d.get('refresh')!r}, not 10s")
+    fluxcheck.check(d.get("refresh") == "10s", f"{name}: refresh {d.get('refresh')!r}, not 10s")
     now = time.time_ns()
     start, stop = relative_ns(d["time"]["from"], now), relative_ns(d["time"]["to"], now)
     values = {}
@@ -56,15 +56,15 @@ def open_dashboard(path, influx, prom_url):
             values[v["name"]] = v["query"]
         elif v["type"] == "query" and v["datasource"]["type"] == "influxdb":
             got = sorted({r["_value"] for r in influx.query(
-                flux.bind_flux(v["query"], start, stop, "1s", values))}, reverse=v.get("sort") == 2)
+                bind_flux(v["query"], start, stop, "1s", values))}, reverse=v.get("sort") == 2)
             if v.get("multi") and v.get("includeAll"):
                 values[v["name"]] = ".*"
-            elif flux.check(got, f"{name}: variable {v['name']} has no values"):
+            elif fluxcheck.check(got, f"{name}: variable {v['name']} has no values"):
                 values[v["name"]] = got[0]
         elif v["type"] == "query":
             values[v["name"]] = ".*"
     if "sender" in values:
-        flux.check((values["sender"], values.get("receiver")) == HOSTS,
+        fluxcheck.check((values["sender"], values.get("receiver")) == HOSTS,
                    f"{name}: opens on sender {values['sender']}, receiver {values.get('receiver')}, "
                    f"not {HOSTS}")
     queries = 0
@@ -74,45 +74,39 @@ def open_dashboard(path, influx, prom_url):
             where = f"{name} / {p['title']} / {t['refId']}"
             try:
                 if "query" in t:
-                    n = len(influx.query(flux.bind_flux(t["query"], start, stop, "1s", values)))
+                    n = len(influx.query(bind_flux(t["query"], start, stop, "1s", values)))
                 else:
-                    res = flux.prom_query_range(prom_url, flux.bind_prom(t["expr"], values),
+                    res = stack.prom_query_range(prom_url, bind_prom(t["expr"], values),
                                                 start // 1_000_000_000, stop // 1_000_000_000)
                     n = sum(len(s.get("values", [])) for s in res)
             except (RuntimeError, KeyError) as e:
-                flux.fail(f"{where}: {e}")
+                fluxcheck.fail(f"{where}: {e}")
                 continue
-            flux.check(n > 0, f"{where}: no data")
+            fluxcheck.check(n > 0, f"{where}: no data")
             log(f"{where}: {n} rows/points")
     return queries
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="tests/flux/demo.sh", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ddshark", help="ddshark binary (default: target/release/ddshark, built by cargo)")
     args = ap.parse_args()
-    binary = args.ddshark or os.path.join(ROOT, "target", "release", "ddshark")
+    binary = args.ddshark or os.path.join(REPO_ROOT, "target", "release", "ddshark")
     if not args.ddshark:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "ddshark"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "ddshark"], cwd=REPO_ROOT, check=True)
     run_dir = os.environ.get("DDSHARK_DEMO_RUN_DIR", "/tmp/ddshark-demo-check")
-    p = subprocess.run([os.path.join(ROOT, "scripts", "stack", "start.sh"), "--auto-ports",
-                        "--with-prometheus", "--run-dir", run_dir],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.stderr.write(p.stderr)
-        raise SystemExit("demo: the stack did not start (build it with scripts/stack/build.sh)")
-    env = flux.read_env(os.path.join(run_dir, "stack.env"))
+    env = stack.start(run_dir, "--with-prometheus")
     try:
-        influx = flux.Influx(env)
+        influx = Influx.from_env(env)
         t0 = time.time_ns()
-        demo = subprocess.run([os.path.join(ROOT, "scripts", "stack", "demo.sh"),
+        demo = subprocess.run([os.path.join(STACK_SCRIPTS, "demo.sh"),
                                "--otlp", env["DDSHARK_OTLP_ENDPOINT"], "--ddshark", binary],
-                              cwd=ROOT, env=dict(os.environ, **env), capture_output=True, text=True,
+                              cwd=REPO_ROOT, env=dict(os.environ, **env), capture_output=True, text=True,
                               timeout=600)
-        flux.check(demo.returncode == 0, f"demo.sh failed: {demo.stderr[-2000:]}")
+        fluxcheck.check(demo.returncode == 0, f"demo.sh failed: {demo.stderr[-2000:]}")
         sent = [int(x.split(" spans")[0].rsplit(" ", 1)[-1]) for x in demo.stderr.splitlines()
                 if " spans: " in x and " sent" in x]
-        flux.check(len(sent) == 2, f"demo.sh: no export summaries: {demo.stderr[-2000:]}")
+        fluxcheck.check(len(sent) == 2, f"demo.sh: no export summaries: {demo.stderr[-2000:]}")
         # The spans are stored at now (not at the capture's recorded time).
         deadline, got = time.time() + 120, {}
         while time.time() < deadline:
@@ -120,18 +114,17 @@ def main():
             if sorted(got.get(h, 0) for h in HOSTS) == sorted(sent):
                 break
             time.sleep(1)
-        flux.check(sorted(got.get(h, 0) for h in HOSTS) == sorted(sent),
+        fluxcheck.check(sorted(got.get(h, 0) for h in HOSTS) == sorted(sent),
                    f"spans stored around now per host {got}, sent {sent}")
-        flux.wait_for_join(influx)
-        queries = sum(open_dashboard(os.path.join(flux.DASH_DIR, f), influx, env["DDSHARK_PROMETHEUS_URL"])
-                      for f in sorted(os.listdir(flux.DASH_DIR)) if f.endswith(".json"))
+        fluxcheck.wait_for_join(influx)
+        queries = sum(open_dashboard(os.path.join(DASH_DIR, f), influx, env["DDSHARK_PROMETHEUS_URL"])
+                      for f in sorted(os.listdir(DASH_DIR)) if f.endswith(".json"))
         log(f"{queries} panel queries of the dashboards as they open, {got} spans")
     finally:
-        subprocess.run([os.path.join(ROOT, "scripts", "stack", "stop.sh"), "--run-dir", run_dir, "--purge"],
-                       capture_output=True, text=True)
-    if flux.FAILURES:
-        log(f"FAILED: {len(flux.FAILURES)} checks")
-        for f in flux.FAILURES:
+        stack.stop(run_dir, purge=True)
+    if fluxcheck.FAILURES:
+        log(f"FAILED: {len(fluxcheck.FAILURES)} checks")
+        for f in fluxcheck.FAILURES:
             log("  " + f)
         return 1
     log("ok")

@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """Helpers for scripts/stack/smoke.sh (standard library only).
 
-  otlp_smoke.py send  --otlp-http URL --trace-id HEX
+  python3 -m ddtools.otlp_smoke send  --otlp-http URL --trace-id HEX
       POST a few ddshark-like spans as OTLP/HTTP JSON to URL/v1/traces.
-  otlp_smoke.py check --influx URL --org ORG --bucket B --token T --trace-id HEX
+  python3 -m ddtools.otlp_smoke check --influx URL --org ORG --bucket B --token T --trace-id HEX
       Query InfluxDB with Flux (POST /api/v2/query, Accept: application/csv)
       until the spans arrived, check their tags and fields, print the layout.
-  otlp_smoke.py metric --url METRICS_URL --name NAME [--label k=v]
+  python3 -m ddtools.otlp_smoke metric --url METRICS_URL --name NAME [--label k=v]
       Print the summed value of a Prometheus-format metric.
 """
 import argparse
@@ -15,7 +14,7 @@ import sys
 import time
 import urllib.request
 
-from ddstack import Influx
+from .influx import Influx
 
 # The spans the smoke test sends. Resource attributes: service.name,
 # host.name, capture.interface; span attributes like ddshark's DATA/DATA_FRAG
@@ -112,8 +111,7 @@ def cmd_send(a):
 
 def flux(a, query):
     try:
-        return Influx({"DDSHARK_INFLUX_URL": a.influx, "DDSHARK_INFLUX_ORG": a.org,
-                       "DDSHARK_INFLUX_TOKEN": a.token}).query(query, types=True)
+        return Influx(a.influx, a.org, a.token).query(query, types=True)
     except RuntimeError as e:
         sys.exit(f"Flux query failed: {e}")
 
@@ -213,7 +211,7 @@ def cmd_metric(a):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python3 -m ddtools.otlp_smoke", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("send")
     s.add_argument("--otlp-http", required=True)
