@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::stack::{read_env, stack_dir, Influx};
 use common::{fixture, ns_of, read_tsv};
 use rtps_dissect::Guid;
 use serde_json::Value;
@@ -27,20 +28,14 @@ fn repo_root() -> PathBuf {
 }
 
 fn stack_bin_dir() -> PathBuf {
-    let dir = std::env::var_os("DDSHARK_STACK_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ddshark-stack")
-        });
-    dir.join("bin")
+    stack_dir().join("bin")
 }
 
 /// One stack (influxd + telegraf + otelcol) in its own run dir and ports; stopped on drop.
 struct Stack {
     run_dir: PathBuf,
     ports: [u16; 7],
-    /// InfluxDB's operator token.
-    token: String,
+    influx: Influx,
     /// A collector this test restarted itself (not known to stop.sh).
     own_collector: Option<Child>,
 }
@@ -79,16 +74,18 @@ impl Stack {
             .output()
             .expect("running scripts/stack/start.sh");
         // (InfluxDB's token: start.sh makes one on first start)
-        let token = std::fs::read_to_string(run_dir.join("stack.env"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("export DDSHARK_INFLUX_TOKEN="))
-            .map(|v| v.trim_matches('\'').to_string())
+        let token = read_env(&run_dir.join("stack.env"))
+            .remove("DDSHARK_INFLUX_TOKEN")
             .unwrap_or_default();
+        let influx = Influx {
+            url: format!("http://127.0.0.1:{}", ports[0]),
+            org: ORG.to_string(),
+            token,
+        };
         let stack = Stack {
             run_dir,
             ports,
-            token,
+            influx,
             own_collector: None,
         };
         assert!(
@@ -115,9 +112,6 @@ impl Stack {
         ]
     }
 
-    fn influx_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ports[0])
-    }
     fn grpc(&self) -> String {
         format!("http://127.0.0.1:{}", self.ports[1])
     }
@@ -198,41 +192,13 @@ impl Stack {
         }
     }
 
-    /// Runs a Flux query; returns the rows of the (single-table) CSV answer.
-    fn flux(&self, query: &str) -> Vec<HashMap<String, String>> {
-        let out = Command::new("curl")
-            .args([
-                "-sS",
-                "--fail-with-body",
-                "-XPOST",
-                &format!("{}/api/v2/query?org={ORG}", self.influx_url()),
-                "-H",
-                &format!("Authorization: Token {}", self.token),
-                "-H",
-                "Content-Type: application/vnd.flux",
-                "-H",
-                "Accept: application/csv",
-                "--data-binary",
-                query,
-            ])
-            .output()
-            .expect("curl");
-        let body = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "Flux query failed: {body}\n{query}");
-        parse_csv_tables(&body)
-    }
-
     fn count_spans(&self, host: &str) -> usize {
-        let rows = self.flux(&format!(
+        self.influx.query_count(&format!(
             r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => r["span.name"] != "SAMPLE")
   |> group() |> count()"#
-        ));
-        rows.first()
-            .and_then(|r| r.get("_value"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        )) as usize
     }
 
     /// Waits until InfluxDB holds `n` spans of `host` (the collector batches).
@@ -256,7 +222,7 @@ impl Stack {
             Some(k) => format!(r#"r["span.name"] != "{k}""#),
             None => format!(r#"r["span.name"] == "{kind}""#),
         };
-        let rows = self.flux(&format!(
+        let rows = self.influx.query(&format!(
             r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}")
   |> filter(fn: (r) => {kind})
@@ -320,61 +286,6 @@ impl SpanRow {
             .map(String::as_str)
             .filter(|v| !v.is_empty())
     }
-}
-
-/// Annotated CSV → rows (all tables; header rows repeat per table).
-fn parse_csv_tables(body: &str) -> Vec<HashMap<String, String>> {
-    let mut rows = Vec::new();
-    let mut header: Option<Vec<String>> = None;
-    for rec in csv_records(body) {
-        if rec.iter().all(|f| f.is_empty()) {
-            header = None;
-            continue;
-        }
-        match &header {
-            None => header = Some(rec),
-            Some(h) => rows.push(h.iter().cloned().zip(rec).collect()),
-        }
-    }
-    rows
-}
-
-fn csv_records(s: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut rec = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if quoted {
-            if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    field.push('"');
-                    chars.next();
-                } else {
-                    quoted = false;
-                }
-            } else {
-                field.push(c);
-            }
-            continue;
-        }
-        match c {
-            '"' => quoted = true,
-            ',' => rec.push(std::mem::take(&mut field)),
-            '\r' => {}
-            '\n' => {
-                rec.push(std::mem::take(&mut field));
-                out.push(std::mem::take(&mut rec));
-            }
-            c => field.push(c),
-        }
-    }
-    if !field.is_empty() || !rec.is_empty() {
-        rec.push(field);
-        out.push(rec);
-    }
-    out
 }
 
 /// `ddshark ARGS`, which must succeed.
@@ -822,7 +733,7 @@ fn stack_two_hosts_every_submessage_exactly_once() {
     assert_eq!(counts.1 + counts.2, counts.0, "{err}");
     assert!(counts.0 > 214, "{err}");
     assert_eq!(stack.wait_spans("filtered", want), want);
-    let rows = stack.flux(&format!(
+    let rows = stack.influx.query(&format!(
         r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "filtered" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => not exists r.topic_name or not (r.topic_name =~ /^(rt\/c.*|DCPSPub.*)$/))
@@ -848,7 +759,7 @@ fn stack_two_hosts_every_submessage_exactly_once() {
                 )
             })
             .collect();
-        let rows = stack.flux(&format!(
+        let rows = stack.influx.query(&format!(
             r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "ddshark.topic.samples" and r._field == "counter" and r["host.name"] == "{host}")
   |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
@@ -989,7 +900,7 @@ fn write_ns_copy(src: &Path, dst: &Path, shift: fn(u64) -> u64) {
 
 /// Spans of host small-a whose topic matches `re` (a Flux regex).
 fn small_a_topics(stack: &Stack, re: &str) -> usize {
-    let rows = stack.flux(&format!(
+    let rows = stack.influx.query(&format!(
         r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "small-a" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => r["span.name"] != "SAMPLE" and exists r.topic_name and r.topic_name =~ /{}/)
@@ -1119,7 +1030,7 @@ fn stack_collector_restart_mid_run() {
         n as u64 <= sent,
         "InfluxDB has {n} spans, ddshark sent only {sent}"
     );
-    let rows = stack.flux(&format!(
+    let rows = stack.influx.query(&format!(
         r#"from(bucket:"{BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "restart" and r._field == "end_time_unix_nano")
   |> group() |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}})) |> max(column: "t_ns")"#
@@ -1310,7 +1221,7 @@ fn stack_topic_timing_and_shared_memory_metrics() {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut previous: Option<Vec<HashMap<String, String>>> = None;
         loop {
-            let rows = stack.flux(&format!(
+            let rows = stack.influx.query(&format!(
             r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "{measurement}" and r._field == "{field}" and r["host.name"] == "{host}")
   |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
@@ -1434,7 +1345,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
         .as_nanos() as i64;
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let st = stack.flux(&format!(
+        let st = stack.influx.query(&format!(
             r#"from(bucket:"{BUCKET}") |> range(start: -10m)
   |> filter(fn: (r) => r._measurement == "ddshark_join") |> last()
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
@@ -1459,7 +1370,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut previous = None;
     let row = loop {
-        let rows = stack.flux(&format!(
+        let rows = stack.influx.query(&format!(
             r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "dds_clock_offset")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")

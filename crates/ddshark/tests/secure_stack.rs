@@ -18,6 +18,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::fixture;
+use common::stack::{read_env, Influx};
 
 /// Spans `ddshark -r a_small_reliable/a.pcap --otlp` exports (DATA/DATA_FRAG and SAMPLE).
 const SPANS: u64 = 422;
@@ -76,36 +77,12 @@ impl Stack {
 
     /// Spans of `host` in InfluxDB.
     fn count_spans(&self, host: &str) -> u64 {
-        let query = format!(
+        Influx::from_env(&self.env).query_count(&format!(
             r#"from(bucket:"{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> group() |> count()"#,
             self.var("DDSHARK_INFLUX_BUCKET")
-        );
-        let out = Command::new("curl")
-            .args(["-sS", "--fail-with-body", "-XPOST"])
-            .arg(format!(
-                "{}/api/v2/query?org={}",
-                self.var("DDSHARK_INFLUX_URL"),
-                self.var("DDSHARK_INFLUX_ORG")
-            ))
-            .arg("-H")
-            .arg(format!(
-                "Authorization: Token {}",
-                self.var("DDSHARK_INFLUX_TOKEN")
-            ))
-            .args(["-H", "Content-Type: application/vnd.flux"])
-            .args(["-H", "Accept: application/csv", "--data-binary", &query])
-            .output()
-            .expect("curl");
-        let body = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "Flux query failed: {body}");
-        // (CSV: header line, then one row whose last column is _value)
-        body.lines()
-            .nth(1)
-            .and_then(|l| l.trim().rsplit(',').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        ))
     }
 
     fn wait_spans(&self, host: &str, n: u64) -> u64 {
@@ -141,16 +118,6 @@ impl Drop for Stack {
             let _ = std::fs::remove_dir_all(&self.run_dir);
         }
     }
-}
-
-fn read_env(path: &Path) -> HashMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
-        .collect()
 }
 
 /// `ddshark -r a.pcap --otlp ENDPOINT` with exactly `env` as its OTEL variables.

@@ -1,0 +1,134 @@
+//! A stack that `scripts/stack/start.sh` started, as the system tests see it: where its
+//! binaries are, its `stack.env`, and its InfluxDB (the one Flux client of the Rust tests;
+//! the scripts' is `scripts/ddtools/influx.py`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The stack's build cache, `$DDSHARK_STACK_DIR` (scripts/lib.sh's default:
+/// `~/.cache/ddshark-stack`); its binaries are in `bin/`.
+pub fn stack_dir() -> PathBuf {
+    std::env::var_os("DDSHARK_STACK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ddshark-stack")
+        })
+}
+
+/// The `export NAME='value'` lines of a `stack.env` (empty when it is missing).
+pub fn read_env(path: &Path) -> HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+        .collect()
+}
+
+/// An InfluxDB 2 and its operator token.
+pub struct Influx {
+    pub url: String,
+    pub org: String,
+    pub token: String,
+}
+
+impl Influx {
+    /// The InfluxDB of a stack.env (see `read_env`).
+    pub fn from_env(env: &HashMap<String, String>) -> Influx {
+        let var = |k: &str| {
+            env.get(k)
+                .cloned()
+                .unwrap_or_else(|| panic!("{k} missing from stack.env: {env:?}"))
+        };
+        Influx {
+            url: var("DDSHARK_INFLUX_URL"),
+            org: var("DDSHARK_INFLUX_ORG"),
+            token: var("DDSHARK_INFLUX_TOKEN"),
+        }
+    }
+
+    /// Runs a Flux query; the rows of every table of the answer. Panics, naming the query,
+    /// when InfluxDB refuses it.
+    pub fn query(&self, flux: &str) -> Vec<HashMap<String, String>> {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail-with-body", "-XPOST"])
+            .arg(format!("{}/api/v2/query?org={}", self.url, self.org))
+            .arg("-H")
+            .arg(format!("Authorization: Token {}", self.token))
+            .args(["-H", "Content-Type: application/vnd.flux"])
+            .args(["-H", "Accept: application/csv", "--data-binary", flux])
+            .output()
+            .expect("curl");
+        let body = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "Flux query failed: {body}\n{flux}");
+        parse_annotated_csv(&body)
+    }
+
+    /// The `_value` of the first row as an integer (a `count()`), 0 without rows.
+    pub fn query_count(&self, flux: &str) -> u64 {
+        self.query(flux)
+            .first()
+            .and_then(|r| r.get("_value"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// InfluxDB's annotated CSV (without annotations) → one map per row of every table; a
+/// blank line ends a table, and the next starts with its header row.
+pub fn parse_annotated_csv(body: &str) -> Vec<HashMap<String, String>> {
+    let mut rows = Vec::new();
+    let mut header: Option<Vec<String>> = None;
+    for rec in csv_records(body) {
+        if rec.iter().all(|f| f.is_empty()) {
+            header = None;
+            continue;
+        }
+        match &header {
+            None => header = Some(rec),
+            Some(h) => rows.push(h.iter().cloned().zip(rec).collect()),
+        }
+    }
+    rows
+}
+
+/// RFC 4180 records (quoted fields with doubled quotes, CRLF or LF line ends).
+fn csv_records(s: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rec = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    field.push('"');
+                    chars.next();
+                } else {
+                    quoted = false;
+                }
+            } else {
+                field.push(c);
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            ',' => rec.push(std::mem::take(&mut field)),
+            '\r' => {}
+            '\n' => {
+                rec.push(std::mem::take(&mut field));
+                out.push(std::mem::take(&mut rec));
+            }
+            c => field.push(c),
+        }
+    }
+    if !field.is_empty() || !rec.is_empty() {
+        rec.push(field);
+        out.push(rec);
+    }
+    out
+}
