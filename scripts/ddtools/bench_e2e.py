@@ -219,8 +219,8 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
     a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
     # (the ad-hoc submessage join is checked by tests/flux on every fixture; here it would
     # only add minutes per rate)
-    for level, files in (("sample", ("dds_latency_materialised",) + (("dds_latency",) if adhoc else ())),
-                         ("submessage", ("dds_submessage_latency_materialised",))):
+    for level, files in (("sample", ("dds_latency_materialised.flux",) + (("dds_latency.flux",) if adhoc else ())),
+                         ("submessage", ("dds_submessage_latency_materialised.flux",))):
         rows = latency_rows(binary, a, b, level)
         for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
             want = {}
@@ -234,11 +234,11 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                     + (int(r["t_send_ns"]),)
                 want[k] = int(r["latency_ns"])
             for f in files:
-                text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
+                text = open(os.path.join(FLUX_DIR, f)).read()
                 q = bind_flux(text, start, stop, "1s", {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
                                                         "sender": snd, "receiver": rcv, "topic": ".*"})
                 # (the join is done before this runs; the wait is a safety net)
-                deadline = time.time() + (600 if f.endswith("_materialised") else 0)
+                deadline = time.time() + (600 if f.endswith("_materialised.flux") else 0)
                 while True:
                     res, secs, err = influx.timed(q)
                     got = {}
@@ -251,7 +251,7 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                     time.sleep(5)
                 lag = round(time.time() - stop / 1e9, 1)
                 diff = [k for k in set(want) & set(got) if want[k] != got[k]]
-                out[f"{f} {direction}"] = {
+                out[f"{f.removesuffix('.flux')} {direction}"] = {
                     "ddshark": len(want), "flux": len(got), "rows": len(res or []),
                     "missing": len(set(want) - set(got)), "extra": len(set(got) - set(want)),
                     "differ": len(diff), "seconds": round(secs, 2), "error": err,

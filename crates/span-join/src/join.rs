@@ -60,6 +60,7 @@ use indexmap::IndexMap;
 use latency_core::hosts::Sighting;
 use latency_core::{Basis, HostRule, HostRuleConfig, Hosts, OffsetConfig, OffsetEstimate, Seen};
 use serde::{Deserialize, Serialize};
+use span_schema::measurement;
 
 use super::line::LineWriter;
 
@@ -422,7 +423,7 @@ impl Clocks {
                 continue;
             };
             let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            out.point("dds_clock_offset")
+            out.point(measurement::CLOCK_OFFSET)
                 .tag("host_a", a)
                 .tag("host_b", b)
                 .int("offset_ns", e.offset_at(e.t_last))
@@ -833,7 +834,7 @@ impl SpanJoin {
         self.counters.points = self.counters.points.saturating_add(points);
         let c = self.counters;
         let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        out.point("ddshark_join")
+        out.point(measurement::JOIN)
             .int("spans", as_i64(c.spans))
             .int("rejected", as_i64(c.rejected))
             .int("samples", as_i64(c.samples))
@@ -987,7 +988,7 @@ impl SpanJoin {
         let mut points = 0u64;
         for s in sent {
             let t_send = s.start;
-            out.point("dds_samples")
+            out.point(measurement::SAMPLES)
                 .tag("sender", &home)
                 .tag("slot", &s.slot)
                 .tag("topic_name", &topic)
@@ -1031,21 +1032,21 @@ impl SpanJoin {
                             t_send,
                             latency,
                         );
-                        point(out, "dds_latency");
+                        point(out, measurement::LATENCY);
                         out.int("latency_ns", r.end.saturating_sub(t_send))
                             .int("t_recv_ns", r.end)
                             .int("sn", p.sn)
                             .end(Some(t_send));
                     }
                     Some(_) => {
-                        point(out, "dds_lost");
+                        point(out, measurement::LOST);
                         out.int("sn", p.sn).int("incomplete", 1).end(Some(t_send));
                     }
                     None if seen.0 <= t_send.saturating_add(receiver_window)
                         && seen.1 >= t_send.saturating_sub(receiver_window)
                         && self.capturing(host, t_send) =>
                     {
-                        point(out, "dds_lost");
+                        point(out, measurement::LOST);
                         out.int("sn", p.sn).int("incomplete", 0).end(Some(t_send));
                     }
                     None => continue,
@@ -1088,7 +1089,7 @@ impl SpanJoin {
         for ((writer, sender, second), acc) in &mut self.repairs {
             if acc.dirty {
                 acc.dirty = false;
-                out.point("dds_repairs")
+                out.point(measurement::REPAIRS)
                     .tag("sender", sender)
                     .tag("topic_name", &acc.topic)
                     .tag("writer_id", writer)
@@ -1106,7 +1107,7 @@ impl SpanJoin {
         for ((sender, receiver, topic, second), acc) in &mut self.latency_seconds {
             if acc.dirty {
                 acc.dirty = false;
-                out.point("dds_latency_1s")
+                out.point(measurement::LATENCY_1S)
                     .tag("receiver", receiver)
                     .tag("sender", sender)
                     .tag("topic_name", topic)
@@ -1160,7 +1161,7 @@ impl SpanJoin {
         let topic = self.topic_of(&p.writer, &home);
         let mut points = 0u64;
         for (receiver, t_recv) in ends {
-            out.point("dds_submessage_latency")
+            out.point(measurement::SUBMESSAGE_LATENCY)
                 .tag("receiver", receiver)
                 .tag("sender", &home)
                 .tag("slot", &sender.slot)

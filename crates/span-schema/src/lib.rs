@@ -1,7 +1,7 @@
 //! ddshark's span schema, defined once: every attribute a span carries (name, type,
 //! which spans carry it, whether it can be absent), where the Telegraf configuration
 //! puts it in InfluxDB (a bounded tag or a typed field), what the latency join reads,
-//! and the sample window both sides assume.
+//! the measurements it writes, and the sample window both sides assume.
 //!
 //! The encoder (`otel-export`) and the join (`span-join`) use these names; the
 //! consumers in other languages are checked against this table by this crate's tests
@@ -59,6 +59,40 @@ pub mod influx {
     pub const TRACE_ID: &str = "trace_id";
     pub const SPAN_ID: &str = "span_id";
 }
+
+/// The measurements the latency join (`span-join`) writes. Telegraf routes them by name
+/// (`deploy/telegraf/telegraf.conf`: `dds_*` to the long bucket, `ddshark_join` to the raw
+/// one); `docs/span-schema.md` describes each; the Flux queries, the dashboards and the
+/// Python checks name only these (checked by `tests/consumers.rs`).
+pub mod measurement {
+    /// Per sample and receiving host that completed it: its latency.
+    pub const LATENCY: &str = "dds_latency";
+    /// Per DATA_FRAG and receiving host: its latency.
+    pub const SUBMESSAGE_LATENCY: &str = "dds_submessage_latency";
+    /// Per sample and receiving host that never completed it.
+    pub const LOST: &str = "dds_lost";
+    /// Per sample, on its writer's host: its size.
+    pub const SAMPLES: &str = "dds_samples";
+    /// Per second and writer: repairs.
+    pub const REPAIRS: &str = "dds_repairs";
+    /// Per second, sender, receiver and topic: the latencies' count, sum, min and max.
+    pub const LATENCY_1S: &str = "dds_latency_1s";
+    /// Per push and pair of hosts: the clock offset between them.
+    pub const CLOCK_OFFSET: &str = "dds_clock_offset";
+    /// Per push: the join's own counters (raw bucket).
+    pub const JOIN: &str = "ddshark_join";
+}
+
+/// The join's measurements that go to the long bucket (everything but its counters).
+pub const JOIN_MEASUREMENTS: [&str; 7] = [
+    measurement::LATENCY,
+    measurement::SUBMESSAGE_LATENCY,
+    measurement::LOST,
+    measurement::SAMPLES,
+    measurement::REPAIRS,
+    measurement::LATENCY_1S,
+    measurement::CLOCK_OFFSET,
+];
 
 /// An attribute's OTLP value type (and its InfluxDB field type when it is a field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

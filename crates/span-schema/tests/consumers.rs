@@ -1,15 +1,17 @@
 //! The schema's consumers outside Rust agree with it: the Telegraf configuration's
-//! dimension, converter and join lists, the attribute tables of docs/span-schema.md, and
-//! the file the Python checks read (scripts/stack/span_schema.json; `UPDATE_SCHEMA=1`
-//! rewrites it).
+//! dimension, converter and join lists and its routing of the join's measurements, the
+//! attribute and measurement tables of docs/span-schema.md, the measurements the Flux
+//! queries, dashboards and Python checks name, and the file the Python checks read
+//! (scripts/stack/span_schema.json; `UPDATE_SCHEMA=1` rewrites it).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use span_schema::{
-    influx, influx_span_fields, influx_span_tags, Stored, ValueType, JOIN_FIELDS, JOIN_SPAN_NAMES,
-    JOIN_TAGS, RESOURCE_ATTRIBUTES, SAMPLE_WINDOW_NS, SDK_RESOURCE_ATTRIBUTES, SPAN_ATTRIBUTES,
+    influx, influx_span_fields, influx_span_tags, measurement, Stored, ValueType, JOIN_FIELDS,
+    JOIN_MEASUREMENTS, JOIN_SPAN_NAMES, JOIN_TAGS, RESOURCE_ATTRIBUTES, SAMPLE_WINDOW_NS,
+    SDK_RESOURCE_ATTRIBUTES, SPAN_ATTRIBUTES,
 };
 
 fn repo(rel: &str) -> PathBuf {
@@ -103,6 +105,97 @@ fn telegraf_conf_lists_match_the_schema() {
     assert!(conf.contains(&window), "the join's sample window: {window}");
 }
 
+/// Telegraf's name globs (`*` any run of characters).
+fn glob_matches(glob: &str, name: &str) -> bool {
+    match glob.split_once('*') {
+        None => glob == name,
+        Some((head, rest)) => {
+            let Some(tail) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len()).any(|i| tail.is_char_boundary(i) && glob_matches(rest, &tail[i..]))
+        }
+    }
+}
+
+#[test]
+fn telegraf_routes_the_joins_measurements() {
+    let conf = read("deploy/telegraf/telegraf.conf");
+    let long_pass = toml_list(&conf, "alias = \"long\"", "namepass");
+    let raw_drop = toml_list(&conf, "alias = \"raw\"", "namedrop");
+    let any = |globs: &BTreeSet<String>, name: &str| globs.iter().any(|g| glob_matches(g, name));
+    for m in JOIN_MEASUREMENTS {
+        assert!(
+            any(&long_pass, m),
+            "{m} does not reach the long bucket: {long_pass:?}"
+        );
+        assert!(
+            any(&raw_drop, m),
+            "{m} also lands in the raw bucket: {raw_drop:?}"
+        );
+    }
+    let counters = measurement::JOIN;
+    assert!(
+        !any(&long_pass, counters),
+        "{counters} must stay in the raw bucket"
+    );
+    assert!(
+        !any(&raw_drop, counters),
+        "{counters} must reach the raw bucket"
+    );
+}
+
+/// The quoted `dds_…` names in `text` (JSON's escaped quotes too).
+fn quoted_dds_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (at, _) in text.match_indices("\"dds_") {
+        let name: String = text[at + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let after = text[at + 1 + name.len()..].trim_start_matches('\\');
+        if after.starts_with('"') {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn flux_dashboards_and_python_name_only_the_joins_measurements() {
+    let mut files = Vec::new();
+    for (dir, ext) in [
+        ("flux-queries", "flux"),
+        ("flux-queries/tasks", "flux"),
+        ("grafana/dashboards", "json"),
+        ("scripts/ddtools", "py"),
+    ] {
+        for e in std::fs::read_dir(repo(dir)).unwrap_or_else(|e| panic!("{dir}: {e}")) {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == ext) {
+                files.push(p);
+            }
+        }
+    }
+    let known = set(JOIN_MEASUREMENTS);
+    let mut named = BTreeSet::new();
+    for p in &files {
+        let text = std::fs::read_to_string(p).unwrap();
+        for m in quoted_dds_names(&text) {
+            assert!(
+                known.contains(&m),
+                "{}: measurement {m:?} is not one the join writes (span_schema::JOIN_MEASUREMENTS)",
+                p.display()
+            );
+            named.insert(m);
+        }
+    }
+    assert!(
+        named.contains(measurement::LATENCY),
+        "found no measurement names: {files:?}"
+    );
+}
+
 /// `(key, type)` of the rows of the first markdown table after `heading`.
 fn doc_table(doc: &str, heading: &str) -> BTreeSet<(String, String)> {
     let from = doc
@@ -181,6 +274,26 @@ fn docs_tables_match_the_schema() {
         "SAMPLE attributes"
     );
     assert!(sample_own.is_subset(&typed(&|a| a.on_sample_spans())));
+    let join: BTreeSet<String> = doc_table(&doc, "### Materialised latencies")
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(join, set(JOIN_MEASUREMENTS), "the join's measurements");
+    let long_bucket = doc
+        .lines()
+        .find(|l| l.starts_with("| `ddshark_long` |"))
+        .expect("span-schema.md: the retention table's long bucket row");
+    let held = set(backticked(long_bucket).iter().map(String::as_str));
+    for m in JOIN_MEASUREMENTS {
+        assert!(
+            held.contains(m),
+            "span-schema.md: the long bucket holds {m}"
+        );
+    }
+    assert!(
+        doc.contains(&format!("`{}`", measurement::JOIN)),
+        "span-schema.md: the join's counters"
+    );
 }
 
 /// What scripts/stack/span_schema.json must hold.
