@@ -76,8 +76,8 @@ if [ -z "${DDSHARK_NETNS_LOCKED:-}" ]; then
   exec flock /tmp/ddshark-netns.lock "$0" "${ARGS[@]}"
 fi
 
-[ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
-for t in tcpreplay tcpdump ip python3 curl; do command -v "$t" >/dev/null || die "missing $t"; done
+need_root "network namespaces"
+need_tools tcpreplay tcpdump ip python3 curl
 
 # ---- inputs -------------------------------------------------------------------------
 CAP="$DDSHARK_CAPTURES/j_autoware_mix"

@@ -47,16 +47,12 @@ REPLAY_CPU=${REPLAY_CPU:-}
 BEFORE_BIN=${BEFORE_BIN:-}
 CAPTURE_SHARE=${CAPTURE_SHARE:-}
 NS_TX=ddsb_tx NS_RX=ddsb_rx IF_TX=ddsb_tx0 IF_RX=ddsb_rx0
-# ddshark's DEFAULT_FILTER_VLAN (crates/ddshark/src/capture/live.rs), given to tcpdump.
-FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))'
 
 LIB_TAG=bench-live
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
-[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, raw capture): sudo $0"
-for t in tcpreplay tcprewrite mergecap tcpdump jq ip timeout; do
-  command -v "$t" >/dev/null || die "$t is missing (scripts/setup.sh --test installs it)"
-done
+need_root "network namespaces, raw capture"
+need_tools tcpreplay tcprewrite mergecap tcpdump jq ip timeout
 case "$STEP_S" in ''|*[!0-9]*) die "STEP_S must be whole seconds" ;; esac
 { [ "$STEP_S" -ge 1 ] && [ "$STEP_S" -le 30 ]; } || die "STEP_S must be 1..30"
 nsteps=0
@@ -110,8 +106,7 @@ pids=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  ip netns del "$NS_TX" 2>/dev/null || true
-  ip netns del "$NS_RX" 2>/dev/null || true
+  veth_del "$NS_TX" "$NS_RX"
   if [ -n "$capture_cgroup" ]; then rmdir "$capture_cgroup" 2>/dev/null || true; fi
   rm -rf "$work"
 }
@@ -132,49 +127,20 @@ mergecap -F pcap -w "$work/merged.pcap" "${inputs[@]}"
 tcprewrite --pnat=10.200.0.0/24:10.250.0.0/26,10.210.0.0/24:10.250.0.64/26,10.220.0.0/24:10.250.0.128/26 \
   -i "$work/merged.pcap" -o "$work/replay.pcap"
 loop_frames=$(tcpdump -nn -r "$work/replay.pcap" 2>/dev/null | wc -l)
-loop_match=$(tcpdump -nn -r "$work/replay.pcap" "$FILTER" 2>/dev/null | wc -l)
+loop_match=$(tcpdump -nn -r "$work/replay.pcap" "$CAPTURE_FILTER" 2>/dev/null | wc -l)
 [ "$loop_frames" -gt 0 ] || die "empty capture"
 
 # --- the private veth pair -----------------------------------------------------------
-ip netns del "$NS_TX" 2>/dev/null || true   # leftovers of an interrupted run
-ip netns del "$NS_RX" 2>/dev/null || true
-ip netns add "$NS_TX"
-ip netns add "$NS_RX"
-ip link add "$IF_TX" netns "$NS_TX" type veth peer name "$IF_RX" netns "$NS_RX"
-for ns in "$NS_TX" "$NS_RX"; do
-  ip netns exec "$ns" sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-  ip -n "$ns" link set lo up
-done
-ip -n "$NS_TX" link set "$IF_TX" mtu 9000 up
-ip -n "$NS_RX" link set "$IF_RX" mtu 9000 up
-ip -n "$NS_TX" addr add 10.250.0.253/24 dev "$IF_TX"
-ip -n "$NS_RX" addr add 10.250.0.254/24 dev "$IF_RX"
-ifindex=$(ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/ifindex")
-rx_packets() { ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/statistics/rx_packets"; }
-# A capture has started once a packet socket is bound to the receiving veth.
-wait_socket() { # wait_socket PID: 0 when ready, 1 if PID died or 10 s passed
-  local i
-  for i in $(seq 100); do
-    kill -0 "$1" 2>/dev/null || return 1
-    # shellcheck disable=SC2016 # $5 is awk's
-    if ip netns exec "$NS_RX" awk -v ix="$ifindex" 'NR > 1 && $5 == ix { f = 1 } END { exit !f }' /proc/net/packet; then
-      sleep 0.5   # the filter is attached right after the bind
-      return 0
-    fi
-    sleep 0.1
-    : "$i"
-  done
-  return 1
-}
+veth_pair "$NS_TX" "$IF_TX" "$NS_RX" "$IF_RX" 10.250.0.253 10.250.0.254
 
 # replay RATE OUT: sends STEP_S seconds of traffic; prints "offered achieved_pps delivered"
 replay() {
   local rate=$1 out=$2 before after pace
   if [ "$rate" = top ]; then pace=(--topspeed); else pace=(--pps="$rate" --limit=$((rate * STEP_S))); fi
-  before=$(rx_packets)
+  before=$(rx_packets "$NS_RX" "$IF_RX")
   timeout $((STEP_S + 20)) "${replay_pin[@]}" ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --preload-pcap "${pace[@]}" \
     --loop=0 --duration="$STEP_S" "$work/replay.pcap" >"$out" 2>&1 || true
-  after=$(rx_packets)
+  after=$(rx_packets "$NS_RX" "$IF_RX")
   awk -v d=$((after - before)) '
     /^Actual:/ { n = $2 }
     /^Rated:/ { for (i = 1; i <= NF; i++) if ($i == "pps") p = $(i - 1) }
@@ -206,7 +172,7 @@ run_ddshark() {
   "${capture_pin[@]}" ip netns exec "$NS_RX" "$exe" -i "$IF_RX" --no-tui --duration $((STEP_S + 40))s -B "$BUF_MIB" \
     --final-json "$d.json" >"$d.out" 2>"$d.err" &
   p=$!; pids+=("$p")
-  wait_socket "$p" || { stop "$p"; echo "ddshark did not start; see below" >&2; cat "$d.err" >&2; return 1; }
+  wait_packet_sockets "$NS_RX" "$IF_RX" 1 "$p" || { stop "$p"; echo "ddshark did not start; see below" >&2; cat "$d.err" >&2; return 1; }
   r=$(replay "$rate" "$d.replay")
   sleep 2   # drain what is still in the kernel ring
   c=$(cpu_s "$p")
@@ -222,11 +188,11 @@ run_before() { run_ddshark "$1" "$BEFORE_BIN" before; }
 run_tcpdump() {
   local rate=$1 d=$work/tcpdump.$1 p r i c
   timeout $((STEP_S + 40)) "${capture_pin[@]}" ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B $((BUF_MIB * 1024)) \
-    -w /dev/null "$FILTER" >/dev/null 2>"$d.err" &
+    -w /dev/null "$CAPTURE_FILTER" >/dev/null 2>"$d.err" &
   p=$!; pids+=("$p")
   # the timeout wrapper's child is tcpdump; "listening on" = the capture is open
   for i in $(seq 100); do grep -q "listening on" "$d.err" && break; sleep 0.1; : "$i"; done
-  wait_socket "$p" || { stop "$p"; echo "tcpdump did not start:" >&2; cat "$d.err" >&2; return 1; }
+  wait_packet_sockets "$NS_RX" "$IF_RX" 1 "$p" || { stop "$p"; echo "tcpdump did not start:" >&2; cat "$d.err" >&2; return 1; }
   r=$(replay "$rate" "$d.replay")
   sleep 2
   c=$(cpu_s "$(pgrep -P "$p" | head -1)")

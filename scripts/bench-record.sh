@@ -23,8 +23,8 @@ NS_TX=ddsr_tx NS_RX=ddsr_rx IF_TX=ddsr_tx0 IF_RX=ddsr_rx0
 LIB_TAG=bench-record
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
-[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, raw capture)"
-for t in tcpreplay tcpdump jq ip; do command -v "$t" >/dev/null || die "$t is missing (scripts/setup.sh --test)"; done
+need_root "network namespaces, raw capture"
+need_tools tcpreplay tcpdump jq ip
 input=${1:-$BENCH_CAPTURE}
 [ -f "$input" ] || die "no capture $input (sudo scripts/make-fixtures.sh --bench makes it)"
 if [ -z "${BIN:-}" ]; then cargo build --release -q -p ddshark; BIN=$PWD/target/release/ddshark; fi
@@ -35,45 +35,27 @@ pids=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-  ip netns del "$NS_TX" 2>/dev/null || true
-  ip netns del "$NS_RX" 2>/dev/null || true
+  veth_del "$NS_TX" "$NS_RX"
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ip netns del "$NS_TX" 2>/dev/null || true
-ip netns del "$NS_RX" 2>/dev/null || true
-ip netns add "$NS_TX"
-ip netns add "$NS_RX"
-ip link add "$IF_TX" netns "$NS_TX" type veth peer name "$IF_RX" netns "$NS_RX"
-for ns in "$NS_TX" "$NS_RX"; do
-  ip netns exec "$ns" sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-  ip -n "$ns" link set lo up
-done
-ip -n "$NS_TX" link set "$IF_TX" mtu 9000 up
-ip -n "$NS_RX" link set "$IF_RX" mtu 9000 up
-ifindex=$(ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/ifindex")
-rx_packets() { ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/statistics/rx_packets"; }
+veth_pair "$NS_TX" "$IF_TX" "$NS_RX" "$IF_RX"
 hz=$(getconf CLK_TCK)
 cpu_s() { awk -v hz="$hz" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo na; }
 
-FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))'
-ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B 65536 -w /dev/null "$FILTER" 2>"$work/tcpdump.err" &
+ip netns exec "$NS_RX" tcpdump -i "$IF_RX" -nn -s 262144 -B 65536 -w /dev/null "$CAPTURE_FILTER" 2>"$work/tcpdump.err" &
 td=$!; pids+=("$td")
 ip netns exec "$NS_RX" "$BIN" -i "$IF_RX" --no-tui --interval 10s -w "$out/rec.pcapng" -C "$RING_MB" -W 3 \
   --final-json "$work/dd.json" >"$work/dd.out" 2>"$work/dd.err" &
 dd=$!; pids+=("$dd")
-for _ in $(seq 100); do
-  n=$(ip netns exec "$NS_RX" awk -v ix="$ifindex" 'NR > 1 && $5 == ix { n++ } END { print n + 0 }' /proc/net/packet)
-  [ "$n" -ge 2 ] && break
-  sleep 0.1
-done
+wait_packet_sockets "$NS_RX" "$IF_RX" 2 || true
 sleep 1
-before=$(rx_packets)
+before=$(rx_packets "$NS_RX" "$IF_RX")
 ip netns exec "$NS_TX" tcpreplay -i "$IF_TX" --preload-pcap --mbps="$MBPS" --loop=0 --duration="$DURATION_S" \
   "$input" >"$work/replay.out" 2>&1 || true
-delivered=$(( $(rx_packets) - before ))
+delivered=$(( $(rx_packets "$NS_RX" "$IF_RX") - before ))
 sleep 2
 # `ip netns exec` execs its command: the pids are the tools'.
 td_cpu=$(cpu_s "$td")

@@ -12,6 +12,8 @@
 #                        [$HOME/.cache/ddshark-stack]
 #   DDSHARK_STACK_RUN_DIR  the stack's default run dir (pids, logs, data, stack.env)
 #                        [$DDSHARK_STACK_DIR/run]
+#   VENV                 the Python venv with cyclonedds (scripts/setup.sh --test makes it)
+#                        [/opt/dds-venv]
 #   PYTHONPATH           scripts/ first: the Python tools are the package scripts/ddtools,
 #                        run as `python3 -m ddtools.NAME` (scripts/ddtools/__init__.py)
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +22,81 @@ BENCH_CAPTURE=${BENCH_CAPTURE:-$DDSHARK_CAPTURES/j_autoware_mix/a.pcap}
 BENCH_E2E_OUT=${BENCH_E2E_OUT:-/var/tmp/ddshark-bench-e2e}
 DDSHARK_STACK_DIR=${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}
 DDSHARK_STACK_RUN_DIR=${DDSHARK_STACK_RUN_DIR:-$DDSHARK_STACK_DIR/run}
+VENV=${VENV:-/opt/dds-venv}
 export PYTHONPATH="$REPO_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}"
 say() { printf '[%s] %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; }
 die() { printf '[%s] ERROR: %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; exit 1; }
+
+# What a script needs, each a `die` naming how to get it when it is missing:
+#   need_root WHY        root
+#   need_tools TOOL...   the tools (scripts/setup.sh --test installs them)
+#   need_ddshark BIN     an executable ddshark
+#   need_cyclonedds      $VENV's python with cyclonedds
+#   need_live_dds BIN TOOL...   all of them: root (network namespaces, live capture), the
+#                        tools, ddshark at BIN, cyclonedds (the live tests with DDS traffic)
+need_root() { [ "$(id -u)" = 0 ] || die "must run as root ($*): sudo $0"; }
+need_tools() {
+  local t
+  for t in "$@"; do command -v "$t" >/dev/null || die "missing tool: $t (scripts/setup.sh --test installs it)"; done
+}
+need_ddshark() { [ -x "$1" ] || die "no ddshark binary at $1 (cargo build --release -p ddshark)"; }
+need_live_dds() {
+  need_root "network namespaces, live capture"
+  need_ddshark "$1"
+  shift
+  need_tools "$@"
+  need_cyclonedds
+}
+need_cyclonedds() {
+  [ -x "$VENV/bin/python" ] || die "no Python venv at $VENV (scripts/setup.sh --test makes it)"
+  "$VENV/bin/python" -c 'import cyclonedds' 2>/dev/null || die "cyclonedds is not installed in $VENV (scripts/setup.sh --test)"
+}
+
+# The replay path of the live benches and tests (root): a veth pair between two network
+# namespaces, MTU 9000, no IPv6; tcpreplay sends on IF_TX, the captures listen on IF_RX.
+#   CAPTURE_FILTER            ddshark's default live filter for UDP
+#                             (crates/ddshark/src/capture/live.rs), given to tcpdump alongside
+#   veth_pair NS_TX IF_TX NS_RX IF_RX [ADDR_TX ADDR_RX]   (re)creates them (addresses in /24)
+#   veth_del NS_TX NS_RX      removes them
+#   rx_packets NS IF          the packets IF received so far
+#   packet_sockets NS IF      the packet sockets bound to IF (a capture is open once its is)
+#   wait_packet_sockets NS IF N [PID]   0 once N are bound; 1 if PID died or 10 s passed
+CAPTURE_FILTER='udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) or (vlan and (udp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))'
+veth_del() { ip netns del "$1" 2>/dev/null || true; ip netns del "$2" 2>/dev/null || true; }
+veth_pair() {
+  local ns
+  veth_del "$1" "$3"   # leftovers of an interrupted run
+  ip netns add "$1"
+  ip netns add "$3"
+  ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+  for ns in "$1" "$3"; do
+    ip netns exec "$ns" sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    ip -n "$ns" link set lo up
+  done
+  ip -n "$1" link set "$2" mtu 9000 up
+  ip -n "$3" link set "$4" mtu 9000 up
+  if [ $# -ge 6 ]; then
+    ip -n "$1" addr add "$5/24" dev "$2"
+    ip -n "$3" addr add "$6/24" dev "$4"
+  fi
+}
+rx_packets() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/rx_packets"; }
+packet_sockets() {
+  local ifindex
+  ifindex=$(ip netns exec "$1" cat "/sys/class/net/$2/ifindex")
+  # shellcheck disable=SC2016 # $5 is awk's
+  ip netns exec "$1" awk -v ix="$ifindex" 'NR > 1 && $5 == ix { n++ } END { print n + 0 }' /proc/net/packet
+}
+wait_packet_sockets() {
+  local i
+  for i in $(seq 100); do
+    if [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null; then return 1; fi
+    if [ "$(packet_sockets "$1" "$2")" -ge "$3" ]; then
+      sleep 0.5   # the filter is attached right after the bind
+      return 0
+    fi
+    sleep 0.1
+    : "$i"
+  done
+  return 1
+}

@@ -183,7 +183,7 @@ copy_scenario() { # copy_scenario SCENARIO
     echo "host: $(uname -sr)"
     echo "tshark: $(tshark --version 2>/dev/null | head -1)"
     echo "tcpdump: $(tcpdump --version 2>&1 | head -1)"
-    echo "python cyclonedds: $("${VENV:-/opt/dds-venv}/bin/pip" show cyclonedds 2>/dev/null | sed -n 's/^Version: //p')"
+    echo "python cyclonedds: $("$VENV/bin/pip" show cyclonedds 2>/dev/null | sed -n 's/^Version: //p')"
     echo "ddsperf (cyclonedds-tools): $(dpkg-query -W -f '${Version}' cyclonedds-tools 2>/dev/null)"
     echo "trimmed: $([ -n "$cut" ] && echo "yes, at epoch $cut (editcap -B)" || echo no)"
   } >"$dst/FIXTURE.txt"

@@ -9,21 +9,14 @@
 #        KEEP=1 keeps the work directory.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DDSHARK=${1:-$ROOT/target/release/ddshark}
-TRAFFIC_DIR=${TRAFFIC_DIR:-$ROOT/tests/traffic}
-VENV=${VENV:-/opt/dds-venv}
+LIB_TAG="live test"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+DDSHARK=${1:-$REPO_ROOT/target/release/ddshark}
+TRAFFIC_DIR=${TRAFFIC_DIR:-$REPO_ROOT/tests/traffic}
 PY=$VENV/bin/python
-fail() { echo "live test FAILED: $*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || fail "must run as root (network namespaces, live capture)"
-for t in tcpdump tshark ip ethtool ping python3; do
-  command -v "$t" >/dev/null || fail "missing tool: $t (apt-get install tcpdump tshark iproute2 ethtool iputils-ping)"
-done
-[ -x "$DDSHARK" ] || fail "no ddshark binary at $DDSHARK (cargo build --release -p ddshark)"
-[ -f "$TRAFFIC_DIR/netns_lib.sh" ] || fail "traffic generator not found in $TRAFFIC_DIR"
-[ -x "$PY" ] || fail "no Python venv at $VENV (python3 -m venv $VENV && $VENV/bin/pip install cyclonedds)"
-"$PY" -c 'import cyclonedds' 2>/dev/null || fail "cyclonedds is not installed in $VENV"
+need_live_dds "$DDSHARK" tcpdump tshark ip ethtool ping python3
+[ -f "$TRAFFIC_DIR/netns_lib.sh" ] || die "traffic generator not found in $TRAFFIC_DIR"
 
 WORK=$(mktemp -d /tmp/ddshark-live.XXXXXX)
 # shellcheck source=/dev/null
@@ -44,7 +37,7 @@ ip netns exec "$NS_A" "$DDSHARK" -i vethA --no-tui --immediate --format jsonl --
 DD_PID=$!
 NETNS_BG_PIDS+=("$DD_PID")
 sleep 1.5
-kill -0 "$DD_PID" 2>/dev/null || { cat "$WORK/live.err" >&2; fail "ddshark -i did not start"; }
+kill -0 "$DD_PID" 2>/dev/null || { cat "$WORK/live.err" >&2; die "ddshark -i did not start"; }
 
 # Small reliable topics and large fragmented samples (DATA_FRAG + IP fragments).
 export CYCLONEDDS_URI; CYCLONEDDS_URI=$(cyclone_uri vethB)
@@ -61,11 +54,11 @@ P2=$!; NETNS_BG_PIDS+=("$P2")
 wait "$P1" "$P2" "$S1" "$S2" || true
 sleep 1
 
-kill -INT "$DD_PID"; wait "$DD_PID" || { cat "$WORK/live.err" >&2; fail "ddshark -i exited with an error"; }
+kill -INT "$DD_PID"; wait "$DD_PID" || { cat "$WORK/live.err" >&2; die "ddshark -i exited with an error"; }
 DD_PID=""
 capture_stop "$TD_PID"
-[ -s "$WORK/live.json" ] || fail "ddshark wrote no final snapshot"
-[ -s "$WORK/live.jsonl" ] || fail "ddshark printed no periodic JSON lines"
+[ -s "$WORK/live.json" ] || die "ddshark wrote no final snapshot"
+[ -s "$WORK/live.jsonl" ] || die "ddshark printed no periodic JSON lines"
 
 "$DDSHARK" stats "$WORK/tcpdump.pcap" -q --format json >"$WORK/ref.json"
 tshark -r "$WORK/tcpdump.pcap" -Y rtps -T fields -E occurrence=a -E aggregator=, -e rtps.sm.id \

@@ -12,20 +12,13 @@
 #        TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DDSHARK=${1:-$ROOT/target/release/ddshark}
-TRAFFIC_DIR=${TRAFFIC_DIR:-$ROOT/tests/traffic}
-VENV=${VENV:-/opt/dds-venv}
+LIB_TAG="two-host test"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+DDSHARK=${1:-$REPO_ROOT/target/release/ddshark}
+TRAFFIC_DIR=${TRAFFIC_DIR:-$REPO_ROOT/tests/traffic}
 PY=$VENV/bin/python
-fail() { echo "two-host test FAILED: $*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || fail "must run as root (network namespaces, live capture)"
-for t in tshark capinfos ip ethtool ping python3; do
-  command -v "$t" >/dev/null || fail "missing tool: $t (scripts/setup.sh --test installs it)"
-done
-[ -x "$DDSHARK" ] || fail "no ddshark binary at $DDSHARK (cargo build --release -p ddshark)"
-[ -x "$PY" ] || fail "no Python venv at $VENV (scripts/setup.sh --test makes it)"
-"$PY" -c 'import cyclonedds' 2>/dev/null || fail "cyclonedds is not installed in $VENV"
+need_live_dds "$DDSHARK" tshark capinfos ip ethtool ping python3
 
 WORK=$(mktemp -d /tmp/ddshark-two-hosts.XXXXXX)
 export NS_A=record_hostA NS_B=record_hostB NS_SW=record_sw
@@ -55,8 +48,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 sleep 0.5
-kill -0 "$DD_A" 2>/dev/null || { cat "$WORK/a.err" >&2; fail "ddshark on host A did not start"; }
-kill -0 "$DD_B" 2>/dev/null || { cat "$WORK/b.err" >&2; fail "ddshark on host B did not start"; }
+kill -0 "$DD_A" 2>/dev/null || { cat "$WORK/a.err" >&2; die "ddshark on host A did not start"; }
+kill -0 "$DD_B" 2>/dev/null || { cat "$WORK/b.err" >&2; die "ddshark on host B did not start"; }
 
 # Real DDS traffic both ways.
 bg=()
@@ -74,24 +67,24 @@ wait "${bg[@]}" || true
 sleep 1
 
 kill -INT "$DD_A" "$DD_B"
-wait "$DD_A" || { cat "$WORK/a.err" >&2; fail "ddshark on host A exited with an error"; }
-wait "$DD_B" || { cat "$WORK/b.err" >&2; fail "ddshark on host B exited with an error"; }
+wait "$DD_A" || { cat "$WORK/a.err" >&2; die "ddshark on host A exited with an error"; }
+wait "$DD_B" || { cat "$WORK/b.err" >&2; die "ddshark on host B exited with an error"; }
 DD_A="" DD_B=""
 
 for h in a b; do
   f=$WORK/$h.pcapng H=${h^^}
-  [ -f "$f" ] || fail "no $f"
-  grep -q "NOT written" "$WORK/$h.err" && { cat "$WORK/$h.err" >&2; fail "host $H did not record every frame"; }
-  capinfos "$f" >"$WORK/$h.capinfos" 2>/dev/null || fail "capinfos cannot read $f"
-  grep -q "Capture comment:.*host.name=$H\$" "$WORK/$h.capinfos" || { cat "$WORK/$h.capinfos" >&2; fail "$f does not name host $H"; }
-  grep -q "Description = veth$H on host $H" "$WORK/$h.capinfos" || fail "$f does not name its interface and host"
+  [ -f "$f" ] || die "no $f"
+  grep -q "NOT written" "$WORK/$h.err" && { cat "$WORK/$h.err" >&2; die "host $H did not record every frame"; }
+  capinfos "$f" >"$WORK/$h.capinfos" 2>/dev/null || die "capinfos cannot read $f"
+  grep -q "Capture comment:.*host.name=$H\$" "$WORK/$h.capinfos" || { cat "$WORK/$h.capinfos" >&2; die "$f does not name host $H"; }
+  grep -q "Description = veth$H on host $H" "$WORK/$h.capinfos" || die "$f does not name its interface and host"
 done
 
 # Then, as the README says: the latency of every sample, and tshark's oracle on the same files.
 "$DDSHARK" latency "$WORK/a.pcapng" "$WORK/b.pcapng" --format jsonl -q >"$WORK/latency.jsonl" 2>"$WORK/latency.err" ||
-  { cat "$WORK/latency.err" >&2; fail "ddshark latency failed"; }
+  { cat "$WORK/latency.err" >&2; die "ddshark latency failed"; }
 python3 "$TRAFFIC_DIR/oracle.py" "$WORK/oracle" "$WORK/a.pcapng" "$WORK/b.pcapng" >"$WORK/oracle.log" 2>&1 ||
-  { tail "$WORK/oracle.log" >&2; fail "oracle.py failed"; }
+  { tail "$WORK/oracle.log" >&2; die "oracle.py failed"; }
 
 python3 - "$WORK" <<'PY'
 import csv, json, sys
