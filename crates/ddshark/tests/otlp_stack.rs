@@ -245,6 +245,54 @@ impl Stack {
     fn spans(&self, host: &str) -> Vec<SpanRow> {
         self.spans_of(host, "!SAMPLE")
     }
+
+    /// `ddshark -r PCAP --otlp` (gRPC) into this stack as `host`; see `replay_to`.
+    fn replay(&self, pcap: &Path, host: &str) -> PathBuf {
+        self.replay_to(&self.grpc(), pcap, host, &[])
+    }
+
+    /// `ddshark -r PCAP --otlp ENDPOINT ARGS` as `host`, which must export cleanly; its
+    /// final snapshot is written to RUN_DIR/HOST.json, the path returned.
+    fn replay_to(&self, endpoint: &str, pcap: &Path, host: &str, args: &[&str]) -> PathBuf {
+        let final_json = self.run_dir.join(format!("{host}.json"));
+        let mut all = vec![
+            "-r",
+            pcap.to_str().unwrap(),
+            "--no-tui",
+            "--otlp",
+            endpoint,
+            "--host-name",
+            host,
+            "--final-json",
+            final_json.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let out = ddshark(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
+            "{host}: export not clean:\n{err}"
+        );
+        final_json
+    }
+
+    /// Runs `flux` every 3 s until it returns rows, the same twice in a row (the collector
+    /// and Telegraf batch), or `timeout` passed; its last rows, and whether they settled.
+    fn settled(&self, flux: &str, timeout: Duration) -> (Vec<HashMap<String, String>>, bool) {
+        let deadline = Instant::now() + timeout;
+        let mut previous: Option<Vec<HashMap<String, String>>> = None;
+        loop {
+            let rows = self.influx.query(flux);
+            if !rows.is_empty() && previous.as_ref() == Some(&rows) {
+                return (rows, true);
+            }
+            if Instant::now() > deadline {
+                return (rows, false);
+            }
+            previous = Some(rows);
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    }
 }
 
 impl Drop for Stack {
@@ -279,6 +327,10 @@ impl SpanRow {
     }
     fn int(&self, k: &str) -> Option<i64> {
         self.cols.get(k).and_then(|v| v.parse().ok())
+    }
+    /// An integer column as text ("" when absent or not an integer).
+    fn int_text(&self, k: &str) -> String {
+        self.int(k).map(|v| v.to_string()).unwrap_or_default()
     }
     fn str(&self, k: &str) -> Option<&str> {
         self.cols
@@ -438,26 +490,20 @@ fn check_host(
                 "sample_size",
                 &key,
                 o["sample_size"].clone(),
-                s.int("sample_size")
-                    .map(|v| v.to_string())
-                    .unwrap_or_default(),
+                s.int_text("sample_size"),
             );
             check(
                 "frags_in_submessage",
                 &key,
                 o["frags_in_sm"].clone(),
-                s.int("frags_in_submessage")
-                    .map(|v| v.to_string())
-                    .unwrap_or_default(),
+                s.int_text("frags_in_submessage"),
             );
         } else {
             check(
                 "frags_in_submessage",
                 &key,
                 "1".into(),
-                s.int("frags_in_submessage")
-                    .map(|v| v.to_string())
-                    .unwrap_or_default(),
+                s.int_text("frags_in_submessage"),
             );
         }
         if !o["data_len"].is_empty() {
@@ -465,9 +511,7 @@ fn check_host(
                 "payload_size",
                 &key,
                 o["data_len"].clone(),
-                s.int("payload_size")
-                    .map(|v| v.to_string())
-                    .unwrap_or_default(),
+                s.int_text("payload_size"),
             );
         }
         check(
@@ -488,18 +532,8 @@ fn check_host(
             o["vendor_id"].clone(),
             s.str("vendor_id").unwrap_or("").into(),
         );
-        check(
-            "pcp",
-            &key,
-            o["pcp"].clone(),
-            s.int("pcp").map(|v| v.to_string()).unwrap_or_default(),
-        );
-        check(
-            "vlan_id",
-            &key,
-            o["vlan_id"].clone(),
-            s.int("vlan_id").map(|v| v.to_string()).unwrap_or_default(),
-        );
+        check("pcp", &key, o["pcp"].clone(), s.int_text("pcp"));
+        check("vlan_id", &key, o["vlan_id"].clone(), s.int_text("vlan_id"));
         check(
             "capture.interface",
             &key,
@@ -614,28 +648,18 @@ fn stack_two_hosts_every_submessage_exactly_once() {
         } else {
             stack.http()
         };
-        let final_json = stack.run_dir.join(format!("{host}.json"));
-        let out = ddshark(&[
-            "-r",
-            path.to_str().unwrap(),
-            "--no-tui",
-            "--otlp",
+        let final_json = stack.replay_to(
             &endpoint,
-            "--otlp-protocol",
-            proto,
-            "--otlp-compression",
-            comp,
-            "--host-name",
+            path,
             host,
-            "--service-name",
-            "ddshark-e2e",
-            "--final-json",
-            final_json.to_str().unwrap(),
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
-            "{host}: export not clean:\n{err}"
+            &[
+                "--otlp-protocol",
+                proto,
+                "--otlp-compression",
+                comp,
+                "--service-name",
+                "ddshark-e2e",
+            ],
         );
         finals.push((*host, final_json));
     }
@@ -1191,47 +1215,23 @@ service:
 #[test]
 fn stack_topic_timing_and_shared_memory_metrics() {
     let stack = Stack::start(2);
-    let mut finals = Vec::new();
-    for (rel, host) in [
+    let finals: Vec<(&str, PathBuf)> = [
         ("k3_fastdds_deadline/a.pcap", "fastdds-deadline"),
         ("k2_fastdds_shm/a.pcap", "fastdds-shm"),
-    ] {
-        let final_json = stack.run_dir.join(format!("{host}.json"));
-        let out = ddshark(&[
-            "-r",
-            fixture(rel).to_str().unwrap(),
-            "--no-tui",
-            "--otlp",
-            &stack.grpc(),
-            "--host-name",
-            host,
-            "--final-json",
-            final_json.to_str().unwrap(),
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
-            "{host}: export not clean:\n{err}"
-        );
-        finals.push((host, final_json));
-    }
-    // The collector and Telegraf batch, and ddshark's last export comes at exit: wait
-    // until the measurement is there and has not changed for 3 s.
+    ]
+    .into_iter()
+    .map(|(rel, host)| (host, stack.replay(&fixture(rel), host)))
+    .collect();
+    // ddshark's last export comes at exit: the measurement once it has settled (without
+    // _stop, which is now() and so differs in every answer).
     let last = |measurement: &str, field: &str, host: &str| -> Vec<HashMap<String, String>> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut previous: Option<Vec<HashMap<String, String>>> = None;
-        loop {
-            let rows = stack.influx.query(&format!(
+        let flux = format!(
             r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "{measurement}" and r._field == "{field}" and r["host.name"] == "{host}")
-  |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
-            ));
-            if (!rows.is_empty() && previous.as_ref() == Some(&rows)) || Instant::now() > deadline {
-                return rows;
-            }
-            previous = Some(rows);
-            std::thread::sleep(Duration::from_secs(3));
-        }
+  |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()
+  |> drop(columns: ["_start", "_stop"])"#
+        );
+        stack.settled(&flux, Duration::from_secs(30)).0
     };
     let (host, path) = &finals[0];
     let snap: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -1292,23 +1292,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
     let (host_a, host_b) = ("clock-a", "clock-b");
     let mut spans = 0usize;
     for (path, host) in [(&a, host_a), (&b, host_b)] {
-        let final_json = stack.run_dir.join(format!("{host}.json"));
-        let out = ddshark(&[
-            "-r",
-            path.to_str().unwrap(),
-            "--no-tui",
-            "--otlp",
-            &stack.grpc(),
-            "--host-name",
-            host,
-            "--final-json",
-            final_json.to_str().unwrap(),
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
-            "{host}: export not clean:\n{err}"
-        );
+        stack.replay(path, host);
         spans += stack.wait_spans(host, 1);
     }
     assert!(spans > 0, "no spans reached InfluxDB");
@@ -1366,28 +1350,23 @@ fn stack_clock_offset_equals_ddshark_latency() {
         );
         std::thread::sleep(Duration::from_secs(1));
     }
-    // (its points reach InfluxDB with Telegraf's next flush: the last one, unchanged for 3 s)
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut previous = None;
-    let row = loop {
-        let rows = stack.influx.query(&format!(
+    // (its points reach InfluxDB with Telegraf's next flush: the last one, settled)
+    let (rows, settled) = stack.settled(
+        &format!(
             r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "dds_clock_offset")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))
   |> group() |> sort(columns: ["_time"]) |> last(column: "t_ns")
   |> drop(columns: ["_start", "_stop"])"#
-        ));
-        if !rows.is_empty() && previous.as_ref() == Some(&rows) {
-            break rows.into_iter().next().unwrap();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no settled dds_clock_offset point in {LONG_BUCKET}: {rows:?}"
-        );
-        previous = Some(rows);
-        std::thread::sleep(Duration::from_secs(3));
-    };
+        ),
+        Duration::from_secs(30),
+    );
+    assert!(
+        settled,
+        "no settled dds_clock_offset point in {LONG_BUCKET}: {rows:?}"
+    );
+    let row = rows.into_iter().next().unwrap();
     let n = |k: &str| -> i64 {
         row.get(k)
             .and_then(|v| v.parse().ok())
