@@ -242,64 +242,55 @@ fn compare(pcap: &str, tsv: &str) -> Report {
             let rd = o["reader_entity"].trim_start_matches("0x").to_string();
             cmp_opt(&mut rep, "reader entity", opt(&rd), r.reader_entity.clone());
         }
-        if matches!(kind, "DATA" | "DATA_FRAG" | "NACK_FRAG" | "HEARTBEAT_FRAG") {
-            cmp_opt(&mut rep, "sn", opt(&o["seq"]), r.sn.map(|v| v.to_string()));
+        // (the kinds that carry it, what, the oracle's column, ours)
+        fn text<T: ToString>(v: Option<T>) -> Option<String> {
+            v.map(|v| v.to_string())
         }
-        if kind == "HEARTBEAT" {
-            cmp_opt(
-                &mut rep,
-                "first sn",
-                opt(&o["seq_first"]),
-                r.first_sn.map(|v| v.to_string()),
-            );
-            cmp_opt(
-                &mut rep,
-                "last sn",
-                opt(&o["seq_last"]),
-                r.last_sn.map(|v| v.to_string()),
-            );
-        }
-        if kind == "GAP" {
-            cmp_opt(
-                &mut rep,
-                "gap start",
-                opt(&o["seq_first"]),
-                r.first_sn.map(|v| v.to_string()),
-            );
-        }
-        if kind == "DATA_FRAG" {
-            cmp_opt(
-                &mut rep,
+        let numbers: [(&[&str], &str, &str, Option<String>); 9] = [
+            (
+                &["DATA", "DATA_FRAG", "NACK_FRAG", "HEARTBEAT_FRAG"],
+                "sn",
+                "seq",
+                text(r.sn),
+            ),
+            (&["HEARTBEAT"], "first sn", "seq_first", text(r.first_sn)),
+            (&["HEARTBEAT"], "last sn", "seq_last", text(r.last_sn)),
+            (&["GAP"], "gap start", "seq_first", text(r.first_sn)),
+            (
+                &["DATA_FRAG"],
                 "frag start",
-                opt(&o["frag_start"]),
-                r.frag_start.map(|v| v.to_string()),
-            );
-            cmp_opt(
-                &mut rep,
+                "frag_start",
+                text(r.frag_start),
+            ),
+            (
+                &["DATA_FRAG"],
                 "frags in submessage",
-                opt(&o["frags_in_sm"]),
-                r.frags_in_submessage.map(|v| v.to_string()),
-            );
-            cmp_opt(
-                &mut rep,
+                "frags_in_sm",
+                text(r.frags_in_submessage),
+            ),
+            (
+                &["DATA_FRAG"],
                 "fragment size",
-                opt(&o["frag_size"]),
-                r.fragment_size.map(|v| v.to_string()),
-            );
-            cmp_opt(
-                &mut rep,
+                "frag_size",
+                text(r.fragment_size),
+            ),
+            (
+                &["DATA_FRAG"],
                 "sample size",
-                opt(&o["sample_size"]),
-                r.sample_size.map(|v| v.to_string()),
-            );
-        }
-        if kind == "HEARTBEAT_FRAG" {
-            cmp_opt(
-                &mut rep,
+                "sample_size",
+                text(r.sample_size),
+            ),
+            (
+                &["HEARTBEAT_FRAG"],
                 "last fragment",
-                opt(&o["last_frag_num"]),
-                r.last_frag_num.map(|v| v.to_string()),
-            );
+                "last_frag_num",
+                text(r.last_frag_num),
+            ),
+        ];
+        for (kinds, what, column, ours) in numbers {
+            if kinds.contains(&kind) {
+                cmp_opt(&mut rep, what, opt(&o[column]), ours);
+            }
         }
         if matches!(kind, "DATA" | "DATA_FRAG") && !r.truncated && !failed {
             // Deviation 1: truncated submessages report their on-wire size.
