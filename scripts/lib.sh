@@ -12,6 +12,8 @@
 #                        [$HOME/.cache/ddshark-stack]
 #   DDSHARK_STACK_RUN_DIR  the stack's default run dir (pids, logs, data, stack.env)
 #                        [$DDSHARK_STACK_DIR/run]
+#   TRAFFIC_BUILD_DIR    where tests/traffic builds its helpers (RustDDS, Dust DDS, vlan_tag.o)
+#                        [${XDG_CACHE_HOME:-$HOME/.cache}/dds-traffic-build]
 #   VENV                 the Python venv with cyclonedds (scripts/setup.sh --test makes it)
 #                        [/opt/dds-venv]
 #   PYTHONPATH           scripts/ first: the Python tools are the package scripts/ddtools,
@@ -22,6 +24,7 @@ BENCH_CAPTURE=${BENCH_CAPTURE:-$DDSHARK_CAPTURES/j_autoware_mix/a.pcap}
 BENCH_E2E_OUT=${BENCH_E2E_OUT:-/var/tmp/ddshark-bench-e2e}
 DDSHARK_STACK_DIR=${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}
 DDSHARK_STACK_RUN_DIR=${DDSHARK_STACK_RUN_DIR:-$DDSHARK_STACK_DIR/run}
+TRAFFIC_BUILD_DIR=${TRAFFIC_BUILD_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dds-traffic-build}
 VENV=${VENV:-/opt/dds-venv}
 export PYTHONPATH="$REPO_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}"
 say() { printf '[%s] %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; }
