@@ -8,7 +8,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 use ddshark::capture::file::FileSource;
 use ddshark::dissect::dissect_source;
@@ -20,39 +19,30 @@ fn a_two_link_type_pcapng_reads_as_tshark_reads_it() {
     let file = dir.join("two_links.pcapng");
     let frames =
         common::pcapng::write_two_link_types(&common::fixture("a_small_reliable/a.pcap"), &file);
-    let out = Command::new("tshark")
-        .args([
-            "-n",
-            "-T",
-            "fields",
-            "-E",
-            "occurrence=a",
-            "-E",
-            "separator=/t",
-        ])
-        .args([
-            "-e",
-            "frame.number",
-            "-e",
-            "frame.interface_id",
-            "-e",
-            "frame.time_epoch",
-        ])
-        .args(["-e", "rtps.sm.id", "-r"])
-        .arg(&file)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("tshark cannot run ({e}): install it with scripts/setup.sh --test")
-        });
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let file_arg = file.to_str().unwrap();
+    let stdout = common::tshark([
+        "-n",
+        "-T",
+        "fields",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "separator=/t",
+        "-e",
+        "frame.number",
+        "-e",
+        "frame.interface_id",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "rtps.sm.id",
+        "-r",
+        file_arg,
+    ]);
     // frame → (time, submessage ids) as tshark shows them.
     let mut theirs: BTreeMap<u64, (u64, Vec<u8>)> = BTreeMap::new();
     let mut interfaces = [0usize; 2];
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
+    for line in stdout.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
         let frame: u64 = cols[0].parse().unwrap();
         interfaces[cols[1].parse::<usize>().unwrap()] += 1;

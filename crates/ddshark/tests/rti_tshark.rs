@@ -6,8 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 use common::rti;
 use ddshark::capture::file::FileSource;
@@ -46,27 +45,16 @@ fn attr<'a>(line: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Submessages per frame, from `tshark -T pdml`.
-fn tshark_submessages(pcap: &PathBuf) -> Vec<Vec<TsharkSubmessage>> {
-    let out = Command::new("tshark")
-        .args([
-            "-n",
-            "-o",
-            "rtps.max_batch_samples_dissected:0",
-            "-T",
-            "pdml",
-            "-r",
-        ])
-        .arg(pcap)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("tshark cannot run ({e}): install it with scripts/setup.sh --test")
-        });
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pdml = String::from_utf8(out.stdout).unwrap();
+fn tshark_submessages(pcap: &Path) -> Vec<Vec<TsharkSubmessage>> {
+    let pdml = common::tshark([
+        "-n",
+        "-o",
+        "rtps.max_batch_samples_dissected:0",
+        "-T",
+        "pdml",
+        "-r",
+        pcap.to_str().unwrap(),
+    ]);
     let mut frames: Vec<Vec<TsharkSubmessage>> = Vec::new();
     for line in pdml.lines() {
         let line = line.trim();
@@ -198,12 +186,15 @@ fn rti_tcp_transport_agrees_with_tshark() {
         }
         assert_eq!(r.tcp_framing, Some("rti_tcp"));
     }
-    let out = Command::new("tshark")
-        .args(["-n", "-T", "fields", "-e", "rtitcp.control.kind", "-r"])
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    let kinds = String::from_utf8(out.stdout).unwrap();
+    let kinds = common::tshark([
+        "-n",
+        "-T",
+        "fields",
+        "-e",
+        "rtitcp.control.kind",
+        "-r",
+        pcap.to_str().unwrap(),
+    ]);
     let kinds: Vec<&str> = kinds.split(['\n', ',']).filter(|k| !k.is_empty()).collect();
     let t = summary.stats.tcp;
     assert_eq!(kinds.len() as u64, t.control_messages(), "{kinds:?} {t:?}");

@@ -334,3 +334,20 @@ pub fn pair_fixtures() -> Vec<PathBuf> {
     );
     v
 }
+
+/// `tshark ARGS`: its standard output. Panics naming how to install tshark when it cannot
+/// run, and with its messages when it fails.
+pub fn tshark<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> String {
+    let out = std::process::Command::new("tshark")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("tshark cannot run ({e}): install it with scripts/setup.sh --test")
+        });
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("tshark's output is UTF-8")
+}
