@@ -3,24 +3,15 @@
 //! Wireshark's RTPS dissector decodes; tshark 4.0 agrees with every value checked here).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rtps_dissect::rtps::{RtpsHeader, SubmessageError, SubmessageIter};
+mod common;
+
+use common::{one, parse};
 use rtps_dissect::{Submessage, SubmessageBody, SubmessageKind};
 
 const HEADER: &str = "52545053 0201 0101 0102030405060708090a0b0c";
 
 fn message(submessages: &str) -> Vec<u8> {
-    hex::decode(format!("{HEADER}{submessages}").replace([' ', '\n'], "")).expect("hex")
-}
-
-fn parse(msg: &[u8]) -> Vec<Result<Submessage<'_>, SubmessageError<'_>>> {
-    let h = RtpsHeader::parse(msg).expect("header");
-    SubmessageIter::new(msg, &h).collect()
-}
-
-fn one(msg: &[u8]) -> Submessage<'_> {
-    let mut v = parse(msg);
-    assert_eq!(v.len(), 1, "{v:?}");
-    v.remove(0).expect("submessage")
+    common::message(HEADER, submessages)
 }
 
 /// (sn, size) of every sample piece of a submessage.

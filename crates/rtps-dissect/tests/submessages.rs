@@ -2,6 +2,9 @@
 //! by hand from the spec's layouts (and, where noted, bytes seen in real captures).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{hexb, one, parse};
 use rtps_dissect::discovery::{
     decode_discovery, DiscoveryRecord, Durability, EndpointKind, History, Liveliness, Ownership,
     Reliability,
@@ -10,29 +13,13 @@ use rtps_dissect::plist::ParameterList;
 use rtps_dissect::rtps::{RtpsHeader, SubmessageIter};
 use rtps_dissect::types::{BuiltinWriter, Locator, VendorId};
 use rtps_dissect::{
-    Dissector, Frame, FrameOutcome, LinkType, SkipReason, Submessage, SubmessageBody,
-    SubmessageKind,
+    Dissector, Frame, FrameOutcome, LinkType, SkipReason, SubmessageBody, SubmessageKind,
 };
 
 const HEADER: &str = "52545053 0205 0110 0102030405060708090a0b0c";
 
-fn hexb(s: &str) -> Vec<u8> {
-    hex::decode(s.replace([' ', '\n'], "")).expect("hex")
-}
-
 fn message(submessages: &str) -> Vec<u8> {
-    hexb(&format!("{HEADER}{submessages}"))
-}
-
-fn parse(msg: &[u8]) -> Vec<Result<Submessage<'_>, rtps_dissect::rtps::SubmessageError<'_>>> {
-    let h = RtpsHeader::parse(msg).expect("header");
-    SubmessageIter::new(msg, &h).collect()
-}
-
-fn one(msg: &[u8]) -> Submessage<'_> {
-    let mut v = parse(msg);
-    assert_eq!(v.len(), 1, "{v:?}");
-    v.remove(0).expect("submessage")
+    common::message(HEADER, submessages)
 }
 
 #[test]
