@@ -127,13 +127,7 @@ fn live_join_matches_the_oracle_on_every_two_host_fixture() {
                 bad.push(format!("{key:?}: not in the oracle, join {outcomes:?}"));
             }
         }
-        assert!(
-            bad.is_empty(),
-            "{name}: {} of {} oracle samples differ:\n{}",
-            bad.len(),
-            oracle.len(),
-            bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
-        );
+        common::assert_oracle_agrees(&name, &bad, oracle.len());
         report.push(format!(
             "{name}: {} samples ({delivered} delivered, {incomplete} incomplete) as the oracle",
             oracle.len()

@@ -8,8 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{fixtures, latency_args};
-use ddshark::latency::{html, join_captures, LatencyArgs, LatencyFormat, Level};
+use common::{fixtures, late_start_report};
 
 fn chromium() -> String {
     let c = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
@@ -86,15 +85,7 @@ fn console_errors(log: &str) -> Vec<String> {
 
 #[test]
 fn html_report_renders_offline_without_console_errors() {
-    let dir = fixtures().join("i_late_start");
-    let args = LatencyArgs {
-        format: LatencyFormat::Text,
-        discovery: vec![dir.join("discovery.pcap")],
-        summary: true,
-        ..latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample)
-    };
-    let run = join_captures(&args, |_| Ok(())).unwrap();
-    let page = html::report(&run);
+    let page = late_start_report(&fixtures().join("i_late_start"));
     // Self-contained: nothing is fetched.
     for bad in ["http://", "https://", "<link", "src=\"", "@import", "url("] {
         assert!(!page.contains(bad), "report references {bad}");

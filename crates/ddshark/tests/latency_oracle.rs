@@ -123,13 +123,7 @@ fn sample_latency_matches_oracle_on_every_two_host_fixture() {
             extra.is_empty(),
             "{name}: rows not in the oracle: {extra:?}"
         );
-        assert!(
-            bad.is_empty(),
-            "{name}: {} of {} oracle samples differ:\n{}",
-            bad.len(),
-            oracle.len(),
-            bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
-        );
+        common::assert_oracle_agrees(&name, &bad, oracle.len());
         total += oracle.len();
         report.push(format!(
             "{name}: {} samples ({complete} complete) agree",

@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::tui::replay;
-use common::{fixtures, latency_args};
-use ddshark::latency::{html, join_captures, LatencyArgs, LatencyFormat, Level};
+use common::{fixtures, late_start_report};
 use ddshark::tui::{render, TopicColumn};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -204,15 +203,7 @@ fn tui_screenshot() {
 fn latency_report_screenshot() {
     // The report names its captures as given: as a user in the repository would.
     std::env::set_current_dir(fixtures().join("../..")).unwrap();
-    let dir = Path::new("tests/pcaps/i_late_start");
-    let args = LatencyArgs {
-        format: LatencyFormat::Text,
-        discovery: vec![dir.join("discovery.pcap")],
-        summary: true,
-        ..latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample)
-    };
-    let run = join_captures(&args, |_| Ok(())).unwrap();
-    let page_text = html::report(&run);
+    let page_text = late_start_report(Path::new("tests/pcaps/i_late_start"));
     assert!(
         page_text.contains("rt/chatter"),
         "the report lacks its topic"

@@ -177,6 +177,35 @@ pub fn latency_args(
     }
 }
 
+/// Fails naming the first 20 of `bad` (the samples of `name` that differ from its oracle of
+/// `total` samples) unless there are none.
+pub fn assert_oracle_agrees(name: &str, bad: &[String], total: usize) {
+    assert!(
+        bad.is_empty(),
+        "{name}: {} of {total} oracle samples differ:\n{}",
+        bad.len(),
+        bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The HTML latency report (`ddshark latency --html`, with the discovery capture and the
+/// summary) of the late-start two-host capture in `dir` (`…/i_late_start`: its paths are
+/// named in the report as given).
+pub fn late_start_report(dir: &Path) -> String {
+    let args = ddshark::latency::LatencyArgs {
+        format: ddshark::latency::LatencyFormat::Text,
+        discovery: vec![dir.join("discovery.pcap")],
+        summary: true,
+        ..latency_args(
+            &dir.join("a.pcap"),
+            &[dir.join("b.pcap")],
+            ddshark::latency::Level::Sample,
+        )
+    };
+    let run = ddshark::latency::join_captures(&args, |_| Ok(())).unwrap();
+    ddshark::latency::html::report(&run)
+}
+
 /// `src` (classic pcap, µs or ns) rewritten as a nanosecond pcap whose timestamps read
 /// `clock`; returns the first frame's time.
 pub fn shifted_copy(src: &Path, dst: &Path, clock: impl Fn(i64) -> i64) -> i64 {
