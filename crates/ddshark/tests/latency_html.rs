@@ -8,20 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{fixtures, late_start_report};
-
-fn chromium() -> String {
-    let c = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    let ok = Command::new(&c)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "{c} not found: apt-get install chromium (or set CHROMIUM)"
-    );
-    c
-}
+use common::{chromium, fixtures, late_start_report};
 
 /// One directory per test under cargo's target/tmp, emptied at the start: the screenshot
 /// stays there for a look, and runs do not pile up browser profiles in /tmp.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::tui::replay;
-use common::{fixtures, late_start_report};
+use common::{chromium, fixtures, late_start_report};
 use ddshark::tui::{render, TopicColumn};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -25,16 +25,6 @@ const TUI_ROWS: u16 = 40;
 /// DejaVu Sans Mono at 14 px: 8.43 px per column; 17 px per row.
 const CELL_W: f64 = 8.43;
 const CELL_H: u32 = 17;
-
-fn chromium() -> String {
-    let c = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    let ok = Command::new(&c)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(ok, "{c} not found: apt-get install chromium (or set CHROMIUM); scripts/setup.sh --test installs it");
-    c
-}
 
 fn img_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");

@@ -177,6 +177,21 @@ pub fn latency_args(
     }
 }
 
+/// The headless browser of the HTML and screenshot tests: `$CHROMIUM` or `chromium`, which
+/// must run (else the test fails naming how to install it).
+pub fn chromium() -> String {
+    let c = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    let ok = std::process::Command::new(&c)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "{c} not found: apt-get install chromium (or set CHROMIUM); scripts/setup.sh --test installs it"
+    );
+    c
+}
+
 /// Fails naming the first 20 of `bad` (the samples of `name` that differ from its oracle of
 /// `total` samples) unless there are none.
 pub fn assert_oracle_agrees(name: &str, bad: &[String], total: usize) {
