@@ -389,12 +389,7 @@ fn every_submessage_matches_the_tshark_oracle() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_no_mismatches(&failures);
 }
 
 #[test]
@@ -515,12 +510,7 @@ fn discovery_records_match_the_tshark_oracle() {
         compared > 300,
         "only {compared} discovery announcements compared"
     );
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_no_mismatches(&failures);
 }
 
 /// RTI Connext's 16-byte `NDDSPING` probes (RTPS header, no submessage) in the public RTI
@@ -539,4 +529,13 @@ fn rti_pings_are_not_malformed() {
         assert_eq!((s.rti_pings, s.malformed), (*pings, 0), "{pcap}");
         assert!(s.reconciles(), "{pcap}");
     }
+}
+
+fn assert_no_mismatches(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
