@@ -20,7 +20,8 @@ use otel_export::config::{parse_key_value, SignalConfig};
 use otel_export::schema::attr;
 use otel_export::{
     Compression, ExportHandle, ExportStats, Exporter, ExporterConfig, MetricsSnapshot, Overrides,
-    Protocol, SampleSummary, SampleTotals, SpanMapper, SpanRecord, TopicCounters, TrafficType,
+    Protocol, SampleSummary, SampleTotals, SecuredPairCounters, SpanMapper, SpanRecord,
+    TopicCounters, TrafficType,
 };
 use rtps_dissect::Datagram;
 
@@ -496,6 +497,20 @@ impl OtlpSink {
                     rate_hz: t.timing.rate_hz,
                     period_jitter_ns: t.timing.period_stddev_ns,
                     shared_memory_only: t.shared_memory_only,
+                })
+                .collect(),
+            secured: snap
+                .secured
+                .pairs
+                .iter()
+                .map(|p| SecuredPairCounters {
+                    src: p.src.clone(),
+                    src_name: p.src_name.clone(),
+                    dst: p.dst.clone(),
+                    dst_name: p.dst_name.clone(),
+                    messages: p.totals.messages,
+                    submessages: p.totals.sec_submessages,
+                    bytes: p.totals.bytes,
                 })
                 .collect(),
         }

@@ -271,3 +271,15 @@ fn no_snapshot_yet_and_tiny_terminal() {
         ui.help = false;
     }
 }
+
+#[test]
+fn secured_traffic_sros2_participants_and_health() {
+    // SROS2's default governance: every user submessage protected, so no topic; the
+    // participants show what they sent secured and how many endpoints are protected.
+    let (mut ui, snap) = replay("m_fastdds_sros2/a.pcap");
+    for view in [View::Participants, View::Health] {
+        ui.view = view;
+        let name = format!("m_fastdds_sros2_{}_140x40", view.title().to_lowercase());
+        insta::assert_snapshot!(name, draw(&snap, &ui, 140, 40));
+    }
+}

@@ -20,7 +20,7 @@ pub mod schema;
 pub use config::{Compression, ExporterConfig, Overrides, Protocol, Signal, TopicFilter};
 pub use error::{ConfigError, ExportError};
 pub use exporter::{ExportHandle, ExportStats, Exporter};
-pub use metrics::{MetricsSnapshot, TopicCounters};
+pub use metrics::{MetricsSnapshot, SecuredPairCounters, TopicCounters};
 pub use schema::{
     SampleKind, SampleSummary, SampleTotals, SpanDetail, SpanMapper, SpanRecord, TrafficType,
 };

@@ -13,11 +13,16 @@
 //! | `ddshark.topic.deadline_misses` | `{sample}` | samples later than the writers' DEADLINE |
 //! | `ddshark.topic.rate` | `Hz` | gauge: mean sample rate over the time the writers were active |
 //! | `ddshark.topic.period.jitter` | `s` | gauge: standard deviation of the inter-arrival period |
+//! | `ddshark.secured.messages` | `{message}` | DDS Security: RTPS messages with SRTPS_PREFIX or SEC_PREFIX |
+//! | `ddshark.secured.submessages` | `{submessage}` | DDS Security: protected submessages (SEC_PREFIX) |
+//! | `ddshark.secured.bytes` | `By` | DDS Security: UDP payload of the secured messages |
 //! | `ddshark.otlp.spans.{enqueued,dropped,sent,failed}` | `{span}` | the exporter's own counters |
 //!
 //! Attributes of the topic metrics: `topic_name`, `type_name` (when known), `traffic_type`,
 //! and `shared_memory_only` = true on a topic whose matched endpoints talk by shared memory
-//! only (nothing of it on the wire).
+//! only (nothing of it on the wire). Of the secured metrics (one series per participant
+//! pair): `src_participant` (GUID prefix), `dst_participant` (GUID prefix, `multicast` or
+//! `host:ADDRESS`), and `src_participant_name`/`dst_participant_name` when discovery named them.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -59,6 +64,18 @@ pub struct TopicCounters {
     pub shared_memory_only: bool,
 }
 
+/// Cumulative DDS Security traffic from one participant to one destination.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SecuredPairCounters {
+    pub src: String,
+    pub src_name: Option<String>,
+    pub dst: String,
+    pub dst_name: Option<String>,
+    pub messages: u64,
+    pub submessages: u64,
+    pub bytes: u64,
+}
+
 /// One periodic report, fed by the state with capture timestamps.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MetricsSnapshot {
@@ -67,6 +84,7 @@ pub struct MetricsSnapshot {
     /// Capture time of the report.
     pub time_ns: u64,
     pub topics: Vec<TopicCounters>,
+    pub secured: Vec<SecuredPairCounters>,
 }
 
 pub const METRIC_SAMPLES: &str = "ddshark.topic.samples";
@@ -78,6 +96,14 @@ pub const METRIC_RATE: &str = "ddshark.topic.rate";
 pub const METRIC_PERIOD_JITTER: &str = "ddshark.topic.period.jitter";
 /// Topic metric attribute, present (true) only on shared-memory-only topics.
 pub const ATTR_SHARED_MEMORY_ONLY: &str = "shared_memory_only";
+pub const METRIC_SECURED_MESSAGES: &str = "ddshark.secured.messages";
+pub const METRIC_SECURED_SUBMESSAGES: &str = "ddshark.secured.submessages";
+pub const METRIC_SECURED_BYTES: &str = "ddshark.secured.bytes";
+/// Secured metric attributes: the pair's participants.
+pub const ATTR_SRC_PARTICIPANT: &str = "src_participant";
+pub const ATTR_DST_PARTICIPANT: &str = "dst_participant";
+pub const ATTR_SRC_PARTICIPANT_NAME: &str = "src_participant_name";
+pub const ATTR_DST_PARTICIPANT_NAME: &str = "dst_participant_name";
 
 /// The exporter's own counters, reported with each snapshot.
 #[derive(Debug, Clone, Copy, Default)]
@@ -119,6 +145,20 @@ fn topic_attributes(t: &TopicCounters) -> Vec<KeyValue> {
     a.push(KeyValue::new(attr::TRAFFIC_TYPE, t.traffic.name()));
     if t.shared_memory_only {
         a.push(KeyValue::new(ATTR_SHARED_MEMORY_ONLY, true));
+    }
+    a
+}
+
+fn pair_attributes(p: &SecuredPairCounters) -> Vec<KeyValue> {
+    let mut a = vec![
+        KeyValue::new(ATTR_SRC_PARTICIPANT, p.src.clone()),
+        KeyValue::new(ATTR_DST_PARTICIPANT, p.dst.clone()),
+    ];
+    if let Some(n) = &p.src_name {
+        a.push(KeyValue::new(ATTR_SRC_PARTICIPANT_NAME, n.clone()));
+    }
+    if let Some(n) = &p.dst_name {
+        a.push(KeyValue::new(ATTR_DST_PARTICIPANT_NAME, n.clone()));
     }
     a
 }
@@ -194,6 +234,44 @@ impl MetricsPipeline {
                         if let Ok(s) = latest.lock() {
                             for t in &s.topics {
                                 o.observe(field(t), &topic_attributes(t));
+                            }
+                        }
+                    })
+                    .build(),
+            );
+        }
+        type PairField = fn(&SecuredPairCounters) -> u64;
+        let secured_metrics: [(&'static str, &'static str, &'static str, PairField); 3] = [
+            (
+                METRIC_SECURED_MESSAGES,
+                "{message}",
+                "DDS Security: RTPS messages with SRTPS_PREFIX or SEC_PREFIX, per participant pair",
+                |p| p.messages,
+            ),
+            (
+                METRIC_SECURED_SUBMESSAGES,
+                "{submessage}",
+                "DDS Security: protected submessages (SEC_PREFIX), per participant pair",
+                |p| p.submessages,
+            ),
+            (
+                METRIC_SECURED_BYTES,
+                "By",
+                "DDS Security: UDP payload bytes of the secured messages, per participant pair",
+                |p| p.bytes,
+            ),
+        ];
+        for (name, unit, description, field) in secured_metrics {
+            let latest = latest.clone();
+            instruments.push(
+                meter
+                    .u64_observable_counter(name)
+                    .with_unit(unit)
+                    .with_description(description)
+                    .with_callback(move |o| {
+                        if let Ok(s) = latest.lock() {
+                            for p in &s.secured {
+                                o.observe(field(p), &pair_attributes(p));
                             }
                         }
                     })

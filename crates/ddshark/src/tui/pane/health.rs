@@ -139,6 +139,12 @@ pub(in crate::tui) fn health(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &U
         kv_warn("fragmented samples", st.frag_samples_evicted),
         kv("leases expired", fmt::count(st.leases_expired)),
     ];
+    if s.secured.totals.messages > 0 {
+        right_lines.extend([
+            kv_warn("secured pairs", s.secured.pairs_evicted),
+            kv_warn("address map", st.hosts_evicted),
+        ]);
+    }
     let t = &d.tcp;
     if !t.is_zero() {
         right_lines.extend([

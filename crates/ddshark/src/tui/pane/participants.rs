@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::Frame;
 
 use super::{gone, Column, TablePane, Text, Width, WIDE};
-use crate::state::snapshot::ParticipantView;
+use crate::state::snapshot::{ParticipantView, SecuredParticipantView};
 use crate::state::Snapshot;
 use crate::tui::app::UiState;
 use crate::tui::fmt;
@@ -16,14 +16,16 @@ use crate::units;
 type P<'a> = &'a ParticipantView;
 
 /// `endpoints`: writers and readers per GUID prefix; `wide`: all addresses, else the
-/// first and how many more.
+/// first and how many more; `secured`: what each sent protected by DDS Security (its
+/// columns only when some traffic was).
 fn columns<'a>(
     s: &'a Snapshot,
     endpoints: &'a HashMap<&'a str, (u64, u64)>,
+    secured: &'a HashMap<&'a str, &'a SecuredParticipantView>,
     wide: bool,
 ) -> Vec<Column<'a, P<'a>>> {
     let now = s.summary.capture_time_ns;
-    vec![
+    let mut columns = vec![
         Column::left("GUID prefix", Width::Fixed(24), |p: &P| {
             p.guid_prefix.clone().into()
         }),
@@ -77,7 +79,28 @@ fn columns<'a>(
             units::bytes(p.bytes as f64).into()
         })
         .wide_only(),
-    ]
+    ];
+    if !secured.is_empty() {
+        let of = move |p: &P| secured.get(p.guid_prefix.as_str()).copied();
+        columns.extend([
+            Column::right("Sec/s", Width::Fixed(7), move |p: &P| {
+                of(p)
+                    .map_or("-".to_string(), |v| fmt::hz(v.window.messages_per_s))
+                    .into()
+            }),
+            Column::right("Sec BW", Width::Fixed(8), move |p: &P| {
+                of(p)
+                    .map_or("-".to_string(), |v| fmt::bandwidth(v.window.bandwidth_bps))
+                    .into()
+            }),
+            Column::right("Prot", Width::Fixed(4), move |p: &P| {
+                of(p)
+                    .map_or("-".to_string(), |v| v.protected_endpoints.to_string())
+                    .into()
+            }),
+        ]);
+    }
+    columns
 }
 
 pub(in crate::tui) fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, ui: &UiState) {
@@ -93,10 +116,24 @@ pub(in crate::tui) fn participants(f: &mut Frame<'_>, area: Rect, s: &Snapshot, 
         let e = endpoints.entry(r.participant.as_str()).or_default();
         e.1 = e.1.saturating_add(1);
     }
+    let secured: HashMap<&str, &SecuredParticipantView> = s
+        .secured
+        .participants
+        .iter()
+        .map(|p| (p.guid_prefix.as_str(), p))
+        .collect();
+    let title = if secured.is_empty() {
+        format!("{} participants · W/R = writers/readers", rows.len())
+    } else {
+        format!(
+            "{} participants · W/R = writers/readers · Sec = DDS Security messages sent, Prot = protected endpoints (topics hidden)",
+            rows.len()
+        )
+    };
     let pane = TablePane {
-        columns: columns(s, &endpoints, area.width >= WIDE),
+        columns: columns(s, &endpoints, &secured, area.width >= WIDE),
         first: 3,
-        title: format!("{} participants · W/R = writers/readers", rows.len()),
+        title,
         row_style: |_: &P| None,
     };
     pane.draw(f, area, &rows, sel);
