@@ -34,7 +34,7 @@ done
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 scratch="$REPO_ROOT/target/check-outputs"
 mkdir -p "$scratch"
-pcaps="$REPO_ROOT/tests/pcaps"
+pcaps="$FIXTURES"
 
 # run_all BIN OUTDIR: every output of BIN into OUTDIR (one file per command and stream).
 run_all() {

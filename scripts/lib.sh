@@ -1,6 +1,7 @@
 # Shared by the scripts (source it; set LIB_TAG first to name the script in messages):
 #   say MSG / die MSG    progress and fatal errors on stderr, as "[TAG] MSG"
 #   REPO_ROOT            the repository
+#   FIXTURES             the bundled captures with their oracles ($REPO_ROOT/tests/pcaps)
 #   DDSHARK_CAPTURES     where scripts/make-fixtures.sh writes its captures
 #                        [/var/tmp/ddshark-captures]
 #   BENCH_CAPTURE        the benchmarks' large capture (the Autoware mix that
@@ -19,6 +20,7 @@
 #   PYTHONPATH           scripts/ first: the Python tools are the package scripts/ddtools,
 #                        run as `python3 -m ddtools.NAME` (scripts/ddtools/__init__.py)
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FIXTURES="$REPO_ROOT/tests/pcaps"
 DDSHARK_CAPTURES=${DDSHARK_CAPTURES:-/var/tmp/ddshark-captures}
 BENCH_CAPTURE=${BENCH_CAPTURE:-$DDSHARK_CAPTURES/j_autoware_mix/a.pcap}
 BENCH_E2E_OUT=${BENCH_E2E_OUT:-/var/tmp/ddshark-bench-e2e}

@@ -39,9 +39,9 @@ REPO=$(repo)
 TRAFFIC="$REPO/tests/traffic"
 MAKE_CAPTURES="$TRAFFIC/make_captures.sh"
 ORACLE="$TRAFFIC/oracle.py"
-DEST="$REPO/tests/pcaps"
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+DEST="$FIXTURES"
 WORK=$DDSHARK_CAPTURES
 MAX_PCAP_KB=${MAX_PCAP_KB:-4096}  # default size limit per pcap (see pcap_limit_kb)
 MAX_LOGS_KB=${MAX_LOGS_KB:-256}   # copy logs/ files up to this size each

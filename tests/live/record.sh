@@ -20,7 +20,7 @@ LIB_TAG="record test"
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 DDSHARK=${1:-$REPO_ROOT/target/release/ddshark}
-INPUT=${INPUT:-$REPO_ROOT/tests/pcaps/b_large_frag/a.pcap}
+INPUT=${INPUT:-$FIXTURES/b_large_frag/a.pcap}
 NS_TX=record_tx NS_RX=record_rx IF_TX=record_tx0 IF_RX=record_rx0
 HOST=recorder-host
 
