@@ -6,20 +6,22 @@
 # cannot pass). Run by scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-validate=${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}/bin/compose-validate
-fail() { echo "compose check: FAILED: $*" >&2; exit 1; }
-[ -x "$validate" ] || fail "$validate missing: scripts/stack/build.sh --only compose-validate (scripts/setup.sh --test builds it)"
+LIB_TAG="compose check"
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+validate=$DDSHARK_STACK_DIR/bin/compose-validate
+[ -x "$validate" ] || die "$validate missing: scripts/stack/build.sh --only compose-validate (scripts/setup.sh --test builds it)"
 
-"$validate" deploy/docker-compose.yml || fail "deploy/docker-compose.yml is not a valid Compose file"
+"$validate" deploy/docker-compose.yml || die "deploy/docker-compose.yml is not a valid Compose file"
 
 # Broken copies next to the original, so that its relative paths resolve the same way.
 tmp=$(mktemp deploy/.compose-check.XXXXXX.yml)
 trap 'rm -f "$tmp"' EXIT
 expect_refused() { # expect_refused WHAT SED-SCRIPT
   sed "$2" deploy/docker-compose.yml >"$tmp"
-  cmp -s "$tmp" deploy/docker-compose.yml && fail "the $1 mutation changed nothing"
+  cmp -s "$tmp" deploy/docker-compose.yml && die "the $1 mutation changed nothing"
   if "$validate" "$tmp" >/dev/null 2>"$tmp.err"; then
-    rm -f "$tmp.err"; fail "the loader accepted $1"
+    rm -f "$tmp.err"; die "the loader accepted $1"
   fi
   echo "compose check: refused as it should: $1: $(tail -n1 "$tmp.err")"
   rm -f "$tmp.err"

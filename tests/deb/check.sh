@@ -7,37 +7,39 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$HOME/.cargo/bin:$PATH"
-fail() { echo "deb check: FAILED: $*" >&2; exit 1; }
+LIB_TAG="deb check"
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 command -v cargo-deb >/dev/null ||
-  fail "cargo-deb not found: cargo install --locked cargo-deb (scripts/setup.sh --test installs it)"
-[ -x target/release/ddshark ] || fail "target/release/ddshark missing: cargo build --release -p ddshark"
+  die "cargo-deb not found: cargo install --locked cargo-deb (scripts/setup.sh --test installs it)"
+[ -x target/release/ddshark ] || die "target/release/ddshark missing: cargo build --release -p ddshark"
 
 rm -rf target/debian
 cargo deb -p ddshark --no-build --no-strip -q >/dev/null
 shopt -s nullglob
 debs=(target/debian/ddshark_*.deb)
-[ ${#debs[@]} -eq 1 ] || fail "expected one target/debian/ddshark_*.deb, found ${#debs[@]}"
+[ ${#debs[@]} -eq 1 ] || die "expected one target/debian/ddshark_*.deb, found ${#debs[@]}"
 deb=${debs[0]}
 
 info=$(dpkg-deb --info "$deb")
-grep -q '^ Package: ddshark$' <<<"$info" || fail "$deb: no 'Package: ddshark'"
+grep -q '^ Package: ddshark$' <<<"$info" || die "$deb: no 'Package: ddshark'"
 depends=$(dpkg-deb --field "$deb" Depends)
 for want in libpcap0.8 libcap2-bin; do
-  grep -q "$want" <<<"$depends" || fail "$deb: Depends ($depends) lacks $want"
+  grep -q "$want" <<<"$depends" || die "$deb: Depends ($depends) lacks $want"
 done
-grep -q ' postinst$\| postinst ' <<<"$info" || fail "$deb: no postinst"
+grep -q ' postinst$\| postinst ' <<<"$info" || die "$deb: no postinst"
 
 contents=$(dpkg-deb --contents "$deb")
-grep -qE '^-rwxr-xr-x .* \./usr/bin/ddshark$' <<<"$contents" || fail "$deb: no executable ./usr/bin/ddshark"
+grep -qE '^-rwxr-xr-x .* \./usr/bin/ddshark$' <<<"$contents" || die "$deb: no executable ./usr/bin/ddshark"
 
 work=$(mktemp -d /tmp/ddshark-deb-check.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 dpkg-deb --control "$deb" "$work/DEBIAN"
 grep -q 'setcap cap_net_raw,cap_net_admin=eip /usr/bin/ddshark' "$work/DEBIAN/postinst" ||
-  fail "$deb: postinst does not setcap the binary"
+  die "$deb: postinst does not setcap the binary"
 dpkg-deb --extract "$deb" "$work/root"
-version=$("$work/root/usr/bin/ddshark" --version) || fail "the packaged binary does not run"
-cmp -s "$work/root/usr/bin/ddshark" target/release/ddshark || fail "the packaged binary is not target/release/ddshark"
+version=$("$work/root/usr/bin/ddshark" --version) || die "the packaged binary does not run"
+cmp -s "$work/root/usr/bin/ddshark" target/release/ddshark || die "the packaged binary is not target/release/ddshark"
 
 echo "deb check: $deb ($(stat -c %s "$deb") bytes): $version, Depends: $depends, postinst sets the capture capabilities"
