@@ -11,6 +11,8 @@ target reads them: stream selector, flags, sequence delta, time step, length, pa
 plus RTI TCP transport streams (no fixture has one) built from its layout.
 line_protocol/: SAMPLE and DATA_FRAG spans of two hosts as Telegraf hands them to the
 latency join (`ddshark join`), one sample per input, plus odd escapes.
+capture_file/: the head of every fixture file (pcap and pcapng), cut at a record boundary
+after SEED_FILE_BYTES, as `ddshark stats` reads a file.
 """
 import hashlib
 import os
@@ -21,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "pcaps")
 LINK_SELECTOR = {1: 0, 0: 1, 101: 2, 108: 3, 113: 4, 276: 5, 228: 6, 229: 7}
 MAX_PER_FILE = 150
+SEED_FILE_BYTES = 16 << 10
 
 
 def pcap_frames(path):
@@ -42,6 +45,35 @@ def pcap_frames(path):
         out.append(data[off + 16:off + 16 + caplen])
         off += 16 + caplen
     return link, out
+
+
+def file_head(path):
+    """The file's header and its records up to SEED_FILE_BYTES (at least one record)."""
+    with open(path, "rb") as f:
+        data = f.read(4 << 20)
+    magic = data[:4]
+    if magic == b"\x0a\x0d\x0d\x0a":  # pcapng: blocks, each with its total length at +4
+        e = "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+        off = 0
+        while off + 12 <= len(data):
+            n = struct.unpack(e + "I", data[off + 4:off + 8])[0]
+            if n < 12 or off + n > len(data) or (off > 0 and off + n > SEED_FILE_BYTES):
+                break
+            off += n
+        return data[:off]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        e = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        e = ">"
+    else:
+        return b""
+    off = 24
+    while off + 16 <= len(data):
+        caplen = struct.unpack(e + "I", data[off + 8:off + 12])[0]
+        if off + 16 + caplen > len(data) or (off > 24 and off + 16 + caplen > SEED_FILE_BYTES):
+            break
+        off += 16 + caplen
+    return data[:off]
 
 
 def put(dirname, blob):
@@ -145,8 +177,14 @@ def rti_tcp_inputs():
 
 def main():
     n_dg = n_pl = n_tcp = 0
+    n_files = 0
     for root, _, files in os.walk(FIXTURES):
         for fn in sorted(files):
+            if fn.endswith((".pcap", ".pcapng")):
+                head = file_head(os.path.join(root, fn))
+                if head:
+                    put("capture_file", head)
+                    n_files += 1
             if not fn.endswith(".pcap") or "truncated" in fn:
                 continue
             link, frames = pcap_frames(os.path.join(root, fn))
@@ -171,8 +209,8 @@ def main():
         n_tcp += 1
     for blob in span_lines():
         put("line_protocol", blob)
-    print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists, {n_tcp} TCP segment runs",
-          file=sys.stderr)
+    print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists, {n_tcp} TCP segment runs, "
+          f"{n_files} capture file heads", file=sys.stderr)
 
 
 def span_lines():

@@ -137,7 +137,7 @@ fn address(data: &[u8]) -> usize {
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
         if path.as_os_str() == STDIN {
-            return Self::from_reader(std::io::stdin(), "standard input".into(), 0);
+            return Self::from_reader(std::io::stdin(), "standard input".into(), 0, BUFFER);
         }
         let name = path.display().to_string();
         let open_error = |message: String| CaptureError::Open {
@@ -149,15 +149,24 @@ impl FileSource {
             .metadata()
             .map_err(|e| open_error(e.to_string()))?
             .len();
-        Self::from_reader(file, name, file_size)
+        Self::from_reader(file, name, file_size, BUFFER)
+    }
+
+    /// A savefile already in memory (the fuzz target of the file reader), named `name` in messages.
+    pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<Self, CaptureError> {
+        let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        // No bigger a buffer than the bytes (grown like any other for a larger record).
+        let buffer = bytes.len().clamp(1 << 12, BUFFER);
+        Self::from_reader(std::io::Cursor::new(bytes), name.to_string(), size, buffer)
     }
 
     fn from_reader(
         input: impl Read + Send + 'static,
         path: String,
         file_size: u64,
+        buffer: usize,
     ) -> Result<Self, CaptureError> {
-        let reader = create_reader(BUFFER, input).map_err(|e| CaptureError::Open {
+        let reader = create_reader(buffer, input).map_err(|e| CaptureError::Open {
             path: path.clone(),
             message: match e {
                 PcapError::Eof => "the file is empty (is it a pcap or pcapng file?)".into(),
