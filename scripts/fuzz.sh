@@ -28,14 +28,18 @@ command -v cargo-fuzz >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
 build=(--debug-assertions --sanitizer none)
 python3 fuzz/seed_corpus.py
 (cd fuzz && cargo fuzz build "${build[@]}" >/dev/null)
-if [ -n "$runs" ]; then limit=(-runs="$runs"); else limit=(-max_total_time="$secs"); fi
+if [ -n "$runs" ]; then
+  limit=(-runs="$runs") bound="$runs executions"
+else
+  limit=(-max_total_time="$secs") bound="${secs}s"
+fi
 if [ -n "$table" ]; then
   { echo "| target | executions | exec/s | crashes | coverage (edges / features) | corpus | peak RSS | time |"
     echo "|---|---|---|---|---|---|---|---|"; } >"$table"
 fi
 mkdir -p target/fuzz-logs
 for target in "${targets[@]}"; do
-  echo "fuzz: $target (${runs:+$runs runs}${runs:-${secs}s})" >&2
+  echo "fuzz: $target for $bound" >&2
   log=target/fuzz-logs/$target.log
   mkdir -p "fuzz/corpus/$target"
   status=0 t0=$(date +%s)
@@ -44,11 +48,11 @@ for target in "${targets[@]}"; do
   elapsed=$(( $(date +%s) - t0 ))
   grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)" "$log" >&2 || true
   if [ -n "$table" ]; then
-    stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
-    last=$(grep -E "^#[0-9]+ " "$log" | tail -1)
+    stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1 || true; }
+    last=$(grep -E "^#[0-9]+[[:space:]]" "$log" | tail -1 || true)
     cov=$(sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\) corp: \([0-9]*\).*/\1 \/ \2|\3/p' <<<"$last")
     crashes=$([ "$status" -eq 0 ] && echo 0 || echo "1 (fuzz/artifacts/$target)")
-    printf '| %s | %s | %s | %s | %s | %s MiB | %s |\n' "$target" \
+    printf '| %s | %s | %s | %s | %s | %s | %s MiB | %s |\n' "$target" \
       "$(stat number_of_executed_units)" "$(stat average_exec_per_sec)" "$crashes" \
       "${cov%%|*}" "${cov##*|}" "$(stat peak_rss_mb)" \
       "$(printf '%dm%02ds' $((elapsed / 60)) $((elapsed % 60)))" >>"$table"

@@ -393,6 +393,9 @@ pub struct State {
     cached: HashMap<Guid, Arc<EndpointInfo>, KeyHasher>,
     /// DDS Security traffic per participant pair.
     pub secured: SecuredTraffic,
+    /// Fragmented samples dropped from tracking by writers evicted since (their part of
+    /// `counters.frag_samples_evicted`, which otherwise sums the writers still held).
+    frag_evicted_of_evicted_writers: u64,
 }
 
 impl Default for State {
@@ -419,6 +422,7 @@ impl State {
                 config.max_participants,
                 config.window_ns,
             ),
+            frag_evicted_of_evicted_writers: 0,
         }
     }
 
@@ -485,6 +489,7 @@ impl State {
             config,
             cached,
             counters,
+            frag_evicted_of_evicted_writers,
             ..
         } = self;
         let w = writers.get_or_insert_with(
@@ -503,6 +508,8 @@ impl State {
                 counters.samples_of_evicted_writers = counters
                     .samples_of_evicted_writers
                     .saturating_add(old.stats.total.samples);
+                *frag_evicted_of_evicted_writers =
+                    frag_evicted_of_evicted_writers.saturating_add(old.seq.frag_evicted);
             },
         )?;
         w.last_seen_ns = ts;
@@ -1022,6 +1029,9 @@ impl State {
                     .counters
                     .samples_of_evicted_writers
                     .saturating_add(w.stats.total.samples);
+                self.frag_evicted_of_evicted_writers = self
+                    .frag_evicted_of_evicted_writers
+                    .saturating_add(w.seq.frag_evicted);
             }
             let n = self.readers.evict_older_than(cutoff).len() as u64;
             self.counters.readers_evicted_idle =
@@ -1039,7 +1049,7 @@ impl State {
             .writers
             .values()
             .map(|w| w.seq.frag_evicted)
-            .fold(0u64, u64::saturating_add);
+            .fold(self.frag_evicted_of_evicted_writers, u64::saturating_add);
     }
 
     /// End of input: every open hole and incomplete sample is final.
