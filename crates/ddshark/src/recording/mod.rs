@@ -840,6 +840,22 @@ mod tests {
         }
     }
 
+    /// The names of the files a recorder closed, in order.
+    fn closed_names(r: &Recorder) -> Vec<std::ffi::OsString> {
+        r.closed_files()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The packets in each file a recorder closed, in order.
+    fn closed_counts(r: &Recorder) -> Vec<usize> {
+        r.closed_files()
+            .iter()
+            .map(|p| read_back(p).len())
+            .collect()
+    }
+
     /// (ts_ns, caplen, len, data) of every packet, as libpcap reads the file.
     fn read_back(path: &Path) -> Vec<(u64, u32, u32, Vec<u8>)> {
         let mut c = pcap::Capture::from_file_with_precision(path, pcap::Precision::Nano).unwrap();
@@ -904,17 +920,9 @@ mod tests {
             r.write(0, T0 + i, &[i as u8; 100], 100).unwrap();
         }
         r.finish().unwrap();
-        let names: Vec<_> = r
-            .closed_files()
-            .iter()
-            .map(|p| p.file_name().unwrap().to_owned())
-            .collect();
+        let names = closed_names(&r);
         assert_eq!(names, ["s.pcapng", "s.pcapng1", "s.pcapng2"]);
-        let counts: Vec<_> = r
-            .closed_files()
-            .iter()
-            .map(|p| read_back(p).len())
-            .collect();
+        let counts = closed_counts(&r);
         assert_eq!(counts, [3, 3, 2]);
         for p in r.closed_files() {
             assert!(std::fs::metadata(p).unwrap().len() <= limit);
@@ -970,17 +978,9 @@ mod tests {
         r.finish().unwrap();
         use Written::{FileLimit, Yes};
         assert_eq!(outcomes, [Yes, Yes, Yes, Yes, Yes, FileLimit, FileLimit]);
-        let names: Vec<_> = r
-            .closed_files()
-            .iter()
-            .map(|p| p.file_name().unwrap().to_owned())
-            .collect();
+        let names = closed_names(&r);
         assert_eq!(names, ["t-160000.pcapng", "t-160001.pcapng"]);
-        let counts: Vec<_> = r
-            .closed_files()
-            .iter()
-            .map(|p| read_back(p).len())
-            .collect();
+        let counts = closed_counts(&r);
         assert_eq!(counts, [3, 2]);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -995,11 +995,7 @@ mod tests {
             r.write(0, T0 + i, &[0; 20], 20).unwrap();
         }
         r.finish().unwrap();
-        let names: Vec<_> = r
-            .closed_files()
-            .iter()
-            .map(|p| p.file_name().unwrap().to_owned())
-            .collect();
+        let names = closed_names(&r);
         assert_eq!(names, ["g.pcapng", "g.pcapng1", "g.pcapng2"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
