@@ -1,5 +1,5 @@
 //! OTLP export against the real OpenTelemetry Collector and InfluxDB 2, started by
-//! `scripts/stack/start.sh` in a throwaway run dir on non-default ports.
+//! `scripts/stack/start.sh` in a throwaway run dir on free ports.
 //!
 //! Needs the binaries that `scripts/stack/build.sh` caches (in
 //! `$DDSHARK_STACK_DIR/bin`, default `~/.cache/ddshark-stack/bin`). Without them
@@ -13,12 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::stack::{read_env, stack_dir, Influx};
+use common::stack::{stack_dir, RunningStack};
 use common::{fixture, ns_of, read_tsv};
 use rtps_dissect::Guid;
 use serde_json::Value;
 
-const ORG: &str = "ddshark";
 const BUCKET: &str = "ddshark";
 /// ddshark's OTLP metrics (per-topic counters) go to the long bucket.
 const LONG_BUCKET: &str = "ddshark_long";
@@ -31,92 +30,52 @@ fn stack_bin_dir() -> PathBuf {
     stack_dir().join("bin")
 }
 
-/// One stack (influxd + telegraf + otelcol) in its own run dir and ports; stopped on drop.
+/// One stack (influxd + telegraf + otelcol) in its own run dir, on free ports; stopped on
+/// drop.
 struct Stack {
-    run_dir: PathBuf,
-    ports: [u16; 7],
-    influx: Influx,
+    run: RunningStack,
     /// A collector this test restarted itself (not known to stop.sh).
     own_collector: Option<Child>,
 }
 
-impl Stack {
-    fn start(slot: u16) -> Stack {
-        let bin = stack_bin_dir();
-        for b in ["influxd", "otelcol-ddshark", "telegraf"] {
-            assert!(
-                bin.join(b).is_file(),
-                "{} is missing: the OTLP end-to-end tests need the real collector and InfluxDB. \
-                 Build them once with `scripts/stack/build.sh` (about 5 minutes; CI does this), \
-                 or point DDSHARK_STACK_DIR at a cache that has bin/{b}.",
-                bin.join(b).display()
-            );
-        }
-        let base = 20_000 + (std::process::id() % 400) as u16 * 20 + slot * 10;
-        let ports = [
-            base,
-            base + 1,
-            base + 2,
-            base + 3,
-            base + 4,
-            base + 5,
-            base + 6,
-        ];
-        let run_dir =
-            std::env::temp_dir().join(format!("ddshark-otlp-test-{}-{slot}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&run_dir);
-        let out = Command::new(repo_root().join("scripts/stack/start.sh"))
-            .arg("--run-dir")
-            .arg(&run_dir)
-            .envs(Self::env_of(&ports))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .expect("running scripts/stack/start.sh");
-        // (InfluxDB's token: start.sh makes one on first start)
-        let token = read_env(&run_dir.join("stack.env"))
-            .remove("DDSHARK_INFLUX_TOKEN")
-            .unwrap_or_default();
-        let influx = Influx {
-            url: format!("http://127.0.0.1:{}", ports[0]),
-            org: ORG.to_string(),
-            token,
-        };
-        let stack = Stack {
-            run_dir,
-            ports,
-            influx,
-            own_collector: None,
-        };
-        assert!(
-            out.status.success(),
-            "scripts/stack/start.sh failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stack
+impl std::ops::Deref for Stack {
+    type Target = RunningStack;
+    fn deref(&self) -> &RunningStack {
+        &self.run
     }
+}
 
-    fn env_of(p: &[u16; 7]) -> Vec<(&'static str, String)> {
-        vec![
-            // The fixtures are old captures: InfluxDB refuses points older than a
-            // bucket's retention.
-            ("DDSHARK_INFLUX_RAW_RETENTION", "0".to_string()),
-            ("DDSHARK_INFLUX_LONG_RETENTION", "0".to_string()),
-            ("DDSHARK_TELEGRAF_OTLP_PORT", p[6].to_string()),
-            ("DDSHARK_INFLUX_PORT", p[0].to_string()),
-            ("DDSHARK_OTLP_GRPC_PORT", p[1].to_string()),
-            ("DDSHARK_OTLP_HTTP_PORT", p[2].to_string()),
-            ("DDSHARK_OTELCOL_HEALTH_PORT", p[3].to_string()),
-            ("DDSHARK_OTELCOL_METRICS_PORT", p[4].to_string()),
-            ("DDSHARK_OTELCOL_PROM_PORT", p[5].to_string()),
-        ]
+/// The port of an address or URL in stack.env (`host:port`, `http://host:port/path`).
+fn port_of(addr: &str) -> String {
+    let after_host = addr.rsplit_once(':').map_or(addr, |(_, p)| p);
+    after_host.split('/').next().unwrap_or("").to_string()
+}
+
+impl Stack {
+    fn start(tag: &str) -> Stack {
+        let run_dir =
+            std::env::temp_dir().join(format!("ddshark-otlp-test-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run_dir);
+        // The fixtures are old captures: InfluxDB refuses points older than a bucket's
+        // retention.
+        let run = RunningStack::start(
+            &run_dir,
+            &[
+                ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
+                ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
+            ],
+        );
+        Stack {
+            run,
+            own_collector: None,
+        }
     }
 
     fn grpc(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ports[1])
+        self.var("DDSHARK_OTLP_ENDPOINT").to_string()
     }
     fn http(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ports[2])
+        self.var("DDSHARK_OTLP_HTTP_ENDPOINT").to_string()
     }
 
     /// SIGTERM the collector that start.sh started (by its recorded pid).
@@ -156,14 +115,23 @@ impl Stack {
             .current_dir(&self.run_dir)
             .envs([
                 ("DDSHARK_OTELCOL_BIND", "127.0.0.1".to_string()),
-                ("DDSHARK_OTLP_GRPC_PORT", self.ports[1].to_string()),
-                ("DDSHARK_OTLP_HTTP_PORT", self.ports[2].to_string()),
-                ("DDSHARK_OTELCOL_HEALTH_PORT", self.ports[3].to_string()),
-                ("DDSHARK_OTELCOL_METRICS_PORT", self.ports[4].to_string()),
-                ("DDSHARK_OTELCOL_PROM_PORT", self.ports[5].to_string()),
+                ("DDSHARK_OTLP_GRPC_PORT", port_of(&self.grpc())),
+                ("DDSHARK_OTLP_HTTP_PORT", port_of(&self.http())),
+                (
+                    "DDSHARK_OTELCOL_HEALTH_PORT",
+                    port_of(self.var("DDSHARK_OTELCOL_HEALTH_URL")),
+                ),
+                (
+                    "DDSHARK_OTELCOL_METRICS_PORT",
+                    port_of(self.var("DDSHARK_OTELCOL_METRICS_URL")),
+                ),
+                (
+                    "DDSHARK_OTELCOL_PROM_PORT",
+                    port_of(self.var("DDSHARK_OTELCOL_PROM_URL")),
+                ),
                 (
                     "DDSHARK_TELEGRAF_OTLP_ADDR",
-                    format!("127.0.0.1:{}", self.ports[6]),
+                    self.var("DDSHARK_TELEGRAF_OTLP_ADDR").to_string(),
                 ),
             ])
             .stdin(Stdio::null())
@@ -172,7 +140,7 @@ impl Stack {
             .spawn()
             .expect("starting otelcol-ddshark");
         self.own_collector = Some(child);
-        let url = format!("http://127.0.0.1:{}/", self.ports[3]);
+        let url = self.var("DDSHARK_OTELCOL_HEALTH_URL").to_string();
         let t = Instant::now();
         loop {
             let ok = Command::new("curl")
@@ -297,20 +265,10 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        // (before the stack stops: stop.sh does not know this collector)
         if let Some(mut c) = self.own_collector.take() {
             let _ = c.kill();
             let _ = c.wait();
-        }
-        let _ = Command::new(repo_root().join("scripts/stack/stop.sh"))
-            .arg("--run-dir")
-            .arg(&self.run_dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.run_dir);
-        } else {
-            eprintln!("stack logs kept in {}", self.run_dir.display());
         }
     }
 }
@@ -585,7 +543,7 @@ fn check_host(
 /// share one trace; span ids are unique.
 #[test]
 fn stack_two_hosts_every_submessage_exactly_once() {
-    let stack = Stack::start(0);
+    let stack = Stack::start("0");
     // The sender capture again, as a nanosecond pcap with sub-µs offsets per frame:
     // the exported timestamps must follow to the nanosecond.
     let ns_pcap = stack.run_dir.join("small-a-ns.pcap");
@@ -948,7 +906,7 @@ fn rss_kib(pid: u32) -> Option<u64> {
 /// reports drops, stays small, and spans flow again once the collector is back.
 #[test]
 fn stack_collector_restart_mid_run() {
-    let mut stack = Stack::start(1);
+    let mut stack = Stack::start("1");
     let pcap = fixture("b_large_frag/a.pcap");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
         .args([
@@ -1092,9 +1050,13 @@ fn stack_tls_with_private_ca() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     common::tls::write_test_pki(&dir);
-    // Slot 3 of this process's range: slots 0–2 are the stacks' (7 ports each, at +0, +10, +20).
-    let base = 20_000 + (std::process::id() % 400) as u16 * 20 + 30;
-    let (grpc, http, metrics) = (base, base + 1, base + 2);
+    // Three free ports (held together, so they differ, then let go for the collector).
+    let held: Vec<std::net::TcpListener> = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let port = |i: usize| held[i].local_addr().unwrap().port();
+    let (grpc, http, metrics) = (port(0), port(1), port(2));
+    drop(held);
     let config = format!(
         r#"receivers:
   otlp:
@@ -1214,7 +1176,7 @@ service:
 /// `shared_memory_only` attribute, equal to the final snapshot's.
 #[test]
 fn stack_topic_timing_and_shared_memory_metrics() {
-    let stack = Stack::start(2);
+    let stack = Stack::start("2");
     let finals: Vec<(&str, PathBuf)> = [
         ("k3_fastdds_deadline/a.pcap", "fastdds-deadline"),
         ("k2_fastdds_shm/a.pcap", "fastdds-shm"),
@@ -1285,7 +1247,7 @@ fn stack_topic_timing_and_shared_memory_metrics() {
 #[test]
 fn stack_clock_offset_equals_ddshark_latency() {
     const SHIFT_NS: i64 = 12_345_678;
-    let stack = Stack::start(3);
+    let stack = Stack::start("3");
     let a = fixture("k_fastdds/a.pcap");
     let b = stack.run_dir.join("k_fastdds-b-shifted.pcap");
     common::shifted_copy(&fixture("k_fastdds/b.pcap"), &b, |t| t + SHIFT_NS);

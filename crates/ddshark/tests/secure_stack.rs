@@ -11,14 +11,13 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::fixture;
-use common::stack::{read_env, Influx};
+use common::stack::RunningStack;
 
 /// Spans `ddshark -r a_small_reliable/a.pcap --otlp` exports (DATA/DATA_FRAG and SAMPLE).
 const SPANS: u64 = 422;
@@ -27,57 +26,32 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-struct Stack {
-    run_dir: PathBuf,
-    env: HashMap<String, String>,
+/// The secured stack: OTLP receivers beyond loopback (0.0.0.0).
+struct Stack(RunningStack);
+
+impl std::ops::Deref for Stack {
+    type Target = RunningStack;
+    fn deref(&self) -> &RunningStack {
+        &self.0
+    }
 }
 
 impl Stack {
     fn start(run_dir: &Path) -> Stack {
-        let mut cmd = Command::new(repo_root().join("scripts/stack/start.sh"));
-        cmd.arg("--auto-ports").arg("--run-dir").arg(run_dir);
-        for (k, _) in std::env::vars() {
-            let keep = ["DDSHARK_STACK_DIR", "DDSHARK_JOIN_BIN", "CARGO_TARGET_DIR"];
-            if (k.starts_with("DDSHARK_") || k.starts_with("OTEL_")) && !keep.contains(&k.as_str())
-            {
-                cmd.env_remove(k);
-            }
-        }
-        let out = cmd
-            .env("DDSHARK_OTLP_BIND", "0.0.0.0")
-            .env("DDSHARK_INFLUX_RAW_RETENTION", "0")
-            .env("DDSHARK_INFLUX_LONG_RETENTION", "0")
-            .env("DDSHARK_OTELCOL_BATCH_TIMEOUT", "200ms")
-            .output()
-            .expect("running scripts/stack/start.sh");
-        let stack = Stack {
-            run_dir: run_dir.to_path_buf(),
-            env: read_env(&run_dir.join("stack.env")),
-        };
-        assert!(
-            out.status.success(),
-            "scripts/stack/start.sh failed (it needs the binaries of `scripts/setup.sh --test`):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stack
-    }
-
-    fn stop(&self) {
-        let _ = Command::new(repo_root().join("scripts/stack/stop.sh"))
-            .arg("--run-dir")
-            .arg(&self.run_dir)
-            .output();
-    }
-
-    fn var(&self, k: &str) -> &str {
-        self.env
-            .get(k)
-            .unwrap_or_else(|| panic!("{k} missing from stack.env: {:?}", self.env))
+        Stack(RunningStack::start(
+            run_dir,
+            &[
+                ("DDSHARK_OTLP_BIND", "0.0.0.0"),
+                ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
+                ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
+                ("DDSHARK_OTELCOL_BATCH_TIMEOUT", "200ms"),
+            ],
+        ))
     }
 
     /// Spans of `host` in InfluxDB.
     fn count_spans(&self, host: &str) -> u64 {
-        Influx::from_env(&self.env).query_count(&format!(
+        self.influx.query_count(&format!(
             r#"from(bucket:"{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> group() |> count()"#,
@@ -108,15 +82,6 @@ impl Stack {
             .filter(|l| l.starts_with(name) && l.contains(label))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum::<f64>() as u64
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        self.stop();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.run_dir);
-        }
     }
 }
 

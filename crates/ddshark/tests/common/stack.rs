@@ -132,3 +132,90 @@ fn csv_records(s: &str) -> Vec<Vec<String>> {
     }
     out
 }
+
+/// A stack `scripts/stack/start.sh --auto-ports` started in its own run dir (on free
+/// ports), with its stack.env and its InfluxDB; stopped on drop, its run dir removed unless
+/// the test failed.
+pub struct RunningStack {
+    pub run_dir: PathBuf,
+    pub env: HashMap<String, String>,
+    pub influx: Influx,
+}
+
+impl RunningStack {
+    /// Starts it (in `run_dir` as it is: credentials made there before are kept) with `vars`
+    /// besides the defaults (the caller's own DDSHARK_* and OTEL_*
+    /// variables are not passed on, but for where the stack and the join binary are).
+    /// Fails naming what start.sh said, the stack's binaries included.
+    pub fn start(run_dir: &Path, vars: &[(&str, &str)]) -> RunningStack {
+        let bin = stack_dir().join("bin");
+        for b in ["influxd", "otelcol-ddshark", "telegraf"] {
+            assert!(
+                bin.join(b).is_file(),
+                "{} is missing: the stack tests need the real collector and InfluxDB. Build \
+                 them once with `scripts/stack/build.sh` (scripts/setup.sh --test does), or \
+                 point DDSHARK_STACK_DIR at a cache that has bin/{b}.",
+                bin.join(b).display()
+            );
+        }
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut cmd = Command::new(repo.join("scripts/stack/start.sh"));
+        cmd.arg("--auto-ports").arg("--run-dir").arg(run_dir);
+        for (k, _) in std::env::vars() {
+            let keep = ["DDSHARK_STACK_DIR", "DDSHARK_JOIN_BIN", "CARGO_TARGET_DIR"];
+            if (k.starts_with("DDSHARK_") || k.starts_with("OTEL_")) && !keep.contains(&k.as_str())
+            {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd
+            .envs(vars.iter().copied())
+            .output()
+            .expect("running scripts/stack/start.sh");
+        if !out.status.success() {
+            stop(run_dir);
+            panic!(
+                "scripts/stack/start.sh failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let env = read_env(&run_dir.join("stack.env"));
+        RunningStack {
+            run_dir: run_dir.to_path_buf(),
+            influx: Influx::from_env(&env),
+            env,
+        }
+    }
+
+    /// scripts/stack/stop.sh (the run dir stays).
+    pub fn stop(&self) {
+        stop(&self.run_dir);
+    }
+
+    /// A variable of its stack.env.
+    pub fn var(&self, k: &str) -> &str {
+        self.env
+            .get(k)
+            .unwrap_or_else(|| panic!("{k} missing from stack.env: {:?}", self.env))
+    }
+}
+
+impl Drop for RunningStack {
+    fn drop(&mut self) {
+        stop(&self.run_dir);
+        if std::thread::panicking() {
+            eprintln!("stack logs kept in {}", self.run_dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.run_dir);
+        }
+    }
+}
+
+/// scripts/stack/stop.sh --run-dir RUN_DIR.
+fn stop(run_dir: &Path) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let _ = Command::new(repo.join("scripts/stack/stop.sh"))
+        .arg("--run-dir")
+        .arg(run_dir)
+        .output();
+}
