@@ -259,7 +259,7 @@ impl SampleTracker {
                 window_ns: i64::try_from(window_ns).unwrap_or(i64::MAX),
                 max_pending: 4_000_000,
                 max_bytes,
-                lost_grace_ns: 0,
+                lost: latency_core::LostRule::default(),
             }),
             obs: Vec::new(),
             slots: Vec::new(),

@@ -36,13 +36,23 @@
 //! the offset is reported as a line θ̂(t) and the bound is taken after removing the drift.
 //! Samples that would make the bound empty (negative delays on every reading) are outliers:
 //! a few are dropped and counted, more are an error.
+//!
+//! # Lost ([`lost`])
+//!
+//! A sample its writer's host sent that another host never completed is lost there when
+//! that host was capturing at the time (from its first frame to its last, less a grace) and
+//! saw some sample of the same writer within a receiver window (12 s) of it: it is one of the
+//! writer's receivers. Otherwise the sample was not for it and counts nowhere. A host that
+//! saw part of it has it incomplete (lost, incomplete), whatever the rest.
 
 pub mod hosts;
+pub mod lost;
 pub mod offset;
 
 pub use hosts::{
     Basis, Home, HostRule, HostRuleConfig, HostRuleStats, Hosts, Participant, Seen, Sighting,
 };
+pub use lost::LostRule;
 pub use offset::{
     Crossing, Direction, EstimateError, OffsetConfig, OffsetEstimate, OffsetEstimator,
 };

@@ -38,8 +38,9 @@
 //! - t_recv: end of its SAMPLE span on another host, when complete there; a host's SAMPLE
 //!   span pairs with the sender's that started at most the sample window before it (an SN
 //!   re-sent after a quiet window, as SPDP does, is a sample of its own).
-//! - lost: a receiver of the writer (another host that saw one of its samples within the
-//!   receiver window of t_send) has no SAMPLE span of it while its capture ran.
+//! - lost: latency_core's rule (`ddshark latency`'s): a receiver of the writer (another host
+//!   that saw one of its samples within the receiver window of t_send) has no complete SAMPLE
+//!   span of it while its capture ran.
 //! - DATA_FRAG: earliest start on the writer's host, earliest end on each other host.
 //!
 //! Arrival (the sequence of adds and pushes) decides when a sample is joined, capture
@@ -58,7 +59,9 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use latency_core::hosts::Sighting;
-use latency_core::{Basis, HostRule, HostRuleConfig, Hosts, OffsetConfig, OffsetEstimate, Seen};
+use latency_core::{
+    Basis, HostRule, HostRuleConfig, Hosts, LostRule, OffsetConfig, OffsetEstimate, Seen,
+};
 use serde::{Deserialize, Serialize};
 use span_schema::measurement;
 
@@ -99,8 +102,8 @@ impl Default for JoinSettings {
             max_participants: 10_000,
             vote_pushes: 6,
             sample_window_ns: span_schema::SAMPLE_WINDOW_NS,
-            receiver_window_ns: 12 * NS,
-            lost_grace_ns: NS,
+            receiver_window_ns: latency_core::lost::RECEIVER_WINDOW_NS,
+            lost_grace_ns: latency_core::lost::LOST_GRACE_NS,
         }
     }
 }
@@ -954,10 +957,14 @@ impl SpanJoin {
             .unwrap_or_else(|| Str::from(""))
     }
 
-    fn capturing(&self, host: &str, t: i64) -> bool {
-        self.captures.get(host).is_some_and(|c| {
-            c.first_start <= t && t <= c.last_end.saturating_sub(self.settings.lost_grace_ns)
-        })
+    /// latency_core's rule: a receiver of the writer that was capturing at `t_send`.
+    fn expected(&self, host: &str, t_send: i64, writer_seen: (i64, i64)) -> bool {
+        let rule = LostRule {
+            receiver_window_ns: self.settings.receiver_window_ns,
+            grace_ns: self.settings.lost_grace_ns,
+        };
+        let capture = self.captures.get(host).map(|c| (c.first_start, c.last_end));
+        rule.expected(t_send, capture, Some(writer_seen))
     }
 
     fn join_sample(&mut self, p: &Pending<SampleRow>, out: &mut LineWriter) -> u64 {
@@ -984,7 +991,6 @@ impl SpanJoin {
             })
             .unwrap_or_default();
         let window = self.settings.sample_window_ns;
-        let receiver_window = self.settings.receiver_window_ns;
         let mut points = 0u64;
         for s in sent {
             let t_send = s.start;
@@ -1042,10 +1048,7 @@ impl SpanJoin {
                         point(out, measurement::LOST);
                         out.int("sn", p.sn).int("incomplete", 1).end(Some(t_send));
                     }
-                    None if seen.0 <= t_send.saturating_add(receiver_window)
-                        && seen.1 >= t_send.saturating_sub(receiver_window)
-                        && self.capturing(host, t_send) =>
-                    {
+                    None if self.expected(host, t_send, *seen) => {
                         point(out, measurement::LOST);
                         out.int("sn", p.sn).int("incomplete", 0).end(Some(t_send));
                     }

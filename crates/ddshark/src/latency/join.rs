@@ -8,20 +8,21 @@
 //!   time a datagram carrying it was complete (its last IP fragment), then the max of
 //!   those; only complete samples have a latency.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use latency_core::hosts::Sighting;
-use latency_core::{HostRule, Hosts, Seen};
+use latency_core::{HostRule, Hosts, LostRule, Seen};
+use rtps_dissect::Guid;
 use serde::Serialize;
 
 use super::extract::{Key, Obs};
 
 /// Most destinations tracked per sample and capture for repair detection.
 const MAX_DSTS: usize = 16;
-/// Most unicast destination addresses remembered per capture.
-const MAX_DST_IPS: usize = 4_096;
+/// Most (capture, writer) pairs whose sightings are remembered for the lost rule.
+const MAX_WRITERS_SEEN: usize = 1 << 18;
 
 #[derive(Debug, Clone, Copy)]
 pub struct JoinConfig {
@@ -30,8 +31,8 @@ pub struct JoinConfig {
     pub window_ns: i64,
     pub max_pending: usize,
     pub max_bytes: usize,
-    /// A sample sent this close to the end of the receiving capture is not called lost.
-    pub lost_grace_ns: i64,
+    /// When a sample that never reached a capture is lost there (latency_core's rule).
+    pub lost: LostRule,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -134,8 +135,11 @@ pub struct JoinStats {
     pub evicted_capacity: u64,
     /// Seen only in a capture that is not its writer's (sender capture missed it).
     pub receiver_only: u64,
-    /// Seen only by the writer's capture, not addressed to or outside of the other capture.
+    /// Seen only by the writer's capture, by a capture that was not running or never saw
+    /// the writer within the receiver window (not one of its receivers).
     pub not_expected: u64,
+    /// (capture, writer) pairs beyond the table of sightings: their samples are never lost.
+    pub writers_not_remembered: u64,
 }
 
 #[derive(Debug)]
@@ -324,8 +328,8 @@ pub struct Join {
     rule: Option<HostRule>,
     /// Per capture: capture-time range seen so far (reference clock).
     range: Vec<Option<(i64, i64)>>,
-    /// Per capture: unicast destination addresses of RTPS seen there.
-    dst_ips: Vec<HashSet<IpAddr>>,
+    /// Per (capture, writer): the first and last send time of its samples seen there.
+    writer_seen: HashMap<(usize, Guid), (i64, i64)>,
     stats: JoinStats,
     now: i64,
     /// Single-capture join: finalised samples, until [`Join::take_local`].
@@ -341,7 +345,7 @@ impl Join {
             hosts: None,
             rule: None,
             range: vec![None; cfg.captures],
-            dst_ips: vec![HashSet::new(); cfg.captures],
+            writer_seen: HashMap::new(),
             stats: JoinStats::default(),
             now: i64::MIN,
             local: Vec::new(),
@@ -390,11 +394,19 @@ impl Join {
     pub fn push(&mut self, capture: usize, o: Obs, out: &mut Vec<SampleRow>) {
         self.stats.observations = self.stats.observations.saturating_add(1);
         self.now = self.now.max(o.ts_last);
-        if !is_multicast(&o.dst) {
-            if let Some(s) = self.dst_ips.get_mut(capture) {
-                if s.len() < MAX_DST_IPS {
-                    s.insert(o.dst.ip());
-                }
+        // (a single capture's join, the live exporter's, calls nothing lost)
+        let writer_key = (capture, o.key.writer);
+        let room = self.writer_seen.len() < MAX_WRITERS_SEEN;
+        match self.writer_seen.get_mut(&writer_key) {
+            _ if self.cfg.captures < 2 => {}
+            Some(seen) => *seen = (seen.0.min(o.ts_first), seen.1.max(o.ts_first)),
+            None if room => {
+                self.writer_seen
+                    .insert(writer_key, (o.ts_first, o.ts_first));
+            }
+            None => {
+                self.stats.writers_not_remembered =
+                    self.stats.writers_not_remembered.saturating_add(1);
             }
         }
         // A sample quiet for longer than the window is done, even if `advance` has not reached
@@ -642,7 +654,7 @@ impl Join {
                 Status::Ok
             } else if c.seen {
                 Status::Incomplete
-            } else if self.expected_at(r, s) {
+            } else if self.expected_at(r, key.writer, s) {
                 Status::Lost
             } else {
                 self.stats.not_expected = self.stats.not_expected.saturating_add(1);
@@ -696,19 +708,12 @@ impl Join {
     }
 
     /// Should capture `r` have seen a sample its writer's capture saw as `s`?
-    fn expected_at(&self, r: usize, s: &CapObs) -> bool {
-        let Some(Some((first, last))) = self.range.get(r).copied() else {
-            return false;
-        };
-        if s.t_first < first || s.t_first > last.saturating_sub(self.cfg.lost_grace_ns) {
-            return false;
-        }
-        let Some(ips) = self.dst_ips.get(r) else {
-            return false;
-        };
-        s.dsts
-            .iter()
-            .any(|d| d.multicast || ips.contains(&d.addr.ip()))
+    fn expected_at(&self, r: usize, writer: Guid, s: &CapObs) -> bool {
+        self.cfg.lost.expected(
+            s.t_first,
+            self.range.get(r).copied().flatten(),
+            self.writer_seen.get(&(r, writer)).copied(),
+        )
     }
 }
 
@@ -751,6 +756,39 @@ mod tests {
         }
     }
 
+    /// latency_core's lost rule: a sample the other capture missed is lost there only if that
+    /// capture saw the same writer within the receiver window (not merely its destination).
+    #[test]
+    fn a_sample_is_lost_only_at_a_receiver_of_its_writer() {
+        let mut join = Join::new(JoinConfig {
+            captures: 2,
+            window_ns: S,
+            max_pending: 1000,
+            max_bytes: 1 << 20,
+            lost: LostRule::default(),
+        });
+        let mut rows = Vec::new();
+        join.saw_frame(1, 0);
+        join.saw_frame(1, 100 * S);
+        let with_sn = |mut o: Obs, sn| {
+            o.key.sn = sn;
+            o
+        };
+        join.push(0, obs(1, S), &mut rows);
+        join.push(1, obs(1, S + 1_000_000), &mut rows);
+        join.push(0, with_sn(obs(1, 5 * S), 2), &mut rows);
+        // writer 2, to the same destination, never seen by capture 1
+        join.push(0, obs(2, 5 * S), &mut rows);
+        join.finish(&mut rows);
+        let mut got: Vec<(u8, i64, &str)> = rows
+            .iter()
+            .map(|r| (r.key.writer.prefix.0[0], r.key.sn, r.status.name()))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![(1, 1, "ok"), (1, 2, "lost")]);
+        assert_eq!(join.stats().not_expected, 1);
+    }
+
     /// A copy after more than the window of quiet starts a new sample even while the old
     /// one's queue entry still waits behind a younger one (it was a "repair" of the old one).
     #[test]
@@ -760,7 +798,7 @@ mod tests {
             window_ns: 10 * S,
             max_pending: 1000,
             max_bytes: 1 << 20,
-            lost_grace_ns: S,
+            lost: LostRule::default(),
         });
         let mut rows = Vec::new();
         join.push(0, obs(1, 0), &mut rows);

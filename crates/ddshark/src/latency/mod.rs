@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use latency_core::{
-    EstimateError, HostRule, HostRuleConfig, HostRuleStats, Hosts, OffsetConfig, OffsetEstimate,
+    EstimateError, HostRule, HostRuleConfig, HostRuleStats, Hosts, LostRule, OffsetConfig,
+    OffsetEstimate,
 };
 use rtps_dissect::Dissector;
 
@@ -143,6 +144,11 @@ pub struct LatencyArgs {
     /// A sample sent this close to the end of a receiving capture is not called lost
     #[arg(long = "lost-grace", value_name = "DURATION", value_parser = span_ns, default_value = "1s")]
     pub lost_grace_ns: i64,
+    /// A capture is a receiver of a writer (and a sample it missed is lost) if it saw one of
+    /// the writer's samples this close to the send time (docs/latency.md)
+    #[arg(long = "receiver-window", value_name = "DURATION", value_parser = positive_span_ns,
+          default_value = "12s")]
+    pub receiver_window_ns: i64,
     /// No statistics on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -336,7 +342,10 @@ fn pass(
         window_ns: args.window_ns,
         max_pending: args.max_pending.max(1),
         max_bytes: args.max_bytes,
-        lost_grace_ns: args.lost_grace_ns,
+        lost: LostRule {
+            receiver_window_ns: args.receiver_window_ns,
+            grace_ns: args.lost_grace_ns,
+        },
     });
     match hosts {
         Some(h) => join.set_hosts(h),

@@ -300,6 +300,13 @@ pub fn stats_text(run: &RunSummary, out: &mut String) {
         "ddshark latency: {} observations, {} keys; join peak {} samples / {} bytes; evicted early (capacity) {}; receiver-only {}; sender-only not expected at the receiver {}",
         j.observations, j.keys, j.pending_peak, j.bytes_peak, j.evicted_capacity, j.receiver_only, j.not_expected
     );
+    if j.writers_not_remembered > 0 {
+        let _ = writeln!(
+            out,
+            "  {} observations of writers beyond the receivers table (their samples are never called lost)",
+            j.writers_not_remembered
+        );
+    }
     for (i, e) in run.extract.iter().enumerate() {
         let _ = writeln!(
             out,

@@ -173,6 +173,7 @@ pub fn latency_args(
         max_pending: 1_000_000,
         max_bytes: 1 << 30,
         lost_grace_ns: 1_000_000_000,
+        receiver_window_ns: 12_000_000_000,
         quiet: true,
     }
 }
@@ -289,7 +290,7 @@ pub fn host_samples(path: &Path) -> Vec<ddshark::latency::join::LocalSample> {
         window_ns: span_schema::SAMPLE_WINDOW_NS,
         max_pending: 1_000_000,
         max_bytes: 1 << 30,
-        lost_grace_ns: 0,
+        lost: latency_core::LostRule::default(),
     });
     let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
     while let Ok(Some(frame)) = src.next_frame() {
