@@ -382,22 +382,20 @@ def check_schema(influx, spans, start, stop):
     """Bounded series, bounded tags, typed fields (deploy/telegraf/telegraf.conf)."""
     rng = f"range(start: {rfc3339(start)}, stop: {rfc3339(stop)})"
     b = influx.bucket
-    card = influx.query(f'import "influxdata/influxdb"\ninfluxdb.cardinality(bucket: "{b}", '
-                        f'start: {rfc3339(start)}, stop: {rfc3339(stop)}, '
-                        f'predicate: (r) => r._measurement == "spans")')
+    def of_spans(package, call, args=""):
+        """A function of InfluxDB's `package` over measurement spans in the checked range."""
+        return influx.query(f'import "{package}"\n{call}(bucket: "{b}", {args}start: {rfc3339(start)}, '
+                            f'stop: {rfc3339(stop)}, predicate: (r) => r._measurement == "spans")')
+    card = of_spans("influxdata/influxdb", "influxdb.cardinality")
     series = int(card[0]["_value"]) if card else 0
-    tag_sets = influx.query(f'import "influxdata/influxdb/schema"\nschema.tagKeys(bucket: "{b}", '
-                            f'predicate: (r) => r._measurement == "spans", start: {rfc3339(start)}, '
-                            f'stop: {rfc3339(stop)})')
+    tag_sets = of_spans("influxdata/influxdb/schema", "schema.tagKeys")
     tags = {r["_value"] for r in tag_sets} - {"_start", "_stop", "_measurement", "_field"}
     check(tags <= SPAN_TAGS, f"schema: unexpected tags on spans: {sorted(tags - SPAN_TAGS)}")
     writers = influx.query(f'from(bucket: "{b}") |> {rng} |> filter(fn: (r) => r._measurement == '
                            f'"spans" and r._field == "sn") |> keep(columns: ["host.name", "writer_id", '
                            f'"span.name", "slot"]) |> group() |> distinct(column: "writer_id") |> count()')
     n_writers = int(writers[0]["_value"]) if writers else 0
-    slots = influx.query(f'import "influxdata/influxdb/schema"\nschema.tagValues(bucket: "{b}", tag: '
-                         f'"slot", predicate: (r) => r._measurement == "spans", start: {rfc3339(start)}, '
-                         f'stop: {rfc3339(stop)})')
+    slots = of_spans("influxdata/influxdb/schema", "schema.tagValues", 'tag: "slot", ')
     n_slots = len(slots)
     bound = len(spans) * n_writers * 3 * max(n_slots, 1)
     total = sum(spans.values())
