@@ -50,13 +50,15 @@ for f in "$A" "$B"; do
 done
 if [ -z "$DDSHARK" ]; then
   DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
-  (cd "$REPO_ROOT" && cargo build --release -q -p ddshark)
+  (cd "$REPO_ROOT" && cargo build --release -q -p ddshark -p span-join)
 fi
+JOIN="$(dirname "$DDSHARK")/ddshark-join"
+[ -x "$JOIN" ] || die "no $JOIN beside $DDSHARK (cargo build --release -p span-join)"
 
 RUN="$(mktemp -d /tmp/ddshark-bench-ingest.XXXXXX)"
 cleanup() { "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$RUN/stack" >/dev/null 2>&1 || true; rm -rf "$RUN"; }
 trap cleanup EXIT
-DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN="$DDSHARK" \
+DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN="$JOIN" \
   "$REPO_ROOT/scripts/stack/start.sh" --auto-ports --run-dir "$RUN/stack" >/dev/null
 # shellcheck disable=SC1091
 source "$RUN/stack/stack.env"
