@@ -1,0 +1,251 @@
+//! An immutable, serialisable view of the state: what `stats` prints, what the
+//! daemon reports and what the TUI renders. Built on the state thread, shared as
+//! `Arc<Snapshot>`; readers never touch the live state. Each view has its builder
+//! in its own file (writers, readers, topics, participants, secured, health); [`State::snapshot`]
+//! calls them.
+
+use rtps_dissect::discovery::EndpointQos;
+use rtps_dissect::{DissectorStats, EndpointInfo};
+use serde::Serialize;
+
+use super::timing::MIN_RATE_SPAN_NS;
+use super::window::{Counts, Windowed};
+use super::State;
+
+mod health;
+mod participants;
+mod readers;
+mod secured;
+mod shm;
+mod topics;
+mod writers;
+
+pub use health::{Check, Health, PipelineCounters, SourceHealth};
+pub use participants::ParticipantView;
+pub use readers::ReaderView;
+pub use secured::{SecuredPairView, SecuredParticipantView, SecuredView, SecuredWindowView};
+pub use topics::{QosMismatchView, TopicView};
+pub use writers::WriterView;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QosView {
+    pub reliability: Option<&'static str>,
+    pub durability: Option<&'static str>,
+    pub history: Option<String>,
+    pub deadline_ns: Option<Option<i64>>,
+    pub liveliness: Option<&'static str>,
+    pub liveliness_lease_ns: Option<Option<i64>>,
+    pub ownership: Option<&'static str>,
+    pub ownership_strength: Option<i32>,
+    pub partitions: Vec<String>,
+}
+
+impl QosView {
+    fn of(q: &EndpointQos) -> Self {
+        Self {
+            reliability: q.reliability.map(|r| r.name()),
+            durability: q.durability.map(|d| d.name()),
+            history: q.history.map(|h| h.name()),
+            deadline_ns: q.deadline_ns,
+            liveliness: q.liveliness.map(|l| l.name()),
+            liveliness_lease_ns: q.liveliness_lease_ns,
+            ownership: q.ownership.map(|o| o.name()),
+            ownership_strength: q.ownership_strength,
+            partitions: q.partitions.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SizeView {
+    pub min: Option<u64>,
+    pub mean: Option<f64>,
+    pub max: Option<u64>,
+}
+
+/// Recent activity over the sliding window.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct WindowView {
+    /// Length of the window actually covered (≤ the configured window).
+    pub seconds: f64,
+    pub samples: u64,
+    pub bytes: u64,
+    pub rate_hz: f64,
+    pub bandwidth_bps: f64,
+    pub lost: u64,
+    pub retransmitted: u64,
+    pub heartbeats: u64,
+    pub acknacks: u64,
+}
+
+/// The capture time a window covers.
+#[derive(Debug, Clone, Copy)]
+struct WindowSpan {
+    seconds: f64,
+    /// The configured window.
+    window_seconds: f64,
+    /// The span starts at the first sample (seen less than a window ago), so that sample
+    /// opens the span rather than filling a period of it.
+    from_first_sample: bool,
+}
+
+impl WindowView {
+    fn of(c: &Counts, span: WindowSpan) -> Self {
+        let seconds = span.seconds;
+        // n samples from the first one on span n - 1 periods.
+        let counted = if span.from_first_sample {
+            c.samples.saturating_sub(1)
+        } else {
+            c.samples
+        };
+        let share = if c.samples > 0 {
+            counted as f64 / c.samples as f64
+        } else {
+            0.0
+        };
+        // Over at least a second (or the whole window, if shorter): a burst of a few
+        // samples microseconds apart is a few samples per second, not 100 000/s.
+        let min_s = (MIN_RATE_SPAN_NS as f64 / 1e9).min(span.window_seconds);
+        let over = seconds.max(min_s);
+        let per_s = |v: f64| {
+            if over > 0.0 {
+                v / over
+            } else {
+                0.0
+            }
+        };
+        Self {
+            seconds,
+            samples: c.samples,
+            bytes: c.bytes,
+            rate_hz: per_s(counted as f64),
+            bandwidth_bps: per_s(c.bytes.saturating_mul(8) as f64 * share),
+            lost: c.lost,
+            retransmitted: c.retransmitted,
+            heartbeats: c.heartbeats,
+            acknacks: c.acknacks,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PcpCount {
+    /// 802.1Q priority; `null` = untagged.
+    pub pcp: Option<u8>,
+    pub datagrams: u64,
+}
+
+fn pcp_list(p: &[u64; 9]) -> Vec<PcpCount> {
+    p.iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| PcpCount {
+            pcp: u8::try_from(i).ok().filter(|v| *v < 8),
+            datagrams: *n,
+        })
+        .collect()
+}
+
+/// Whole-capture totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub first_ts_ns: Option<u64>,
+    pub capture_time_ns: u64,
+    pub duration_s: f64,
+    pub window_s: f64,
+    #[serde(flatten)]
+    pub totals: Counts,
+    pub user_samples: u64,
+    pub user_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub summary: Summary,
+    pub participants: Vec<ParticipantView>,
+    pub writers: Vec<WriterView>,
+    pub readers: Vec<ReaderView>,
+    pub topics: Vec<TopicView>,
+    /// DDS Security traffic (see [`super::secured`]).
+    pub secured: SecuredView,
+    pub health: Health,
+}
+
+/// Most writer×reader pairs checked for QoS per topic.
+const MAX_QOS_PAIRS: usize = 4096;
+
+fn size_view(c: &Counts, min: Option<u64>, max: u64) -> SizeView {
+    SizeView {
+        min,
+        mean: (c.samples > 0).then(|| c.bytes as f64 / c.samples as f64),
+        max: min.map(|_| max),
+    }
+}
+
+fn per_sample(v: u64, samples: u64) -> Option<f64> {
+    (samples > 0).then(|| v as f64 / samples as f64)
+}
+
+fn locators(info: &EndpointInfo) -> Vec<String> {
+    info.unicast_locators
+        .iter()
+        .chain(&info.multicast_locators)
+        .map(|l| l.to_string())
+        .collect()
+}
+
+impl State {
+    /// Capture time the sliding window actually covers for something first seen at
+    /// `first_seen_ns`: from the window's oldest bucket (or that first sight, if later)
+    /// to now. The oldest bucket starts on a bucket boundary, so a full window is
+    /// somewhat shorter than the configured one.
+    fn window_span(&self, first_seen_ns: u64) -> WindowSpan {
+        let window_start = Windowed::window_start_ns(self.config.window_ns, self.now_ns);
+        let start = window_start.max(first_seen_ns);
+        WindowSpan {
+            seconds: self.now_ns.saturating_sub(start).max(1) as f64 / 1e9,
+            window_seconds: self.config.window_ns as f64 / 1e9,
+            from_first_sample: first_seen_ns > window_start,
+        }
+    }
+
+    /// Build an immutable view. `dissector` and `pipeline` are the counters of the
+    /// stages before the state, so the snapshot can say whether everything reconciles.
+    pub fn snapshot(&self, dissector: &DissectorStats, pipeline: &PipelineCounters) -> Snapshot {
+        let now = self.now_ns;
+        let shm_pairs = self.shared_memory_pairs();
+        let writers = self.writer_views(&shm_pairs);
+        let readers = self.reader_views(&shm_pairs);
+        let topics = self.topic_views(&shm_pairs);
+        let participants = self.participant_views();
+        let unattributed = writers.iter().filter(|w| w.topic.is_none()).count() as u64;
+        let health = self.health(dissector, pipeline, unattributed);
+        let secured = self.secured_view();
+        let user = topics.iter().filter(|t| !t.builtin).map(|t| &t.totals);
+        let (user_samples, user_bytes) = user.fold((0u64, 0u64), |(samples, bytes), t| {
+            (
+                samples.saturating_add(t.samples),
+                bytes.saturating_add(t.bytes),
+            )
+        });
+        let totals = self.totals();
+        let first = self.first_ts_ns;
+        Snapshot {
+            summary: Summary {
+                first_ts_ns: first,
+                capture_time_ns: now,
+                duration_s: first.map_or(0.0, |f| now.saturating_sub(f) as f64 / 1e9),
+                window_s: self.config.window_ns as f64 / 1e9,
+                totals,
+                user_samples,
+                user_bytes,
+            },
+            participants,
+            writers,
+            readers,
+            topics,
+            secured,
+            health,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! The readers' view.
+
+use serde::Serialize;
+
+use super::super::ros::demangle_topic;
+use super::super::{Gone, State};
+use super::shm::{on_shared_memory, peers_of, ShmPairs};
+use super::{locators, QosView};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReaderView {
+    pub guid: String,
+    pub participant: String,
+    pub topic: Option<String>,
+    #[serde(rename = "type")]
+    pub type_name: Option<String>,
+    pub ros_topic: Option<String>,
+    pub discovered: bool,
+    pub from_cache: bool,
+    pub shared_memory_only: bool,
+    pub shared_memory_peers: Vec<String>,
+    pub qos: Option<QosView>,
+    pub locators: Vec<String>,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub acknacks: u64,
+    pub acknack_requested_sns: u64,
+    pub nackfrags: u64,
+    pub gone: Option<Gone>,
+}
+
+impl State {
+    /// Every reader, by topic then GUID.
+    pub(super) fn reader_views(&self, shm_pairs: &ShmPairs) -> Vec<ReaderView> {
+        let mut readers = Vec::with_capacity(self.readers.len());
+        for r in self.readers.values() {
+            let topic = r.info.as_ref().map(|i| i.topic.clone());
+            let shm = on_shared_memory(r.info.as_deref(), &r.guid, shm_pairs);
+            readers.push(ReaderView {
+                guid: r.guid.to_string(),
+                participant: r.guid.prefix.to_string(),
+                ros_topic: topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
+                topic,
+                type_name: r.info.as_ref().map(|i| i.type_name.clone()),
+                discovered: r.discovered_ns.is_some(),
+                from_cache: r.from_cache,
+                shared_memory_only: shm,
+                shared_memory_peers: peers_of(shm_pairs, &r.guid),
+                qos: r.info.as_ref().map(|i| QosView::of(&i.qos)),
+                locators: r.info.as_deref().map(locators).unwrap_or_default(),
+                first_seen_ns: r.first_seen_ns,
+                last_seen_ns: r.last_seen_ns,
+                acknacks: r.acknacks,
+                acknack_requested_sns: r.acknack_requested_sns,
+                nackfrags: r.nackfrags,
+                gone: r.gone,
+            });
+        }
+        readers.sort_by(|a, b| (&a.topic, &a.guid).cmp(&(&b.topic, &b.guid)));
+        readers
+    }
+}

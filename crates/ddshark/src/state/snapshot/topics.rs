@@ -1,0 +1,226 @@
+//! The topics' view: each topic aggregates its writers (samples, sizes, rates, timing)
+//! and readers (QoS mismatches).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rtps_dissect::{EndpointInfo, Guid};
+use serde::Serialize;
+
+use super::super::qos::{mismatches, Mismatch};
+use super::super::ros::{demangle_topic, demangle_type, RosKind};
+use super::super::timing::{TimingAgg, TimingView};
+use super::super::window::Counts;
+use super::super::{deadline_ns, State, SIZE_BUCKETS};
+use super::shm::{on_shared_memory, ShmPairs};
+use super::writers::{active_from, writer_topic};
+use super::{pcp_list, per_sample, size_view, PcpCount, SizeView, WindowView, MAX_QOS_PAIRS};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QosMismatchView {
+    pub writer: String,
+    pub reader: String,
+    #[serde(flatten)]
+    pub mismatch: Mismatch,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicView {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Other type names announced for the same topic.
+    pub other_types: Vec<String>,
+    pub ros_name: Option<String>,
+    pub ros_type: Option<String>,
+    pub ros_kind: Option<RosKind>,
+    pub builtin: bool,
+    pub writers: u64,
+    pub readers: u64,
+    pub writer_guids: Vec<String>,
+    pub reader_guids: Vec<String>,
+    #[serde(flatten)]
+    pub totals: Counts,
+    pub size: SizeView,
+    /// Samples by size bucket (`state::size_bucket`: < 64 B, then powers of two).
+    pub size_histogram: Vec<u64>,
+    pub data_frags_per_sample: Option<f64>,
+    pub ip_fragments_per_sample: Option<f64>,
+    pub window: WindowView,
+    pub timing: TimingView,
+    pub pcp: Vec<PcpCount>,
+    /// Writers and readers announced, matched, and not one sample on the wire: the topic's
+    /// traffic goes by shared memory and is invisible here.
+    pub shared_memory_only: bool,
+    pub shared_memory_only_endpoints: u64,
+    pub qos_mismatches: Vec<QosMismatchView>,
+}
+
+struct TopicAgg {
+    type_name: String,
+    other_types: Vec<String>,
+    builtin: bool,
+    writers: Vec<(Guid, Option<Arc<EndpointInfo>>)>,
+    readers: Vec<(Guid, Option<Arc<EndpointInfo>>)>,
+    totals: Counts,
+    window: Counts,
+    first_seen_ns: u64,
+    size_min: Option<u64>,
+    size_max: u64,
+    size_hist: [u64; SIZE_BUCKETS],
+    pcp: [u64; 9],
+    shm: u64,
+    shm_writers: u64,
+    timing: TimingAgg,
+}
+
+impl TopicAgg {
+    fn new(type_name: &str, builtin: bool) -> Self {
+        Self {
+            type_name: type_name.to_string(),
+            other_types: Vec::new(),
+            builtin,
+            writers: Vec::new(),
+            readers: Vec::new(),
+            totals: Counts::default(),
+            window: Counts::default(),
+            first_seen_ns: u64::MAX,
+            size_min: None,
+            size_max: 0,
+            size_hist: [0; SIZE_BUCKETS],
+            pcp: [0; 9],
+            shm: 0,
+            shm_writers: 0,
+            timing: TimingAgg::default(),
+        }
+    }
+    fn note_type(&mut self, t: &str) {
+        if self.type_name.is_empty() {
+            self.type_name = t.to_string();
+        } else if self.type_name != t
+            && !t.is_empty()
+            && !self.other_types.iter().any(|o| o == t)
+            && self.other_types.len() < 8
+        {
+            self.other_types.push(t.to_string());
+        }
+    }
+}
+
+impl State {
+    /// Every topic a writer or reader names, by name.
+    pub(super) fn topic_views(&self, shm_pairs: &ShmPairs) -> Vec<TopicView> {
+        let now = self.now_ns;
+        let mut topics: BTreeMap<String, TopicAgg> = BTreeMap::new();
+        for w in self.writers_by_guid() {
+            let (topic, type_name, builtin) = writer_topic(w);
+            let t = &w.stats.total;
+            let win = w.stats.window(now);
+            let shm = on_shared_memory(w.info.as_deref(), &w.guid, shm_pairs);
+            let deadline = w.info.as_deref().and_then(deadline_ns);
+            let active_from = active_from(w);
+            if let Some(name) = &topic {
+                let agg = topics
+                    .entry(name.clone())
+                    .or_insert_with(|| TopicAgg::new("", builtin));
+                agg.note_type(type_name.as_deref().unwrap_or(""));
+                agg.writers.push((w.guid, w.info.clone()));
+                agg.totals.add(t);
+                agg.window.add(&win);
+                agg.first_seen_ns = agg.first_seen_ns.min(active_from);
+                agg.timing.add(&w.timing, deadline);
+                if let Some(m) = w.size_min {
+                    agg.size_min = Some(agg.size_min.map_or(m, |a| a.min(m)));
+                }
+                agg.size_max = agg.size_max.max(w.size_max);
+                for (a, b) in agg.size_hist.iter_mut().zip(w.size_hist.iter()) {
+                    *a = a.saturating_add(*b);
+                }
+                for (a, b) in agg.pcp.iter_mut().zip(w.pcp.iter()) {
+                    *a = a.saturating_add(*b);
+                }
+                if shm {
+                    agg.shm = agg.shm.saturating_add(1);
+                    agg.shm_writers = agg.shm_writers.saturating_add(1);
+                }
+            }
+        }
+        for r in self.readers.values() {
+            let topic = r.info.as_ref().map(|i| i.topic.clone());
+            let shm = on_shared_memory(r.info.as_deref(), &r.guid, shm_pairs);
+            if let (Some(name), Some(info)) = (&topic, &r.info) {
+                let agg = topics
+                    .entry(name.clone())
+                    .or_insert_with(|| TopicAgg::new("", false));
+                agg.note_type(&info.type_name);
+                agg.readers.push((r.guid, r.info.clone()));
+                if shm {
+                    agg.shm = agg.shm.saturating_add(1);
+                }
+            }
+        }
+        let mut topic_views = Vec::with_capacity(topics.len());
+        for (name, agg) in topics {
+            let mut qos_mismatches = Vec::new();
+            let mut pairs = 0usize;
+            'outer: for (wg, wi) in &agg.writers {
+                let Some(wi) = wi else { continue };
+                for (rg, ri) in &agg.readers {
+                    let Some(ri) = ri else { continue };
+                    pairs = pairs.saturating_add(1);
+                    if pairs > MAX_QOS_PAIRS {
+                        break 'outer;
+                    }
+                    for m in mismatches(&wi.qos, &ri.qos) {
+                        qos_mismatches.push(QosMismatchView {
+                            writer: wg.to_string(),
+                            reader: rg.to_string(),
+                            mismatch: m,
+                        });
+                    }
+                }
+            }
+            let ros = demangle_topic(&name);
+            let first = if agg.first_seen_ns == u64::MAX {
+                now
+            } else {
+                agg.first_seen_ns
+            };
+            let mut writer_guids: Vec<String> =
+                agg.writers.iter().map(|(g, _)| g.to_string()).collect();
+            writer_guids.sort();
+            let mut reader_guids: Vec<String> =
+                agg.readers.iter().map(|(g, _)| g.to_string()).collect();
+            reader_guids.sort();
+            topic_views.push(TopicView {
+                ros_type: demangle_type(&agg.type_name),
+                ros_name: ros.as_ref().map(|(n, _)| n.clone()),
+                ros_kind: ros.map(|(_, k)| k),
+                name,
+                type_name: agg.type_name,
+                other_types: agg.other_types,
+                builtin: agg.builtin,
+                writers: agg.writers.len() as u64,
+                readers: agg.readers.len() as u64,
+                writer_guids,
+                reader_guids,
+                totals: agg.totals,
+                size: size_view(&agg.totals, agg.size_min, agg.size_max),
+                size_histogram: agg.size_hist.to_vec(),
+                data_frags_per_sample: per_sample(
+                    agg.totals.data_frag_submessages,
+                    agg.totals.samples,
+                ),
+                ip_fragments_per_sample: per_sample(agg.totals.ip_fragments, agg.totals.samples),
+                window: WindowView::of(&agg.window, self.window_span(first)),
+                timing: agg.timing.view(),
+                pcp: pcp_list(&agg.pcp),
+                shared_memory_only: agg.shm_writers > 0 && agg.totals.samples == 0,
+                shared_memory_only_endpoints: agg.shm,
+                qos_mismatches,
+            });
+        }
+
+        topic_views
+    }
+}

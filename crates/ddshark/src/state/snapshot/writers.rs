@@ -1,0 +1,131 @@
+//! The writers' view.
+
+use serde::Serialize;
+
+use super::super::ros::{demangle_topic, demangle_type};
+use super::super::timing::TimingView;
+use super::super::window::Counts;
+use super::super::{builtin_topic, deadline_ns, Gone, State, Writer};
+use super::shm::{on_shared_memory, peers_of, ShmPairs};
+use super::{locators, pcp_list, per_sample, size_view, PcpCount, QosView, SizeView, WindowView};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WriterView {
+    pub guid: String,
+    pub participant: String,
+    pub topic: Option<String>,
+    #[serde(rename = "type")]
+    pub type_name: Option<String>,
+    pub ros_topic: Option<String>,
+    pub ros_type: Option<String>,
+    pub builtin: bool,
+    /// SEDP named it in this capture (`from_cache`: only the discovery cache did).
+    pub discovered: bool,
+    pub from_cache: bool,
+    pub discovered_ns: Option<u64>,
+    pub samples_before_discovery: u64,
+    /// Its traffic never reaches the wire: every locator it announced is shared memory,
+    /// or a matched reader on the same host (same shared-memory host id) takes its
+    /// samples by shared memory and none of them was seen on the wire.
+    pub shared_memory_only: bool,
+    /// The same-host matched endpoints it talks to by shared memory, unseen.
+    pub shared_memory_peers: Vec<String>,
+    pub qos: Option<QosView>,
+    pub locators: Vec<String>,
+    pub src: Option<String>,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub gone: Option<Gone>,
+    #[serde(flatten)]
+    pub totals: Counts,
+    pub size: SizeView,
+    pub data_frags_per_sample: Option<f64>,
+    pub ip_fragments_per_sample: Option<f64>,
+    pub window: WindowView,
+    /// Rate over the time it was active, inter-arrival period and jitter, deadline misses.
+    pub timing: TimingView,
+    pub highest_sn: Option<i64>,
+    pub open_holes: u64,
+    pub sn_jumps: u64,
+    pub pcp: Vec<PcpCount>,
+    pub vlan_id: Option<u16>,
+}
+
+/// A writer's topic and type (`None`: not discovered), and whether it is built in.
+pub(super) fn writer_topic(w: &Writer) -> (Option<String>, Option<String>, bool) {
+    if let Some(name) = builtin_topic(&w.guid) {
+        return (Some(name.to_string()), None, true);
+    }
+    match &w.info {
+        Some(i) => (Some(i.topic.clone()), Some(i.type_name.clone()), false),
+        None => (None, None, false),
+    }
+}
+
+/// Where its sliding window starts: its first sample, not its discovery.
+pub(super) fn active_from(w: &Writer) -> u64 {
+    w.timing.first_ns().unwrap_or(w.first_seen_ns)
+}
+
+impl State {
+    /// The writers in GUID order, not the map's (seeded per process): the topics'
+    /// floating-point sums (rates) and first-noted types then come out the same on
+    /// every run.
+    pub(super) fn writers_by_guid(&self) -> Vec<&Writer> {
+        let mut by_guid: Vec<&Writer> = self.writers.values().collect();
+        by_guid.sort_unstable_by_key(|w| w.guid);
+        by_guid
+    }
+
+    /// Every writer, by topic then GUID.
+    pub(super) fn writer_views(&self, shm_pairs: &ShmPairs) -> Vec<WriterView> {
+        let now = self.now_ns;
+        let mut writers = Vec::with_capacity(self.writers.len());
+        for w in self.writers_by_guid() {
+            let (topic, type_name, builtin) = writer_topic(w);
+            let t = &w.stats.total;
+            let win = w.stats.window(now);
+            let shm = on_shared_memory(w.info.as_deref(), &w.guid, shm_pairs);
+            let deadline = w.info.as_deref().and_then(deadline_ns);
+            let active_from = active_from(w);
+            writers.push(WriterView {
+                guid: w.guid.to_string(),
+                participant: w.guid.prefix.to_string(),
+                ros_topic: topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
+                ros_type: type_name.as_deref().and_then(demangle_type),
+                topic,
+                type_name,
+                builtin,
+                discovered: w.discovered_ns.is_some(),
+                from_cache: w.from_cache,
+                discovered_ns: w.discovered_ns,
+                samples_before_discovery: if w.discovered_ns.is_some() {
+                    w.samples_before_discovery
+                } else {
+                    t.samples
+                },
+                shared_memory_only: shm,
+                shared_memory_peers: peers_of(shm_pairs, &w.guid),
+                qos: w.info.as_ref().map(|i| QosView::of(&i.qos)),
+                locators: w.info.as_deref().map(locators).unwrap_or_default(),
+                src: w.last_src.map(|s| s.to_string()),
+                first_seen_ns: w.first_seen_ns,
+                last_seen_ns: w.last_seen_ns,
+                gone: w.gone,
+                totals: *t,
+                size: size_view(t, w.size_min, w.size_max),
+                data_frags_per_sample: per_sample(t.data_frag_submessages, t.samples),
+                ip_fragments_per_sample: per_sample(t.ip_fragments, t.samples),
+                window: WindowView::of(&win, self.window_span(active_from)),
+                timing: TimingView::of(&w.timing, deadline),
+                highest_sn: w.seq.highest_seen,
+                open_holes: w.seq.open_holes(),
+                sn_jumps: w.sn_jumps,
+                pcp: pcp_list(&w.pcp),
+                vlan_id: w.vlan_id,
+            });
+        }
+        writers.sort_by(|a, b| (&a.topic, &a.guid).cmp(&(&b.topic, &b.guid)));
+        writers
+    }
+}
