@@ -4,7 +4,7 @@
 # (text, tsv, json, jsonl, html; submessage level) on every two-host pair (a.pcap -> b.pcap),
 # then compares the sha256 of every output (stdout, stderr and exit code) between two builds.
 #
-#   scripts/check-outputs.sh --base main          build main's binary in a scratch worktree
+#   scripts/check-outputs.sh --base HEAD~1        build that revision's binary in a scratch worktree
 #                                                 (target/check-outputs/src), compare with this tree's
 #   scripts/check-outputs.sh --save FILE          write this tree's manifest to FILE
 #   scripts/check-outputs.sh --against FILE       compare this tree's outputs with a saved manifest
@@ -75,6 +75,13 @@ run_all() {
 # manifest OUTDIR: "sha256  name" per output, sorted
 manifest() { (cd "$1" && LC_ALL=C find . -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum); }
 
+# The base is fixed before anything runs (a branch such as main may move meanwhile). Compare a
+# restructuring commit with its parent (--base HEAD~1), not with a main that has moved on.
+rev=''
+if [ -n "$base_rev" ]; then
+    rev=$(git -C "$REPO_ROOT" rev-parse --verify "$base_rev^{commit}") || die "--base: unknown revision '$base_rev'"
+fi
+
 if [ -z "$bin" ]; then
     say "building this tree's ddshark"
     (cd "$REPO_ROOT" && cargo build -q -p ddshark --bin ddshark)
@@ -115,8 +122,7 @@ status=0
 if [ -n "$against" ]; then
     compare "$against" '' || status=1
 fi
-if [ -n "$base_rev" ]; then
-    rev=$(git -C "$REPO_ROOT" rev-parse --verify "$base_rev^{commit}") || die "--base: unknown revision '$base_rev'"
+if [ -n "$rev" ]; then
     src="$scratch/src"
     if [ ! -e "$src/.git" ]; then
         git -C "$REPO_ROOT" worktree add --detach "$src" "$rev" >/dev/null 2>&1 \

@@ -13,6 +13,7 @@ use crate::capture::file::FileSource;
 use crate::capture::filter::{read_filter_file, FrameFilter};
 use crate::capture::live::{interface_list, LiveOptions, LiveSource, DEFAULT_FILTER};
 use crate::capture::PacketSource;
+use crate::output::stats::{text_report, ReportOptions};
 use crate::pipeline::{
     run_threaded, CaptureInput, Engine, EngineConfig, PaceControl, RunOptions, Sink, SnapshotHub,
     SourceCtx,
@@ -21,7 +22,6 @@ use crate::recording::{RecordInterface, RecordOptions, RecordTap, Recorder, Reco
 use crate::state::cache::DiscoveryCache;
 use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
 use crate::state::StateConfig;
-use crate::stats_cmd::{text_report, ReportOptions};
 use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

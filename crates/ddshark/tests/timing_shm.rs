@@ -169,7 +169,7 @@ fn shared_memory_only_topics_are_flagged() {
         }
         let chatter = topic(&s, "rt/chatter");
         assert!(!chatter.shared_memory_only && chatter.totals.samples > 0);
-        let text = ddshark::stats_cmd::text_report(&s, &Default::default());
+        let text = ddshark::output::stats::text_report(&s, &Default::default());
         assert!(
             text.contains("rt/imu: shared memory only: traffic invisible here"),
             "{text}"

@@ -1,5 +1,6 @@
 //! Sinks that format records for people and scripts.
 
+pub mod stats;
 pub mod text;
 
 use std::io::{self, Write};
