@@ -1,5 +1,12 @@
 // InfluxDB task: materialises DDS latencies, losses, sample sizes and repairs from the
 // raw spans, incrementally, so that the dashboards never join raw spans.
+//
+// Raw only, and not the authoritative join: the writer's host here is the host that saw
+// most of its samples first, which follows the clocks (hosts whose clocks differ by more
+// than the one-way delay can swap sender and receiver), it estimates no clock offset, and
+// its receivers are the hosts that saw the writer in the window. The authoritative
+// latencies, losses and hosts are those of `ddshark join` and `ddshark latency`
+// (latency_core's rules: docs/latency.md), which the dashboards' panels read.
 // Created by scripts/stack/start.sh (and deploy/influxdb/init.sh in docker compose),
 // with ${bucket} (raw spans) and ${long_bucket} (results, long retention) bound.
 //
