@@ -299,3 +299,62 @@ fn captures_that_share_no_sample_are_refused() {
     let _ = std::fs::remove_file(&moved);
     let _ = std::fs::remove_file(tmp("probe.pcap"));
 }
+
+/// `src` rewritten as pcapng whose section header records `host` (as `ddshark -w` does).
+fn pcapng_of_host(src: &std::path::Path, dst: &std::path::Path, host: &str) {
+    use ddshark::capture::PacketSource;
+    use ddshark::recording::pcapng;
+    let mut input = ddshark::capture::file::FileSource::open(src).unwrap();
+    let mut out = Vec::new();
+    pcapng::section_header(
+        &mut out,
+        &pcapng::Section {
+            comment: format!("host.name={host}"),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut described = false;
+    while let Some(f) = input.next_frame().unwrap() {
+        if !described {
+            pcapng::interface_description(
+                &mut out,
+                &pcapng::Interface {
+                    link_type: u16::try_from(f.link.to_dlt()).unwrap(),
+                    snaplen: 262_144,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            described = true;
+        }
+        pcapng::enhanced_packet(&mut out, 0, f.ts_ns, f.data, f.orig_len).unwrap();
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+/// Captures written by `ddshark -w` name their host: the output says robot1/robot2, not A/B.
+#[test]
+fn hosts_are_named_as_the_pcapng_section_headers_record() {
+    let dir = fixtures().join("a_small_reliable");
+    let (a, b) = (tmp("robot1.pcapng"), tmp("robot2.pcapng"));
+    pcapng_of_host(&dir.join("a.pcap"), &a, "robot1");
+    pcapng_of_host(&dir.join("b.pcap"), &b, "robot2");
+    let (rows, s) = run(&latency_args(&a, std::slice::from_ref(&b), Level::Sample)).unwrap();
+    assert_eq!(s.labels, ["robot1", "robot2"]);
+    let dirs: std::collections::BTreeSet<String> = rows
+        .iter()
+        .map(|r| s.direction(r.sender, r.receiver))
+        .collect();
+    assert_eq!(
+        dirs.into_iter().collect::<Vec<_>>(),
+        ["robot1->robot2", "robot2->robot1"]
+    );
+    let mut text = String::new();
+    ddshark::latency::output::offsets_text(&s, &mut text);
+    assert!(text.starts_with("clock offset robot2-robot1: "), "{text}");
+    // A pcap (no section header) keeps the letters.
+    let (_, plain) = run(&latency_args(&a, &[dir.join("b.pcap")], Level::Sample)).unwrap();
+    assert_eq!(plain.labels, ["A", "B"]);
+    let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
+}

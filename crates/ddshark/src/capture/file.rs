@@ -47,6 +47,9 @@ pub struct FileSource {
     /// A pcap (not pcapng) file, and its byte order.
     legacy: Option<LegacyFormat>,
     retime: Retime,
+    /// The host the capture was taken on, as a pcapng section header names it (`ddshark -w`
+    /// writes the comment `host.name=NAME`); the first section's.
+    host_name: Option<String>,
 }
 
 /// `--retime`: the first frame's timestamp is moved to a given instant, the others by as much.
@@ -98,6 +101,7 @@ enum Step {
         len: usize,
         interface: Option<Interface>,
         legacy: Option<LegacyFormat>,
+        host_name: Option<String>,
     },
     Skip {
         len: usize,
@@ -183,6 +187,7 @@ impl FileSource {
             file_size,
             legacy: None,
             retime: Retime::Off,
+            host_name: None,
         };
         // The header blocks up to the first interface: its link type must be known
         // before any frame (a capture filter is compiled for it).
@@ -201,6 +206,12 @@ impl FileSource {
 
     /// Move every timestamp so that the first frame is at `first_frame_ns` (ns since the epoch),
     /// keeping the distances between frames to the nanosecond.
+    /// The host the capture was taken on, when a pcapng section header names it
+    /// (`host.name=NAME`, as `ddshark -w` writes).
+    pub fn host_name(&self) -> Option<&str> {
+        self.host_name.as_deref()
+    }
+
     pub fn retime_to(&mut self, first_frame_ns: u64) {
         self.retime = Retime::FirstAt(first_frame_ns);
     }
@@ -262,7 +273,11 @@ impl FileSource {
                 len,
                 interface,
                 legacy,
+                ref host_name,
             } => {
+                if self.host_name.is_none() {
+                    self.host_name.clone_from(host_name);
+                }
                 self.legacy = legacy;
                 self.interfaces.clear();
                 self.interfaces.extend(interface);
@@ -317,6 +332,7 @@ fn classify(interfaces: &[Interface], len: usize, block: PcapBlockOwned<'_>) -> 
             legacy: Some(LegacyFormat {
                 big_endian: h.is_bigendian(),
             }),
+            host_name: None,
         },
         PcapBlockOwned::Legacy(b) => {
             let per_s = interfaces.first().map_or(1_000_000, |i| i.units_per_s);
@@ -331,10 +347,18 @@ fn classify(interfaces: &[Interface], len: usize, block: PcapBlockOwned<'_>) -> 
                 orig_len: b.origlen,
             }
         }
-        PcapBlockOwned::NG(Block::SectionHeader(_)) => Step::Start {
+        PcapBlockOwned::NG(Block::SectionHeader(shb)) => Step::Start {
             len,
             interface: None,
             legacy: None,
+            host_name: shb
+                .options
+                .iter()
+                .filter(|o| o.code == pcap_parser::pcapng::OptionCode::Comment)
+                .filter_map(|o| o.as_str().ok())
+                .find_map(|c| c.trim_end_matches('\0').strip_prefix("host.name="))
+                .map(str::to_owned)
+                .filter(|h| !h.is_empty()),
         },
         PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => Step::Interface {
             len,

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::stats::{human_ns, pct, Group, GroupKey, TopicStats};
-use super::{direction, label, Level, RunSummary};
+use super::{label, Level, RunSummary};
 
 const PALETTE: &[&str] = &[
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -475,7 +475,7 @@ pub fn report(run: &RunSummary) -> String {
             key: k,
             group: g,
             sorted: g.sorted(),
-            name: format!("{} {}", direction(k.sender, k.receiver), k.topic),
+            name: format!("{} {}", run.direction(k.sender, k.receiver), k.topic),
         })
         .collect();
     let level = match run.level {
@@ -510,7 +510,7 @@ pub fn report(run: &RunSummary) -> String {
     out.push_str(&esc(&offsets));
     out.push_str("</pre><h2>Per topic</h2><table><tr><th>direction</th><th>topic</th><th>count</th><th>lost</th><th>incomplete</th><th>repaired</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
     for r in &rows {
-        let t = TopicStats::of(direction(r.key.sender, r.key.receiver), r.key, r.group);
+        let t = TopicStats::of(run.direction(r.key.sender, r.key.receiver), r.key, r.group);
         let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());
         let _ = write!(
             out,

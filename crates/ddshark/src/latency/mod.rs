@@ -158,6 +158,8 @@ pub struct LatencyArgs {
 #[derive(Debug, Default)]
 pub struct RunSummary {
     pub captures: Vec<String>,
+    /// Per capture, its name in the output: see [`capture_labels`].
+    pub labels: Vec<String>,
     /// Per pair of captures (X < Y) that saw samples in common: the offset of Y's clock
     /// against X's, or why there is none.
     pub offsets: Vec<PairOffset>,
@@ -191,6 +193,42 @@ pub fn label(i: usize) -> String {
 
 pub fn direction(sender: usize, receiver: usize) -> String {
     format!("{}->{}", label(sender), label(receiver))
+}
+
+/// The captures' names in the output: the host names their pcapng section headers record
+/// (`ddshark -w` writes `host.name=NAME`) when every capture has one and they differ; else
+/// A, B, C, ...
+pub fn capture_labels(paths: &[&Path]) -> Vec<String> {
+    let names: Option<Vec<String>> = paths
+        .iter()
+        .map(|p| {
+            FileSource::open(p)
+                .ok()
+                .and_then(|s| s.host_name().map(str::to_owned))
+        })
+        .collect();
+    match names {
+        Some(n) if n.iter().collect::<std::collections::BTreeSet<_>>().len() == n.len() => n,
+        _ => (0..paths.len()).map(label).collect(),
+    }
+}
+
+pub(crate) fn direction_in(labels: &[String], sender: usize, receiver: usize) -> String {
+    match (labels.get(sender), labels.get(receiver)) {
+        (Some(s), Some(r)) => format!("{s}->{r}"),
+        _ => direction(sender, receiver),
+    }
+}
+
+impl RunSummary {
+    /// Capture `i`'s name in the output.
+    pub fn label(&self, i: usize) -> String {
+        self.labels.get(i).cloned().unwrap_or_else(|| label(i))
+    }
+
+    pub fn direction(&self, sender: usize, receiver: usize) -> String {
+        direction_in(&self.labels, sender, receiver)
+    }
 }
 
 /// The estimate for one pair of captures.
@@ -466,6 +504,7 @@ pub fn join_captures(
         .chain(args.receivers.iter().map(|p| p.as_path()))
         .collect();
     check_distinct(&paths)?;
+    let labels = capture_labels(&paths);
     // First pass: each capture on its own clock; the evidence for hosts and offsets.
     let raw = vec![Shift::Constant(0); paths.len()];
     let first = pass(args, &paths, &raw, None, |_| Ok(()))?;
@@ -486,7 +525,13 @@ pub fn join_captures(
         .participants
         .iter()
         .filter(|(_, h)| h.basis == latency_core::Basis::Clock)
-        .map(|(p, h)| format!("{} on {}", hex::encode(p), label(h.capture)))
+        .map(|(p, h)| {
+            format!(
+                "{} on {}",
+                hex::encode(p),
+                labels[h.capture.min(labels.len().saturating_sub(1))]
+            )
+        })
         .collect();
     hosts_from_clock.sort();
     let mut shifts = Vec::with_capacity(paths.len());
@@ -546,6 +591,7 @@ pub fn join_captures(
     })?;
     Ok(RunSummary {
         captures: paths.iter().map(|p| p.display().to_string()).collect(),
+        labels,
         offsets,
         hosts_from_clock,
         host_rule: rule.stats(),
@@ -565,7 +611,7 @@ pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
     let name = |i: usize| {
         format!(
             "{} ({})",
-            label(i),
+            run.label(i),
             run.captures.get(i).map_or("", |s| s.as_str())
         )
     };
@@ -582,7 +628,7 @@ pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
                         "the clock of {} reads {} against {}'s (± {}), outside the bound of the offset in use ({}): latencies are off by about that much; --offset auto corrects them",
                         name(o.y),
                         stats::human_ns(e.offset_ns),
-                        label(o.x),
+                        run.label(o.x),
                         stats::human_ns(e.half_width_ns),
                         stats::human_ns(given)
                     ));
@@ -643,6 +689,10 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
         Ok(crate::output::write_or_stop(out, h.as_bytes())?)
     };
     let mut rows = 0u64;
+    let paths: Vec<&Path> = std::iter::once(args.sender.as_path())
+        .chain(args.receivers.iter().map(|p| p.as_path()))
+        .collect();
+    let labels = capture_labels(&paths);
     let run = join_captures(args, |r| {
         if !open || !rows_wanted {
             return Ok(());
@@ -653,7 +703,7 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
             line.push(',');
         }
         rows = rows.saturating_add(1);
-        output::row(args.format, args.level, r, &mut line);
+        output::row(args.format, args.level, r, &labels, &mut line);
         open = open && crate::output::write_or_stop(&mut out, line.as_bytes())?;
         Ok(())
     })?;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::join::SampleRow;
 use super::stats::{histogram, human_ns, topic_label, TopicStats};
-use super::{direction, label, LatencyFormat, Level, RunSummary};
+use super::{LatencyFormat, Level, RunSummary};
 use crate::units::timestamp;
 
 pub const TSV_COLUMNS: &[&str] = &[
@@ -91,11 +91,17 @@ pub fn header(format: LatencyFormat, level: Level, out: &mut String) {
     }
 }
 
-pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String) {
+pub fn row(
+    format: LatencyFormat,
+    level: Level,
+    r: &SampleRow,
+    labels: &[String],
+    out: &mut String,
+) {
     match format {
         LatencyFormat::Tsv => {
             let cols = [
-                direction(r.sender, r.receiver),
+                super::direction_in(labels, r.sender, r.receiver),
                 r.key.writer.to_string(),
                 opt(r.topic.as_deref()).replace(['\t', '\n'], " "),
                 r.key.sn.to_string(),
@@ -123,7 +129,7 @@ pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String)
         LatencyFormat::Json | LatencyFormat::Jsonl => {
             let j = JsonRow {
                 kind: "sample",
-                direction: direction(r.sender, r.receiver),
+                direction: super::direction_in(labels, r.sender, r.receiver),
                 writer_guid: r.key.writer.to_string(),
                 topic: r.topic.as_deref(),
                 builtin: r.key.writer.entity.is_builtin(),
@@ -162,7 +168,7 @@ pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String)
             let _ = writeln!(
                 out,
                 "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>12} {:>3}/{:<2} {}{rep}",
-                direction(r.sender, r.receiver),
+                super::direction_in(labels, r.sender, r.receiver),
                 r.key.writer.to_string(),
                 r.key.sn,
                 r.status.name(),
@@ -179,7 +185,7 @@ pub fn row(format: LatencyFormat, level: Level, r: &SampleRow, out: &mut String)
 /// The clock offset of every pair, for people.
 pub fn offsets_text(run: &RunSummary, out: &mut String) {
     for o in &run.offsets {
-        let (x, y) = (label(o.x), label(o.y));
+        let (x, y) = (run.label(o.x), run.label(o.y));
         match &o.estimate {
             Ok(e) => {
                 let drift = if e.drifting {
@@ -225,7 +231,7 @@ pub fn offsets_text(run: &RunSummary, out: &mut String) {
 pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
     let _ = writeln!(out);
     for (i, c) in run.captures.iter().enumerate() {
-        let _ = writeln!(out, "capture {} = {c}", label(i));
+        let _ = writeln!(out, "capture {} = {c}", run.label(i));
     }
     offsets_text(run, out);
     let level = match run.level {
@@ -242,7 +248,7 @@ pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
         "dir", "topic", "count", "lost", "incpl", "rep", "min", "p50", "p90", "p99", "max"
     );
     for (k, g) in &run.summary.groups {
-        let t = TopicStats::of(direction(k.sender, k.receiver), k, g);
+        let t = TopicStats::of(run.direction(k.sender, k.receiver), k, g);
         let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
@@ -273,7 +279,7 @@ pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
         let _ = writeln!(
             out,
             "\nhistogram {} {} ({} samples)",
-            direction(k.sender, k.receiver),
+            run.direction(k.sender, k.receiver),
             k.topic,
             sorted.len()
         );
@@ -311,7 +317,7 @@ pub fn stats_text(run: &RunSummary, out: &mut String) {
         let _ = writeln!(
             out,
             "  {}: {} DATA, {} DATA_FRAG; skipped {} unusable DATA_FRAG, {} samples with too many fragments, {} truncated datagrams",
-            label(i),
+            run.label(i),
             e.data_submessages,
             e.data_frag_submessages,
             e.unusable_data_frag,
@@ -353,7 +359,7 @@ fn json_offset(run: &RunSummary, o: &super::PairOffset) -> JsonOffset {
     let counts = e.map(|e| e.counts).unwrap_or_default();
     JsonOffset {
         kind: "clock_offset",
-        pair: format!("{}-{}", label(o.y), label(o.x)),
+        pair: format!("{}-{}", run.label(o.y), run.label(o.x)),
         offset_ns: e.map(|e| e.offset_ns),
         half_width_ns: e.map(|e| e.half_width_ns),
         t_ref_ns: e.map(|e| e.t_ref),
@@ -397,7 +403,7 @@ pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
         run.summary
             .groups
             .iter()
-            .map(|(k, g)| TopicStats::of(direction(k.sender, k.receiver), k, g))
+            .map(|(k, g)| TopicStats::of(run.direction(k.sender, k.receiver), k, g))
     };
     let stats = JsonStats {
         kind: "stats",
