@@ -142,3 +142,40 @@ fn protected_discovery_is_reported_as_protected_and_clear_metadata_keeps_every_s
         assert_eq!(snap.secured.totals.srtps_messages, 0, "{dir}/{side}");
     }
 }
+
+#[test]
+fn a_full_pair_map_evicts_counts_and_keeps_the_totals() {
+    use ddshark::capture::file::FileSource;
+    use ddshark::pipeline::{run_threaded, CaptureInput, Engine, RunOptions};
+    use ddshark::stats_cmd::stats_engine_config;
+
+    let path = fixture("m_fastdds_sros2/a.pcap");
+    let (_, want_total) = oracle("m_fastdds_sros2", "a");
+    let mut config = stats_engine_config(&StatsOptions::default());
+    config.state.max_secured_pairs = 1;
+    let mut engine = Engine::new(config);
+    let snap = run_threaded(
+        vec![CaptureInput {
+            source: Box::new(FileSource::open(&path).unwrap()),
+            live: false,
+            size_hint: None,
+            filter: None,
+        }],
+        &mut engine,
+        &RunOptions::default(),
+    )
+    .unwrap();
+    let sec = &snap.secured;
+    assert_eq!(sec.pairs.len(), 1, "the cap");
+    assert!(sec.pairs_evicted > 0, "evictions counted: {sec:?}");
+    assert_eq!(
+        sec.pairs_evicted,
+        snap.health.state.secured_pairs_evicted_capacity
+    );
+    let t = &sec.totals;
+    assert_eq!(
+        [t.messages, t.srtps_messages, t.sec_submessages, t.bytes],
+        want_total,
+        "totals survive evictions"
+    );
+}
