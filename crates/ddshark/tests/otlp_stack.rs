@@ -1173,13 +1173,15 @@ service:
 
 /// Timing and shared-memory flags reach InfluxDB as topic metrics: DEADLINE misses
 /// (counter), the rate over the active time and the jitter (gauges), and the
-/// `shared_memory_only` attribute, equal to the final snapshot's.
+/// `shared_memory_only` attribute, equal to the final snapshot's; and DDS Security traffic
+/// per participant pair.
 #[test]
-fn stack_topic_timing_and_shared_memory_metrics() {
+fn stack_topic_timing_shared_memory_and_secured_metrics() {
     let stack = Stack::start("2");
     let finals: Vec<(&str, PathBuf)> = [
         ("k3_fastdds_deadline/a.pcap", "fastdds-deadline"),
         ("k2_fastdds_shm/a.pcap", "fastdds-shm"),
+        ("m_fastdds_sros2/a.pcap", "fastdds-sros2"),
     ]
     .into_iter()
     .map(|(rel, host)| (host, stack.replay(&fixture(rel), host)))
@@ -1238,6 +1240,56 @@ fn stack_topic_timing_and_shared_memory_metrics() {
         BTreeSet::from(["rt/camera/image_raw", "rt/imu"]),
         "{rows:?}"
     );
+
+    // DDS Security (SROS2 default governance): one series per participant pair, its last
+    // point = the final snapshot's pair totals (which tests/secured.rs holds to tshark's).
+    let (host, path) = &finals[2];
+    let snap: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let pairs = snap["secured"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{pairs:?}");
+    // All three measurements in one settled query: each settling takes a while.
+    let flux = format!(
+        r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement =~ /^ddshark[.]secured[.]/ and r._field == "counter" and r["host.name"] == "{host}")
+  |> group(columns: ["_measurement", "src_participant", "dst_participant"]) |> sort(columns: ["_time"]) |> last() |> group()
+  |> drop(columns: ["_start", "_stop"])"#
+    );
+    let rows = stack.settled(&flux, Duration::from_secs(30)).0;
+    for (measurement, key) in [
+        ("ddshark.secured.bytes", "bytes"),
+        ("ddshark.secured.messages", "messages"),
+        ("ddshark.secured.submessages", "sec_submessages"),
+    ] {
+        let of: Vec<&HashMap<String, String>> = rows
+            .iter()
+            .filter(|r| r["_measurement"] == measurement)
+            .collect();
+        let got: BTreeSet<(String, String, u64)> = of
+            .iter()
+            .map(|r| {
+                (
+                    r["src_participant"].clone(),
+                    r["dst_participant"].clone(),
+                    r["_value"].parse::<f64>().unwrap() as u64,
+                )
+            })
+            .collect();
+        let want: BTreeSet<(String, String, u64)> = pairs
+            .iter()
+            .map(|p| {
+                (
+                    p["src"].as_str().unwrap().to_string(),
+                    p["dst"].as_str().unwrap().to_string(),
+                    p["totals"][key].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{measurement}: {rows:?}");
+        assert!(
+            of.iter().all(|r| r.contains_key("src_participant_name")),
+            "{measurement}: SPDP names: {rows:?}"
+        );
+    }
 }
 
 /// Two hosts, two clocks, live: the Fast DDS pair with B's clock 12.345678 ms ahead
