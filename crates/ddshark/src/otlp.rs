@@ -478,6 +478,7 @@ impl OtlpSink {
                 .first_ts_ns
                 .unwrap_or(snap.summary.capture_time_ns),
             time_ns: snap.summary.capture_time_ns,
+            tcp: snap.health.dissector.tcp,
             topics: snap
                 .topics
                 .iter()

@@ -1411,3 +1411,101 @@ fn stack_clock_offset_equals_ddshark_latency() {
         "{live} ± {half} misses {SHIFT_NS}"
     );
 }
+
+/// RTPS over TCP: the `ddshark.tcp.*` metrics of a replayed Fast DDS TCP capture reach
+/// the long bucket equal to the final snapshot's `health.dissector.tcp` counters.
+#[test]
+fn stack_tcp_metrics_equal_the_final_counters() {
+    let stack = Stack::start(4);
+    let host = "fastdds-tcp";
+    let final_json = stack.run_dir.join(format!("{host}.json"));
+    let out = ddshark(&[
+        "-r",
+        fixture("l_fastdds_tcp/b.pcap").to_str().unwrap(),
+        "--no-tui",
+        "--otlp",
+        &stack.grpc(),
+        "--host-name",
+        host,
+        "--final-json",
+        final_json.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("0 dropped (queue full), 0 failed, 0 abandoned")
+            && err.contains(" sent, 0 failed"),
+        "export not clean:\n{err}"
+    );
+    let snap: Value = serde_json::from_str(&std::fs::read_to_string(&final_json).unwrap()).unwrap();
+    let tcp = &snap["health"]["dissector"]["tcp"];
+    let counter = |k: &str| tcp[k].as_u64().unwrap_or_else(|| panic!("{k} in {tcp}"));
+    // (metric, attribute, attribute value, the counter it must equal)
+    let want: Vec<(&str, &str, &str, u64)> = vec![
+        ("ddshark.tcp.streams", "", "", counter("streams_opened")),
+        ("ddshark.tcp.bytes", "", "", counter("bytes")),
+        ("ddshark.tcp.segments", "", "", counter("segments")),
+        (
+            "ddshark.tcp.messages",
+            "framing",
+            "rtcp",
+            counter("rtps_rtcp"),
+        ),
+        ("ddshark.tcp.messages", "framing", "rti_tcp", 0),
+        ("ddshark.tcp.out_of_order", "", "", counter("out_of_order")),
+        (
+            "ddshark.tcp.retransmitted",
+            "",
+            "",
+            counter("retransmitted"),
+        ),
+        ("ddshark.tcp.gaps", "", "", counter("gaps")),
+        ("ddshark.tcp.gap_bytes", "", "", counter("gap_bytes")),
+        ("ddshark.tcp.resyncs", "", "", counter("resyncs")),
+        (
+            "ddshark.tcp.evictions",
+            "reason",
+            "idle",
+            counter("streams_evicted_idle"),
+        ),
+        (
+            "ddshark.tcp.evictions",
+            "reason",
+            "capacity",
+            counter("streams_evicted_capacity"),
+        ),
+    ];
+    assert!(
+        counter("rtps_rtcp") > 450 && counter("bytes") > 100_000,
+        "{tcp}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut have = Vec::new();
+        for (metric, key, value, _) in &want {
+            let group = if key.is_empty() {
+                String::new()
+            } else {
+                format!("\"{key}\"")
+            };
+            let rows = stack.flux(&format!(
+                r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "{metric}" and r._field == "counter" and r["host.name"] == "{host}")
+  |> group(columns: [{group}]) |> sort(columns: ["_time"]) |> last() |> group()"#
+            ));
+            let v = rows
+                .iter()
+                .find(|r| key.is_empty() || r.get(*key).map(String::as_str) == Some(*value))
+                .map(|r| r["_value"].parse::<f64>().unwrap() as u64);
+            have.push(v);
+        }
+        let expected: Vec<Option<u64>> = want.iter().map(|w| Some(w.3)).collect();
+        if have == expected {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ddshark.tcp.* in InfluxDB {have:?}, final counters {expected:?} ({want:?})"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+    }
+}

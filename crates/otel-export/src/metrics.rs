@@ -17,6 +17,17 @@
 //! | `ddshark.secured.submessages` | `{submessage}` | DDS Security: protected submessages (SEC_PREFIX) |
 //! | `ddshark.secured.bytes` | `By` | DDS Security: UDP payload of the secured messages |
 //! | `ddshark.otlp.spans.{enqueued,dropped,sent,failed}` | `{span}` | the exporter's own counters |
+//! | `ddshark.tcp.streams` | `{stream}` | RTPS over TCP: streams opened |
+//! | `ddshark.tcp.bytes` | `By` | RTPS over TCP: new in-order payload bytes |
+//! | `ddshark.tcp.segments` | `{segment}` | RTPS over TCP: payload segments |
+//! | `ddshark.tcp.messages` | `{message}` | RTPS over TCP: RTPS messages, by `framing` |
+//! | `ddshark.tcp.out_of_order` | `{segment}` | RTPS over TCP: segments held ahead of a hole |
+//! | `ddshark.tcp.retransmitted` | `{segment}` | RTPS over TCP: segments whose bytes were all seen |
+//! | `ddshark.tcp.gaps`, `ddshark.tcp.gap_bytes` | `{gap}`, `By` | RTPS over TCP: holes given up, their bytes |
+//! | `ddshark.tcp.resyncs` | `{resync}` | RTPS over TCP: framing lost and searched for again |
+//! | `ddshark.tcp.evictions` | `{stream}` | RTPS over TCP: streams ddshark dropped, by `reason` (`idle`, `capacity`) |
+//!
+//! The `ddshark.tcp.*` counters are sent once a TCP stream carried RTPS.
 //!
 //! Attributes of the topic metrics: `topic_name`, `type_name` (when known), `traffic_type`,
 //! and `shared_memory_only` = true on a topic whose matched endpoints talk by shared memory
@@ -43,6 +54,7 @@ use crate::config::SignalConfig;
 use crate::error::ExportError;
 use crate::exporter::{metric_exporter, Counters};
 use crate::schema::{attr, TrafficType};
+use rtps_dissect::tcp::TcpStats;
 
 /// Cumulative counters of one topic since `MetricsSnapshot::start_ns`, and its timing.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +91,8 @@ pub struct SecuredPairCounters {
 /// One periodic report, fed by the state with capture timestamps.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MetricsSnapshot {
+    /// RTPS-over-TCP reassembly counters (all zero: none sent).
+    pub tcp: TcpStats,
     /// Capture time the counters started from (ns since the epoch).
     pub start_ns: u64,
     /// Capture time of the report.
@@ -104,6 +118,20 @@ pub const ATTR_SRC_PARTICIPANT: &str = "src_participant";
 pub const ATTR_DST_PARTICIPANT: &str = "dst_participant";
 pub const ATTR_SRC_PARTICIPANT_NAME: &str = "src_participant_name";
 pub const ATTR_DST_PARTICIPANT_NAME: &str = "dst_participant_name";
+pub const METRIC_TCP_STREAMS: &str = "ddshark.tcp.streams";
+pub const METRIC_TCP_BYTES: &str = "ddshark.tcp.bytes";
+pub const METRIC_TCP_SEGMENTS: &str = "ddshark.tcp.segments";
+pub const METRIC_TCP_MESSAGES: &str = "ddshark.tcp.messages";
+pub const METRIC_TCP_OUT_OF_ORDER: &str = "ddshark.tcp.out_of_order";
+pub const METRIC_TCP_RETRANSMITTED: &str = "ddshark.tcp.retransmitted";
+pub const METRIC_TCP_GAPS: &str = "ddshark.tcp.gaps";
+pub const METRIC_TCP_GAP_BYTES: &str = "ddshark.tcp.gap_bytes";
+pub const METRIC_TCP_RESYNCS: &str = "ddshark.tcp.resyncs";
+pub const METRIC_TCP_EVICTIONS: &str = "ddshark.tcp.evictions";
+/// Attribute of `ddshark.tcp.messages`: `rtcp`, `rti_tcp`, `length_prefixed`, `bare`.
+pub const ATTR_TCP_FRAMING: &str = "framing";
+/// Attribute of `ddshark.tcp.evictions`: `idle` or `capacity`.
+pub const ATTR_TCP_EVICTION_REASON: &str = "reason";
 
 /// The exporter's own counters, reported with each snapshot.
 #[derive(Debug, Clone, Copy, Default)]
@@ -344,6 +372,123 @@ impl MetricsPipeline {
                     .with_unit("{span}")
                     .with_description(description)
                     .with_callback(move |o| o.observe(field(&counters.own()), &[]))
+                    .build(),
+            );
+        }
+        // (value, attribute value) series of one TCP counter; attribute key "" = none.
+        type TcpSeries = fn(&TcpStats) -> Vec<(u64, &'static str)>;
+        let tcp_metrics: [(
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            TcpSeries,
+        ); 10] = [
+            (
+                METRIC_TCP_STREAMS,
+                "{stream}",
+                "RTPS over TCP: streams opened",
+                "",
+                |t| vec![(t.streams_opened, "")],
+            ),
+            (
+                METRIC_TCP_BYTES,
+                "By",
+                "RTPS over TCP: new in-order payload bytes",
+                "",
+                |t| vec![(t.bytes, "")],
+            ),
+            (
+                METRIC_TCP_SEGMENTS,
+                "{segment}",
+                "RTPS over TCP: payload segments",
+                "",
+                |t| vec![(t.segments, "")],
+            ),
+            (
+                METRIC_TCP_MESSAGES,
+                "{message}",
+                "RTPS over TCP: RTPS messages by framing",
+                ATTR_TCP_FRAMING,
+                |t| {
+                    vec![
+                        (t.rtps_rtcp, "rtcp"),
+                        (t.rtps_rti_tcp, "rti_tcp"),
+                        (t.rtps_length_prefixed, "length_prefixed"),
+                        (t.rtps_bare, "bare"),
+                    ]
+                },
+            ),
+            (
+                METRIC_TCP_OUT_OF_ORDER,
+                "{segment}",
+                "RTPS over TCP: segments held ahead of a hole",
+                "",
+                |t| vec![(t.out_of_order, "")],
+            ),
+            (
+                METRIC_TCP_RETRANSMITTED,
+                "{segment}",
+                "RTPS over TCP: segments whose bytes had all been seen (retransmissions)",
+                "",
+                |t| vec![(t.retransmitted, "")],
+            ),
+            (
+                METRIC_TCP_GAPS,
+                "{gap}",
+                "RTPS over TCP: holes given up (bytes never captured)",
+                "",
+                |t| vec![(t.gaps, "")],
+            ),
+            (
+                METRIC_TCP_GAP_BYTES,
+                "By",
+                "RTPS over TCP: bytes of the holes given up",
+                "",
+                |t| vec![(t.gap_bytes, "")],
+            ),
+            (
+                METRIC_TCP_RESYNCS,
+                "{resync}",
+                "RTPS over TCP: times a stream's framing was lost and searched for again",
+                "",
+                |t| vec![(t.resyncs, "")],
+            ),
+            (
+                METRIC_TCP_EVICTIONS,
+                "{stream}",
+                "RTPS over TCP: streams dropped by ddshark, by reason",
+                ATTR_TCP_EVICTION_REASON,
+                |t| {
+                    vec![
+                        (t.streams_evicted_idle, "idle"),
+                        (t.streams_evicted_capacity, "capacity"),
+                    ]
+                },
+            ),
+        ];
+        for (name, unit, description, key, series) in tcp_metrics {
+            let latest = latest.clone();
+            instruments.push(
+                meter
+                    .u64_observable_counter(name)
+                    .with_unit(unit)
+                    .with_description(description)
+                    .with_callback(move |o| {
+                        let Ok(s) = latest.lock() else {
+                            return;
+                        };
+                        if s.tcp.is_zero() {
+                            return;
+                        }
+                        for (v, a) in series(&s.tcp) {
+                            if key.is_empty() {
+                                o.observe(v, &[]);
+                            } else {
+                                o.observe(v, &[KeyValue::new(key, a)]);
+                            }
+                        }
+                    })
                     .build(),
             );
         }

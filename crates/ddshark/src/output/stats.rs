@@ -343,7 +343,7 @@ fn health_line(r: &mut String, s: &Snapshot) {
         let t = &d.tcp;
         let _ = write!(
             health,
-            "; RTPS over TCP: {} messages ({} RTCP-framed, {} RTI TCP, {} length-prefixed, {} bare), {} control, {} streams ({} closed, {} evicted), {} segments ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
+            "; RTPS over TCP: {} messages ({} RTCP-framed, {} RTI TCP, {} length-prefixed, {} bare), {} control, {} streams ({} closed, {} evicted), {} segments of {} bytes ({} out of order, {} retransmitted, {} gaps of {} bytes, {} resyncs)",
             t.rtps_messages(),
             t.rtps_rtcp,
             t.rtps_rti_tcp,
@@ -354,6 +354,7 @@ fn health_line(r: &mut String, s: &Snapshot) {
             t.streams_closed,
             t.streams_evicted_idle.saturating_add(t.streams_evicted_capacity),
             t.segments,
+            t.bytes,
             t.out_of_order,
             t.retransmitted,
             t.gaps,
