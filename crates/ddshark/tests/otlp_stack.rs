@@ -1418,24 +1418,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
 fn stack_tcp_metrics_equal_the_final_counters() {
     let stack = Stack::start(4);
     let host = "fastdds-tcp";
-    let final_json = stack.run_dir.join(format!("{host}.json"));
-    let out = ddshark(&[
-        "-r",
-        fixture("l_fastdds_tcp/b.pcap").to_str().unwrap(),
-        "--no-tui",
-        "--otlp",
-        &stack.grpc(),
-        "--host-name",
-        host,
-        "--final-json",
-        final_json.to_str().unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("0 dropped (queue full), 0 failed, 0 abandoned")
-            && err.contains(" sent, 0 failed"),
-        "export not clean:\n{err}"
-    );
+    let final_json = stack.replay(&fixture("l_fastdds_tcp/b.pcap"), host);
     let snap: Value = serde_json::from_str(&std::fs::read_to_string(&final_json).unwrap()).unwrap();
     let tcp = &snap["health"]["dissector"]["tcp"];
     let counter = |k: &str| tcp[k].as_u64().unwrap_or_else(|| panic!("{k} in {tcp}"));
@@ -1487,7 +1470,7 @@ fn stack_tcp_metrics_equal_the_final_counters() {
             } else {
                 format!("\"{key}\"")
             };
-            let rows = stack.flux(&format!(
+            let rows = stack.influx.query(&format!(
                 r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "{metric}" and r._field == "counter" and r["host.name"] == "{host}")
   |> group(columns: [{group}]) |> sort(columns: ["_time"]) |> last() |> group()"#
