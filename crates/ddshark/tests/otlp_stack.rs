@@ -1416,7 +1416,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
 /// the long bucket equal to the final snapshot's `health.dissector.tcp` counters.
 #[test]
 fn stack_tcp_metrics_equal_the_final_counters() {
-    let stack = Stack::start(4);
+    let stack = Stack::start("4");
     let host = "fastdds-tcp";
     let final_json = stack.replay(&fixture("l_fastdds_tcp/b.pcap"), host);
     let snap: Value = serde_json::from_str(&std::fs::read_to_string(&final_json).unwrap()).unwrap();
