@@ -2,7 +2,8 @@
 # Fuzz every parser target, seeded from the real fixtures, bounded by time (the test suite)
 # or by executions (scripts/bench-fuzz.sh).
 # usage: scripts/fuzz.sh [SECONDS_PER_TARGET]        (default 60)
-#        scripts/fuzz.sh --runs N [--table FILE] [TARGET...]
+#        scripts/fuzz.sh --runs N [SECONDS] [--table FILE] [TARGET...]
+# (with both, a target stops at whichever comes first)
 # --table writes a Markdown row per target: executions, exec/s, crashes, coverage, time.
 # Built with debug assertions and overflow checks (-a), without AddressSanitizer (-s none):
 # every crate of ours denies unsafe code, so an overflow or a failed assertion is what a
@@ -10,13 +11,13 @@
 # cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain take them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=60 runs="" table=""
+secs="" runs="" table=""
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     [0-9]*) secs=$1; shift ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -28,11 +29,10 @@ command -v cargo-fuzz >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
 build=(--debug-assertions --sanitizer none)
 python3 fuzz/seed_corpus.py
 (cd fuzz && cargo fuzz build "${build[@]}" >/dev/null)
-if [ -n "$runs" ]; then
-  limit=(-runs="$runs") bound="$runs executions"
-else
-  limit=(-max_total_time="$secs") bound="${secs}s"
-fi
+[ -n "$runs" ] || secs=${secs:-60}
+limit=() bound=""
+[ -z "$runs" ] || limit+=(-runs="$runs") bound="$runs executions"
+[ -z "$secs" ] || limit+=(-max_total_time="$secs") bound="${bound:+$bound or }${secs}s"
 if [ -n "$table" ]; then
   { echo "| target | executions | exec/s | crashes | coverage (edges / features) | corpus | peak RSS | time |"
     echo "|---|---|---|---|---|---|---|---|"; } >"$table"

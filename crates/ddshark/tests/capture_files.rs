@@ -192,3 +192,39 @@ fn damaged_files_are_errors_not_panics() {
         "{opened} opened, {frames} frames"
     );
 }
+
+/// A pcapng block whose total length is below the 12 bytes of its type and two length
+/// fields (here a process information block, found by the capture_file fuzz target) is
+/// reported as malformed, naming the length; pcap-parser would subtract 12 from it.
+#[test]
+fn a_pcapng_block_shorter_than_its_header_is_an_error_not_a_panic() {
+    fn block(kind: u32, body: &[u8]) -> Vec<u8> {
+        let total = (12 + body.len()) as u32;
+        [
+            &kind.to_le_bytes()[..],
+            &total.to_le_bytes(),
+            body,
+            &total.to_le_bytes(),
+        ]
+        .concat()
+    }
+    let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+    shb.extend(1u16.to_le_bytes());
+    shb.extend(0u16.to_le_bytes());
+    shb.extend((-1i64).to_le_bytes());
+    let mut idb = 1u16.to_le_bytes().to_vec();
+    idb.extend(0u16.to_le_bytes());
+    idb.extend(262_144u32.to_le_bytes());
+    let mut file = block(0x0a0d_0d0a, &shb);
+    file.extend(block(1, &idb));
+    // Process information block (0x80000001), total length 8.
+    file.extend(0x8000_0001u32.to_le_bytes());
+    file.extend(8u32.to_le_bytes());
+    file.extend([0u8; 16]);
+    let mut source = FileSource::from_bytes(file, "short-block.pcapng").unwrap();
+    let err = source.next_frame().err().expect("an error").to_string();
+    assert!(
+        err.contains("short-block.pcapng") && err.contains("malformed block: total length 8"),
+        "{err}"
+    );
+}

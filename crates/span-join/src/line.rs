@@ -297,9 +297,11 @@ impl LineWriter {
     }
 }
 
+/// Backslashes are doubled: the reader (as InfluxDB's) takes `\\` for one, and a name
+/// ending in a backslash would otherwise escape the separator after it.
 fn escape_into(out: &mut String, text: &str, escape_equals: bool) {
     for c in text.chars() {
-        if c == ',' || c == ' ' || (escape_equals && c == '=') {
+        if c == ',' || c == ' ' || c == '\\' || (escape_equals && c == '=') {
             out.push('\\');
         }
         // (a newline cannot be escaped: it would end the line)
@@ -369,6 +371,29 @@ mod tests {
         );
         assert_eq!(line.timestamp, Some(42));
         assert_eq!(parse(lines.next().unwrap()).timestamp, None);
+    }
+
+    #[test]
+    fn backslashes_in_names_and_values_read_back() {
+        for value in ["rt/a\\", "a\\b", "a\\\\", "a\\,b", "\\ \\="] {
+            let mut w = LineWriter::default();
+            w.point("dds\\samples")
+                .tag("topic_name", value)
+                .tag("sender", "b");
+            w.int("sn", 2).end(Some(1));
+            let line = parse(w.buf.trim_end());
+            assert_eq!(line.measurement, "dds\\samples", "{}", w.buf);
+            let tags: Vec<_> = line.tags().map(|t| t.unwrap()).collect();
+            assert_eq!(
+                tags,
+                vec![
+                    (Cow::from("topic_name"), Cow::from(value)),
+                    (Cow::from("sender"), Cow::from("b"))
+                ],
+                "{}",
+                w.buf
+            );
+        }
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct FileSource {
     pub file_size: u64,
     /// A pcap (not pcapng) file, and its byte order.
     legacy: Option<LegacyFormat>,
+    /// pcapng: whether the current section is big-endian.
+    section_big_endian: Option<bool>,
     retime: Retime,
     /// The host the capture was taken on, as a pcapng section header names it (`ddshark -w`
     /// writes the comment `host.name=NAME`); the first section's.
@@ -102,6 +104,8 @@ enum Step {
         interface: Option<Interface>,
         legacy: Option<LegacyFormat>,
         host_name: Option<String>,
+        /// pcapng: the section's byte order.
+        section_big_endian: Option<bool>,
     },
     Skip {
         len: usize,
@@ -186,6 +190,7 @@ impl FileSource {
             frames: 0,
             file_size,
             legacy: None,
+            section_big_endian: None,
             retime: Retime::Off,
             host_name: None,
         };
@@ -248,6 +253,24 @@ impl FileSource {
         }
     }
 
+    /// The total length of the next pcapng block (not a section header) when it is less
+    /// than the 12 bytes every block has.
+    fn short_pcapng_block(&self) -> Option<u32> {
+        const SECTION_HEADER: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+        let big_endian = self.section_big_endian?;
+        let head = self.reader.data().get(..8)?;
+        if head.get(..4)? == SECTION_HEADER {
+            return None;
+        }
+        let bytes = <[u8; 4]>::try_from(head.get(4..8)?).ok()?;
+        let len = if big_endian {
+            u32::from_be_bytes(bytes)
+        } else {
+            u32::from_le_bytes(bytes)
+        };
+        (len < 12).then_some(len)
+    }
+
     fn error(&self, message: String) -> CaptureError {
         CaptureError::Read {
             path: self.path.clone(),
@@ -259,6 +282,12 @@ impl FileSource {
     /// Reads the next block and deals with everything but a packet, which it leaves
     /// unconsumed in the buffer for the caller to hand out.
     fn step(&mut self) -> Result<Step, CaptureError> {
+        if let Some(len) = self.short_pcapng_block() {
+            // pcap-parser would subtract the 12 bytes of type and lengths from it.
+            return Err(self.error(format!(
+                "malformed block: total length {len}, less than the 12 bytes of its type and lengths"
+            )));
+        }
         let step = match self.reader.next() {
             Ok((len, block)) => classify(&self.interfaces, len, block),
             Err(PcapError::Eof) => Step::End,
@@ -274,11 +303,13 @@ impl FileSource {
                 interface,
                 legacy,
                 ref host_name,
+                section_big_endian,
             } => {
                 if self.host_name.is_none() {
                     self.host_name.clone_from(host_name);
                 }
                 self.legacy = legacy;
+                self.section_big_endian = section_big_endian;
                 self.interfaces.clear();
                 self.interfaces.extend(interface);
                 self.reader.consume(len);
@@ -333,6 +364,7 @@ fn classify(interfaces: &[Interface], len: usize, block: PcapBlockOwned<'_>) -> 
                 big_endian: h.is_bigendian(),
             }),
             host_name: None,
+            section_big_endian: None,
         },
         PcapBlockOwned::Legacy(b) => {
             let per_s = interfaces.first().map_or(1_000_000, |i| i.units_per_s);
@@ -359,6 +391,7 @@ fn classify(interfaces: &[Interface], len: usize, block: PcapBlockOwned<'_>) -> 
                 .find_map(|c| c.trim_end_matches('\0').strip_prefix("host.name="))
                 .map(str::to_owned)
                 .filter(|h| !h.is_empty()),
+            section_big_endian: Some(shb.big_endian()),
         },
         PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => Step::Interface {
             len,
