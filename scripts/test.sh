@@ -65,8 +65,8 @@ tests/flux/demo.sh --ddshark target/release/ddshark
 step "the compose file through the Compose Specification's loader (compose-go)"
 tests/compose/check.sh
 
-step "fuzz (bounded)"
-scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
+step "fuzz (bounded: 30 s per target; scripts/bench-fuzz.sh runs each to 10 M executions)"
+scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 
 step "done"
 # One closing line over every cargo test binary of both tiers (the scripted checks above exit non-zero on failure).

@@ -1,4 +1,4 @@
-//! The offline path of `ddshark stats -r`: any bytes as a pcap or pcapng file through the
+//! The offline path of `ddshark stats FILE`: any bytes as a pcap or pcapng file through the
 //! file reader, the dissector and the state (participants, endpoints, sequence tracking,
 //! windows), then the final snapshot. Small caps so that evictions happen. (Not the
 //! snapshot's JSON: serde_json took half the time of each input and finds nothing of ours.)
