@@ -222,7 +222,7 @@ fn a_pcapng_block_shorter_than_its_header_is_an_error_not_a_panic() {
     file.extend(8u32.to_le_bytes());
     file.extend([0u8; 16]);
     let mut source = FileSource::from_bytes(file, "short-block.pcapng").unwrap();
-    let err = source.next_frame().err().expect("an error").to_string();
+    let err = source.next_frame().expect_err("an error").to_string();
     assert!(
         err.contains("short-block.pcapng") && err.contains("malformed block: total length 8"),
         "{err}"
