@@ -409,3 +409,84 @@ fn a_lost_segment_is_one_counted_gap_and_costs_only_its_message() {
     assert!(got.is_subset(&logged));
     assert!(s.reconciles());
 }
+
+/// Fast DDS' logical ports: every RTPS message on a TCP connection goes to the participant
+/// whose announced TCP locator (SPDP: address, physical port, logical port) is the
+/// connection's destination address and port (back towards the connecting side: its
+/// address) with the RTCP header's logical port; where the message names its destination
+/// (INFO_DST), it is that participant.
+#[test]
+fn logical_ports_map_to_the_locators_announced_in_discovery() {
+    use rtps_dissect::{DiscoveryRecord, Dissector};
+    for dir in FIXTURES {
+        for side in ["a", "b"] {
+            let frames = frames_of(&format!("{dir}/{side}.pcap"));
+            let mut d = Dissector::default();
+            let mut locators: Vec<(String, rtps_dissect::Locator)> = Vec::new();
+            // (destination, logical port, INFO_DST prefix) of every TCP-carried submessage.
+            let mut carried: Vec<(String, u16, Option<String>)> = Vec::new();
+            for (i, (ts, link, data)) in frames.iter().enumerate() {
+                let frame = rtps_dissect::Frame {
+                    number: i as u64 + 1,
+                    ts_ns: *ts,
+                    link: *link,
+                    data,
+                    orig_len: data.len() as u32,
+                };
+                d.process_with(&frame, |outcome| {
+                    for dg in outcome.datagrams() {
+                        for rec in &dg.discovery {
+                            if let DiscoveryRecord::Participant(p) = rec {
+                                for l in p.default_unicast.iter().chain(&p.metatraffic_unicast) {
+                                    locators.push((p.guid_prefix.to_string(), *l));
+                                }
+                            }
+                        }
+                        for r in ddshark::record::SubmessageRecord::all(dg) {
+                            if let Some(port) = r.tcp_logical_port {
+                                carried.push((r.dst.clone(), port, r.dst_guid_prefix.clone()));
+                            }
+                        }
+                    }
+                });
+            }
+            assert!(carried.len() > 1000, "{dir}/{side}: {}", carried.len());
+            let mut participants = std::collections::BTreeSet::new();
+            for (dst, logical, info_dst) in &carried {
+                let addr: std::net::SocketAddr = dst.parse().unwrap();
+                // Towards the listening side the physical port is the destination port;
+                // back towards the side that connected it is that side's ephemeral port.
+                let exact: Vec<&String> = locators
+                    .iter()
+                    .filter(|(_, l)| l.is_tcp_destination(addr.ip(), addr.port(), *logical))
+                    .map(|(p, _)| p)
+                    .collect();
+                let to = if exact.is_empty() {
+                    locators
+                        .iter()
+                        .filter(|(_, l)| {
+                            l.ip() == Some(addr.ip())
+                                && l.tcp_ports().is_some_and(|(_, lp)| lp == *logical)
+                        })
+                        .map(|(p, _)| p)
+                        .collect()
+                } else {
+                    exact
+                };
+                let Some(participant) = to.first() else {
+                    panic!("{dir}/{side}: {dst} logical {logical}: no announced locator");
+                };
+                assert!(to.iter().all(|p| p == participant), "{dir}/{side}: {to:?}");
+                if let Some(named) = info_dst {
+                    assert_eq!(named, *participant, "{dir}/{side}: {dst} logical {logical}");
+                }
+                participants.insert((*participant).clone());
+            }
+            assert_eq!(
+                participants.len(),
+                2,
+                "{dir}/{side}: both participants receive"
+            );
+        }
+    }
+}

@@ -331,6 +331,22 @@ impl Locator {
         }
     }
 
+    /// Fast DDS' TCP locators carry two ports in `port`: the logical port (the RTCP
+    /// header's, which names the receiving participant's endpoint on a shared connection)
+    /// in the high 16 bits and the physical (TCP) port in the low 16.
+    pub fn tcp_ports(&self) -> Option<(u16, u16)> {
+        matches!(self.kind, Self::KIND_TCPV4 | Self::KIND_TCPV6).then(|| {
+            let [l1, l0, p1, p0] = self.port.to_be_bytes();
+            (u16::from_be_bytes([p1, p0]), u16::from_be_bytes([l1, l0]))
+        })
+    }
+
+    /// True when a TCP message to `ip`:`physical` with RTCP `logical` port goes to this
+    /// locator.
+    pub fn is_tcp_destination(&self, ip: std::net::IpAddr, physical: u16, logical: u16) -> bool {
+        self.ip() == Some(ip) && self.tcp_ports() == Some((physical, logical))
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
             Self::KIND_UDPV4 => "udpv4",
@@ -358,6 +374,15 @@ impl fmt::Display for Locator {
                 let ip = std::net::Ipv6Addr::from(self.address);
                 write!(f, "udpv6:[{ip}]:{}", self.port)
             }
+            Self::KIND_TCPV4 | Self::KIND_TCPV6 => {
+                let (physical, logical) = self.tcp_ports().unwrap_or_default();
+                match self.ip() {
+                    Some(std::net::IpAddr::V6(ip)) => write!(f, "tcpv6:[{ip}]:{physical}")?,
+                    Some(ip) => write!(f, "tcpv4:{ip}:{physical}")?,
+                    None => write!(f, "tcp:{physical}")?,
+                }
+                write!(f, " logical {logical}")
+            }
             _ => {
                 write!(f, "{}({}):", self.kind_name(), self.kind)?;
                 write_hex(f, &self.address)?;
@@ -370,6 +395,29 @@ impl fmt::Display for Locator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_dds_tcp_locator_ports() {
+        // As Fast DDS 2.9 announced it in tests/pcaps/l2_fastdds_udp_tcp.
+        let mut address = [0u8; 16];
+        address[8..12].copy_from_slice(&[10, 200, 0, 1]);
+        address[12..].copy_from_slice(&[10, 200, 0, 1]);
+        let l = Locator {
+            kind: Locator::KIND_TCPV4,
+            port: 485_692_396,
+            address,
+        };
+        assert_eq!(l.tcp_ports(), Some((5100, 7411)));
+        assert_eq!(l.to_string(), "tcpv4:10.200.0.1:5100 logical 7411");
+        let ip = std::net::IpAddr::from([10, 200, 0, 1]);
+        assert!(l.is_tcp_destination(ip, 5100, 7411));
+        assert!(!l.is_tcp_destination(ip, 5100, 7412));
+        let udp = Locator {
+            kind: Locator::KIND_UDPV4,
+            ..l
+        };
+        assert_eq!(udp.tcp_ports(), None);
+    }
 
     #[test]
     fn builtin_topics_by_entity_id() {
