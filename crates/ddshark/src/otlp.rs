@@ -102,6 +102,10 @@ pub struct OtlpArgs {
     /// Spans per export request
     #[arg(long, value_name = "SPANS", default_value = "1024")]
     pub otlp_batch: usize,
+    /// Try a failed export again for this long (backoff 0.5 s to 5 s) before its spans
+    /// count as failed; meanwhile --otlp-queue holds what comes (0s: no retry)
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub otlp_retry: TimeSpan,
     /// Do not export per-topic metrics (spans only)
     #[arg(long)]
     pub otlp_no_metrics: bool,
@@ -182,6 +186,7 @@ impl OtlpArgs {
         }
         c.queue_capacity = self.otlp_queue.max(1);
         c.max_batch = self.otlp_batch.max(1);
+        c.retry_for = self.otlp_retry.duration();
         if self.otlp_lean {
             c.span_detail = otel_export::SpanDetail::Lean;
         }

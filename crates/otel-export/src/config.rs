@@ -312,6 +312,11 @@ pub struct ExporterConfig {
     pub batch_timeout: Duration,
     /// Export requests in flight at once.
     pub max_concurrent: usize,
+    /// How long a batch whose export failed is tried again (backoff 0.5 s doubling to 5 s)
+    /// before its spans count as failed; zero: not retried. Meanwhile the queue holds
+    /// what comes (`queue_capacity`), so a collector down for this long loses nothing when
+    /// the queue holds that long's spans.
+    pub retry_for: Duration,
     /// Threads of the exporter's own runtime.
     pub worker_threads: usize,
     /// Per-datagram detail of the DATA/DATA_FRAG spans.
@@ -354,6 +359,7 @@ impl ExporterConfig {
             max_batch: 1024,
             batch_timeout: Duration::from_millis(500),
             max_concurrent: 2,
+            retry_for: Duration::ZERO,
             worker_threads: 2,
             span_detail: crate::schema::SpanDetail::Full,
         })

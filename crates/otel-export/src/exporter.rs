@@ -281,6 +281,7 @@ impl std::fmt::Debug for Exporter {
 struct Worker {
     max_batch: usize,
     batch_timeout: Duration,
+    retry_for: Duration,
     max_concurrent: usize,
     scope: InstrumentationScope,
     span_detail: SpanDetail,
@@ -471,6 +472,7 @@ impl Exporter {
         let worker = Arc::new(Worker {
             max_batch: cfg.max_batch.max(1),
             batch_timeout: cfg.batch_timeout.min(Duration::from_secs(3600)),
+            retry_for: cfg.retry_for.min(Duration::from_secs(24 * 3600)),
             max_concurrent: cfg.max_concurrent.max(1),
             scope: InstrumentationScope::builder(SCOPE_NAME)
                 .with_version(SCOPE_VERSION)
@@ -646,23 +648,34 @@ async fn dispatch(w: &Arc<Worker>, batch: &mut Vec<SpanRecord>) {
 
 async fn export_spans(w: &Worker, records: Vec<SpanRecord>) {
     let n = records.len() as u64;
-    let mut builder = SpanDataBuilder::with_detail(w.scope.clone(), w.span_detail);
-    let batch = records.iter().map(|r| builder.span_data(r)).collect();
-    drop(records);
     let c = &w.counters;
-    match w.spans.export(batch).await {
-        Ok(()) => {
-            c.healthy.store(true, Ordering::Relaxed);
-            add(&c.requests_ok, 1);
-            add(&c.sent, n);
-        }
-        Err(e) => {
-            c.healthy.store(false, Ordering::Relaxed);
-            add(&c.requests_failed, 1);
-            add(&c.failed, n);
-            c.set_error(e.to_string());
+    let give_up = tokio::time::Instant::now() + w.retry_for;
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let mut builder = SpanDataBuilder::with_detail(w.scope.clone(), w.span_detail);
+        let batch = records.iter().map(|r| builder.span_data(r)).collect();
+        match w.spans.export(batch).await {
+            Ok(()) => {
+                c.healthy.store(true, Ordering::Relaxed);
+                add(&c.requests_ok, 1);
+                add(&c.sent, n);
+                break;
+            }
+            Err(e) => {
+                c.healthy.store(false, Ordering::Relaxed);
+                add(&c.requests_failed, 1);
+                c.set_error(e.to_string());
+                // (the records stay until the export succeeds: each try builds the request)
+                if tokio::time::Instant::now() + backoff > give_up {
+                    add(&c.failed, n);
+                    break;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
         }
     }
+    drop(records);
     c.in_flight.fetch_sub(n, Ordering::Relaxed);
 }
 
