@@ -228,6 +228,15 @@ trap cleanup_on_error EXIT
 launch() {
   local name="$1" cwd="$2"; shift 2
   say "starting $name: $*"
+  # How to start it again as it was (scripts/stack/relaunch.sh): its environment (mode 0600:
+  # it holds the tokens), directory and command.
+  mkdir -p "$RUN_DIR/launch"
+  ( umask 077
+    { echo "# $name as scripts/stack/start.sh started it (scripts/stack/relaunch.sh runs this)"
+      export -p
+      printf 'cd %q\n' "$cwd"
+      printf 'exec'; printf ' %q' "$@"; echo
+    } >"$RUN_DIR/launch/$name.sh" )
   (cd "$cwd" && exec nohup "$@" </dev/null >"$LOG_DIR/$name.log" 2>&1) &
   local pid=$!
   echo "$pid" >"$PID_DIR/$name.pid"
