@@ -1,0 +1,441 @@
+//! A fault on the real stack (scripts/stack/start.sh: collector, Telegraf with the latency
+//! join, InfluxDB): the join (`ddshark-join`, Telegraf's outputs.execd child) killed with
+//! SIGKILL in the middle of a two-host replay, started again by Telegraf. It loses no
+//! sample it had accepted: the latencies it materialises are those of `ddshark latency` on
+//! the same captures, every one, to the ns; it counts every span Telegraf stored, and
+//! nothing is dropped anywhere. (The long version, every component in turn at the Autoware
+//! mix's rate: scripts/bench-faults.sh, docs/faults.md.)
+//!
+//! Needs the binaries that `scripts/stack/build.sh` caches (`$DDSHARK_STACK_DIR/bin`,
+//! default `~/.cache/ddshark-stack/bin`); without them this test fails, naming them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fixture;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A stack of scripts/stack/start.sh on free ports; stopped on drop.
+struct Stack {
+    run_dir: PathBuf,
+    env: HashMap<String, String>,
+}
+
+impl Stack {
+    fn start(name: &str, extra_env: &[(&str, &str)]) -> Stack {
+        let bin = std::env::var_os("DDSHARK_STACK_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/ddshark-stack")
+            })
+            .join("bin");
+        for b in ["influxd", "otelcol-ddshark", "telegraf"] {
+            assert!(
+                bin.join(b).is_file(),
+                "{} is missing: this test needs the real collector, Telegraf and InfluxDB. \
+                 Build them once with `scripts/stack/build.sh` (scripts/setup.sh --test does).",
+                bin.join(b).display()
+            );
+        }
+        let run_dir = std::env::temp_dir().join(format!("ddshark-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run_dir);
+        let out = Command::new(repo_root().join("scripts/stack/start.sh"))
+            .arg("--auto-ports")
+            .arg("--run-dir")
+            .arg(&run_dir)
+            // (the fixtures are old captures: no retention may drop them)
+            .env("DDSHARK_INFLUX_RAW_RETENTION", "0")
+            .env("DDSHARK_INFLUX_LONG_RETENTION", "0")
+            .envs(extra_env.iter().copied())
+            .output()
+            .expect("running scripts/stack/start.sh");
+        let stack = Stack {
+            env: read_env(&run_dir.join("stack.env")),
+            run_dir,
+        };
+        assert!(
+            out.status.success(),
+            "scripts/stack/start.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stack
+    }
+
+    fn var(&self, k: &str) -> &str {
+        self.env
+            .get(k)
+            .unwrap_or_else(|| panic!("{k} not in stack.env"))
+    }
+
+    fn pid(&self, name: &str) -> u32 {
+        std::fs::read_to_string(self.run_dir.join(format!("pids/{name}.pid")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Flux → rows of `columns` (values without commas or quotes), all tables.
+    fn flux(&self, query: &str) -> Vec<HashMap<String, String>> {
+        let out = Command::new("curl")
+            .args([
+                "-sS",
+                "--fail-with-body",
+                "-XPOST",
+                &format!(
+                    "{}/api/v2/query?org={}",
+                    self.var("DDSHARK_INFLUX_URL"),
+                    self.var("DDSHARK_INFLUX_ORG")
+                ),
+                "-H",
+                &format!("Authorization: Token {}", self.var("DDSHARK_INFLUX_TOKEN")),
+                "-H",
+                "Content-Type: application/vnd.flux",
+                "-H",
+                "Accept: application/csv",
+                "--data-binary",
+                query,
+            ])
+            .output()
+            .expect("curl");
+        let body = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+        assert!(out.status.success(), "Flux query failed: {body}\n{query}");
+        let mut rows = Vec::new();
+        let mut header: Option<Vec<String>> = None;
+        for line in body.lines() {
+            if line.trim().is_empty() {
+                header = None;
+                continue;
+            }
+            let cells: Vec<String> = line.split(',').map(str::to_string).collect();
+            match &header {
+                None => header = Some(cells),
+                Some(h) => rows.push(h.iter().cloned().zip(cells).collect()),
+            }
+        }
+        rows
+    }
+
+    /// The spans of `host` in InfluxDB whose span.name matches `kinds` (a regex).
+    fn count_spans(&self, host: &str, kinds: &str) -> u64 {
+        let rows = self.flux(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
+  |> filter(fn: (r) => r["span.name"] =~ /^({kinds})$/)
+  |> group() |> count()"#,
+            self.var("DDSHARK_INFLUX_BUCKET")
+        ));
+        rows.first()
+            .and_then(|r| r.get("_value"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The latency join's last counters (its `ddshark_join` point) and when it was pushed.
+    fn join_counters(&self) -> (HashMap<String, i64>, i64) {
+        let rows = self.flux(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "ddshark_join") |> last() |> group()
+  |> map(fn: (r) => ({{field: r._field, v: r._value, t: int(v: r._time)}}))
+  |> keep(columns: ["field", "v", "t"])"#,
+            self.var("DDSHARK_INFLUX_BUCKET")
+        ));
+        let t = rows
+            .iter()
+            .filter_map(|r| r.get("t")?.parse().ok())
+            .max()
+            .unwrap_or(0);
+        let counters = rows
+            .iter()
+            .filter_map(|r| Some((r.get("field")?.clone(), r.get("v")?.parse().ok()?)))
+            .collect();
+        (counters, t)
+    }
+
+    /// Telegraf's metrics_dropped per output alias (its internal_write), all it reported.
+    fn telegraf_dropped(&self) -> BTreeMap<String, i64> {
+        let rows = self.flux(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "internal_write" and r._field == "metrics_dropped")
+  |> group(columns: ["alias"]) |> max() |> keep(columns: ["alias", "_value"])"#,
+            self.var("DDSHARK_INFLUX_BUCKET")
+        ));
+        rows.iter()
+            .filter_map(|r| Some((r.get("alias")?.clone(), r.get("_value")?.parse().ok()?)))
+            .collect()
+    }
+
+    /// (writer, t_send) → latency_ns of the samples sent by `sender` and received by
+    /// `receiver` that the join materialised.
+    fn materialised(&self, sender: &str, receiver: &str) -> BTreeMap<(String, i64), i64> {
+        let rows = self.flux(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "dds_latency" and r._field == "latency_ns")
+  |> filter(fn: (r) => r.sender == "{sender}" and r.receiver == "{receiver}")
+  |> group() |> map(fn: (r) => ({{w: r.writer_id, t: int(v: r._time), v: r._value}}))
+  |> keep(columns: ["w", "t", "v"])"#,
+            self.var("DDSHARK_INFLUX_LONG_BUCKET")
+        ));
+        rows.iter()
+            .map(|r| {
+                (
+                    (r["w"].clone(), r["t"].parse().unwrap()),
+                    r["v"].parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("scripts/stack/stop.sh"))
+            .arg("--run-dir")
+            .arg(&self.run_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if std::thread::panicking() {
+            eprintln!("stack logs kept in {}", self.run_dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.run_dir);
+        }
+    }
+}
+
+fn read_env(path: &Path) -> HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.strip_prefix("export ")?.split_once('=')?;
+            Some((k.to_string(), v.trim_matches('\'').to_string()))
+        })
+        .collect()
+}
+
+/// The pids whose parent is `parent` and whose command line contains `what`.
+fn children(parent: u32, what: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && cmd.contains(what) && !stat.contains(") Z ") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// (writer, t_send) → latency_ns per direction ("A->B", "B->A") of `ddshark latency`.
+fn offline_latencies(a: &Path, b: &Path) -> HashMap<String, BTreeMap<(String, i64), i64>> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .arg("latency")
+        .args([a, b])
+        .args(["--level", "sample", "--format", "tsv", "-q"])
+        .output()
+        .expect("ddshark latency");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (dir, writer, status, t_send, lat) = (
+        col("direction"),
+        col("writer_guid"),
+        col("status"),
+        col("t_send_ns"),
+        col("latency_ns"),
+    );
+    let mut out: HashMap<String, BTreeMap<(String, i64), i64>> = HashMap::new();
+    for l in lines {
+        let c: Vec<&str> = l.split('\t').collect();
+        if c[status] == "ok" {
+            out.entry(c[dir].to_string()).or_default().insert(
+                (c[writer].to_string(), c[t_send].parse().unwrap()),
+                c[lat].parse().unwrap(),
+            );
+        }
+    }
+    out
+}
+
+fn replay(stack: &Stack, pcap: &Path, host: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .arg("-r")
+        .arg(pcap)
+        .args(["--no-tui", "--speed", "0.5", "--otlp"])
+        .arg(stack.var("DDSHARK_OTLP_ENDPOINT"))
+        .args(["--host-name", host])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ddshark -r")
+}
+
+/// The exit summary's spans sent, after checking nothing was dropped or failed.
+fn sent_of(child: Child, host: &str) -> u64 {
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{host}: ddshark failed:\n{err}");
+    let summary = err
+        .lines()
+        .rev()
+        .find(|l| l.contains(" spans: ") && l.contains(" sent, "))
+        .unwrap_or_else(|| panic!("{host}: no export summary:\n{err}"));
+    assert!(
+        summary.contains(" 0 dropped (queue full), 0 failed,") && summary.contains(" 0 abandoned"),
+        "{host}: {summary}"
+    );
+    let before = summary.split(" sent,").next().unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn join_killed_mid_run_loses_no_accepted_sample() {
+    // (pushes every second, so the join has pushed, and saved, before and after the kill)
+    let stack = Stack::start(
+        "fault-join",
+        &[
+            ("DDSHARK_JOIN_PERIOD", "1s"),
+            ("DDSHARK_JOIN_SETTLE_PUSHES", "3"),
+        ],
+    );
+    let (a, b) = (fixture("k_fastdds/a.pcap"), fixture("k_fastdds/b.pcap"));
+    let (host_a, host_b) = ("fault-a", "fault-b");
+    // 10.8 s of capture at half speed: ~22 s of replay.
+    let replays = [replay(&stack, &a, host_a), replay(&stack, &b, host_b)];
+    let telegraf = stack.pid("telegraf");
+    let joins = children(telegraf, "ddshark-join");
+    assert_eq!(joins.len(), 1, "Telegraf's ddshark-join: {joins:?}");
+    let victim = joins[0];
+    // Killed once it has read spans and pushed its counters (so a state was saved too).
+    wait_until("the join reads spans", Duration::from_secs(60), || {
+        stack.join_counters().0.get("spans").copied().unwrap_or(0) > 0
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let st = Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let killed_at = Instant::now();
+    // Telegraf starts it again (restart_delay 5 s).
+    wait_until(
+        "Telegraf restarts the join",
+        Duration::from_secs(30),
+        || {
+            children(telegraf, "ddshark-join")
+                .iter()
+                .any(|&p| p != victim)
+        },
+    );
+    let mut sent = 0;
+    for (child, host) in replays.into_iter().zip([host_a, host_b]) {
+        sent += sent_of(child, host);
+    }
+    assert!(
+        killed_at.elapsed() > Duration::from_secs(3),
+        "the replay ended before the join was back: no mid-run restart"
+    );
+    // Every span sent is stored (the join's fault touches none of them).
+    let stored = || stack.count_spans(host_a, ".*") + stack.count_spans(host_b, ".*");
+    wait_until(
+        "InfluxDB holds every span sent",
+        Duration::from_secs(90),
+        || stored() >= sent,
+    );
+    assert_eq!(stored(), sent, "spans stored vs sent");
+    // The join is done: a push after now finds nothing pending.
+    let asked = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    wait_until(
+        "the join has joined everything",
+        Duration::from_secs(90),
+        || {
+            let (c, t) = stack.join_counters();
+            t > asked && c.get("pending_samples") == Some(&0) && c.get("pending_frags") == Some(&0)
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let telegraf_log =
+        std::fs::read_to_string(stack.run_dir.join("logs/telegraf.log")).unwrap_or_default();
+    assert!(
+        telegraf_log.contains("ddshark-join: went on from"),
+        "the restarted join did not read the state:\n{telegraf_log}"
+    );
+    let (counters, _) = stack.join_counters();
+    eprintln!("join after the kill: {counters:?}");
+    // Everything it was handed, counted: SAMPLE and DATA_FRAG spans stored = spans it read
+    // (more if Telegraf handed a batch cut by the kill over again), none rejected or dropped.
+    let for_join = stack.count_spans(host_a, "SAMPLE|DATA_FRAG")
+        + stack.count_spans(host_b, "SAMPLE|DATA_FRAG");
+    let read = counters["spans"] as u64;
+    assert!(
+        read >= for_join,
+        "the join read {read} spans, InfluxDB holds {for_join} SAMPLE/DATA_FRAG spans"
+    );
+    for k in ["rejected", "points_dropped", "early"] {
+        assert_eq!(counters.get(k), Some(&0), "{k}: {counters:?}");
+    }
+    let dropped = stack.telegraf_dropped();
+    assert!(
+        dropped.values().all(|&d| d == 0),
+        "Telegraf dropped: {dropped:?}"
+    );
+    // No accepted sample lost: the latencies are ddshark latency's, every one, to the ns.
+    let offline = offline_latencies(&a, &b);
+    let mut total = 0;
+    for (dir, snd, rcv) in [("A->B", host_a, host_b), ("B->A", host_b, host_a)] {
+        let want = offline.get(dir).cloned().unwrap_or_default();
+        let got = stack.materialised(snd, rcv);
+        let missing: Vec<_> = want
+            .keys()
+            .filter(|k| !got.contains_key(*k))
+            .take(5)
+            .collect();
+        assert!(
+            got == want,
+            "{dir}: materialised {} latencies, ddshark latency {}; missing e.g. {missing:?}",
+            got.len(),
+            want.len()
+        );
+        total += got.len();
+    }
+    assert!(total > 500, "only {total} latencies: not the fixture's");
+    eprintln!(
+        "join killed mid-run: {sent} spans sent and stored, {read} read by the join, \
+         {total} latencies equal to ddshark latency"
+    );
+}
