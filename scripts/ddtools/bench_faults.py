@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Measurements and report of scripts/bench-faults.sh (standard library only).
+
+  python3 -m ddtools.bench_faults scrape --stack-env F --out CSV --pid P
+      every second while pid P runs: the collector's counters (a line per scrape; a kill
+      -9 of the collector resets them, so the last line before it is what it had counted)
+  python3 -m ddtools.bench_faults phase --stack-env F --dir D --component C --host-a A --host-b B
+                        --ddshark BIN --speed S --kill-at S --outage S --otlp-queue N
+      after one replay with C killed and started again: waits until InfluxDB holds the
+      spans ddshark sent (or nothing more arrives) and the join is done, then counts at
+      every component and compares the latencies with `ddshark latency` into D/result.json
+  python3 -m ddtools.bench_faults report --out DIR --report FILE   the Markdown table of all phases
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+import time
+import urllib.request
+
+from . import fluxcheck
+from .bench_e2e import bench_influx, collector_counters, ddshark_summary
+from .flux import bind_flux, parse_time_ns
+from .paths import FLUX_DIR
+from .stack import read_env
+
+
+def cached_latency_rows(binary, a, b, level):
+    """`ddshark latency` of the two captures, once per level for all phases (the same files)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a))), f"latency_{level}.json")
+    if os.path.exists(path):
+        return json.load(open(path))
+    rows = fluxcheck.latency_rows(binary, a, b, level)
+    json.dump(rows, open(path, "w"))
+    return rows
+
+
+COMPONENTS = {"otelcol": "collector", "telegraf": "Telegraf (+ ddshark-join)", "influxd": "InfluxDB"}
+
+
+def log(msg):
+    print(f"[bench-faults] {msg}", file=sys.stderr, flush=True)
+
+
+def cmd_scrape(a):
+    env = read_env(a.stack_env)
+    with open(a.out, "w") as fh:
+        w = csv.writer(fh)
+        w.writerow(["t_s", "accepted", "refused", "sent", "failed", "enqueue_failed", "queue_size"])
+        while os.path.exists(f"/proc/{a.pid}"):
+            try:
+                c = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
+                c.update(extra_counters(env["DDSHARK_OTELCOL_METRICS_URL"]))
+                w.writerow([int(time.time()), c["accepted"], c["refused"], c["sent"], c["failed"],
+                            c["enqueue_failed"], c["queue_size"]])
+                fh.flush()
+            except OSError:
+                pass  # (down: the kill)
+            time.sleep(1)
+    return 0
+
+
+def extra_counters(url):
+    """The collector's enqueue failures and queue size (traces, towards Telegraf)."""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    out = {"enqueue_failed": 0, "queue_size": 0}
+    for line in text.splitlines():
+        m = re.match(r'(otelcol_\w+)\{([^}]*)\} ([0-9.e+]+)', line)
+        if not m or "telegraf" not in m.group(2):
+            continue
+        if m.group(1) == "otelcol_exporter_enqueue_failed_spans_total":
+            out["enqueue_failed"] += int(float(m.group(3)))
+        elif m.group(1) == "otelcol_exporter_queue_size" and "traces" in m.group(2):
+            out["queue_size"] += int(float(m.group(3)))
+    return out
+
+
+def collector_lifetimes(path):
+    """The collector's counters summed over its lives (a reset = a restart): per life its
+    last scrape."""
+    rows = list(csv.DictReader(open(path))) if os.path.exists(path) else []
+    total, last = {}, None
+    for r in rows:
+        r = {k: int(v) for k, v in r.items()}
+        if last is not None and r["accepted"] < last["accepted"]:
+            for k in ("accepted", "refused", "sent", "failed", "enqueue_failed"):
+                total[k] = total.get(k, 0) + last[k]
+        last = r
+    if last:
+        for k in ("accepted", "refused", "sent", "failed", "enqueue_failed"):
+            total[k] = total.get(k, 0) + last[k]
+    total["lives"] = 1 + sum(1 for x, y in zip(rows, rows[1:]) if int(y["accepted"]) < int(x["accepted"]))
+    return total
+
+
+def telegraf_totals(influx):
+    """Telegraf's internal_write counters per output, summed over its lives (increase()
+    counts across a restart's reset)."""
+    rows = influx.query(
+        f'from(bucket: "{influx.bucket}") |> range(start: -6h) '
+        f'|> filter(fn: (r) => r._measurement == "internal_write" and '
+        f'(r._field == "metrics_written" or r._field == "metrics_dropped" or r._field == "metrics_added")) '
+        f'|> group(columns: ["alias", "_field"]) |> sort(columns: ["_time"]) '
+        f'|> map(fn: (r) => ({{r with _value: float(v: r._value)}})) '
+        f'|> reduce(identity: {{total: 0.0, prev: 0.0}}, fn: (r, accumulator) => ({{'
+        f'total: accumulator.total + (if r._value >= accumulator.prev then r._value - accumulator.prev else r._value), '
+        f'prev: r._value}}))')
+    out = {}
+    for x in rows:
+        out.setdefault(x.get("alias", ""), {})[x["_field"]] = int(float(x["total"]))
+    return out
+
+
+def span_count(influx, host):
+    r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: 0) '
+                     f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
+                     f'and r["host.name"] == "{host}") |> group() |> count()')
+    return int(r[0]["_value"]) if r else 0
+
+
+def cmd_phase(a):
+    env = read_env(a.stack_env)
+    influx = bench_influx(env)
+    hosts = (a.host_a, a.host_b)
+    res = {"component": a.component, "speed": a.speed, "kill_at_s": a.kill_at, "outage_s": a.outage,
+           "otlp_queue": a.otlp_queue}
+    res["ddshark"] = {s: ddshark_summary(os.path.join(a.dir, f"ddshark_{s}.err"),
+                                         os.path.join(a.dir, f"ddshark_{s}.json")) for s in "ab"}
+    for s in "ab":
+        try:
+            res["ddshark"][s]["max_rss_mib"] = round(int(open(os.path.join(a.dir, f"ddshark_{s}.rss")).read()) / 1024)
+        except (OSError, ValueError):
+            pass
+    want = {h: res["ddshark"][s].get("sent", -1) for s, h in zip("ab", hosts)}
+    # Until InfluxDB holds every span sent, or nothing more arrived for a minute.
+    t0, last, stored = time.time(), None, {}
+    while time.time() - t0 < 900:
+        stored = {h: span_count(influx, h) for h in hosts}
+        if all(stored[h] >= want[h] for h in hosts):
+            break
+        if stored != last:
+            last, t_change = stored, time.time()
+        elif time.time() - t_change > 60:
+            break
+        time.sleep(3)
+    res["stored"] = stored
+    res["ingest_wait_s"] = round(time.time() - t0, 1)
+    log(f"{a.component}: sent {want}, stored {stored} (waited {res['ingest_wait_s']} s)")
+    res["join"], res["join_done"], res["join_wait_s"] = fluxcheck.await_join(influx, timeout=600, poll=2)
+    log(f"{a.component}: latency join {'done' if res['join_done'] else 'NOT done'}: {res['join']}")
+    time.sleep(3)
+    # (a last scrape: the collector's queue drained after the replay's end)
+    try:
+        c = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
+        c.update(extra_counters(env["DDSHARK_OTELCOL_METRICS_URL"]))
+        with open(os.path.join(a.dir, "collector.csv"), "a") as fh:
+            csv.writer(fh).writerow([int(time.time()), c["accepted"], c["refused"], c["sent"], c["failed"],
+                                     c["enqueue_failed"], c["queue_size"]])
+    except OSError as e:
+        log(f"collector: {e}")
+    res["collector"] = collector_lifetimes(os.path.join(a.dir, "collector.csv"))
+    res["telegraf"] = telegraf_totals(influx)
+    res["latency"] = compare_latencies(influx, a.ddshark, a.dir, hosts)
+    json.dump(res, open(os.path.join(a.dir, "result.json"), "w"), indent=1)
+    return 0
+
+
+def compare_latencies(influx, binary, d, hosts):
+    """The latencies the join materialised against `ddshark latency` on the two captures
+    (count and values to the ns), per level and direction; the join is done when it runs."""
+    out = {}
+    a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
+    for level, f in (("sample", "dds_latency_materialised"),
+                     ("submessage", "dds_submessage_latency_materialised")):
+        rows = cached_latency_rows(binary, a, b, level)
+        for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
+            want = {}
+            for r in rows:
+                if r["direction"] != direction or r["status"] != "ok":
+                    continue
+                if level == "submessage" and not r["frag_start"]:
+                    continue
+                k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ()) \
+                    + (int(r["t_send_ns"]),)
+                want[k] = int(r["latency_ns"])
+            text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
+            q = bind_flux(text, 0, 4_000_000_000_000_000_000, "1s",
+                              {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
+                               "sender": snd, "receiver": rcv, "topic": ".*"})
+            got = {}
+            for r in influx.query(q):
+                k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ()) \
+                    + (parse_time_ns(r["_time"]),)
+                got[k] = int(r["_value"])
+            diff = [k for k in set(want) & set(got) if want[k] != got[k]]
+            out[f"{f} {direction}"] = {
+                "ddshark": len(want), "flux": len(got), "missing": len(set(want) - set(got)),
+                "extra": len(set(got) - set(want)), "differ": len(diff), "equal": got == want,
+                "examples": [str(x) for x in sorted(set(want) ^ set(got))[:3] + sorted(diff)[:3]]}
+            log(f"{f} {direction}: ddshark {len(want)}, materialised {len(got)} "
+                f"({'equal' if got == want else 'DIFFERENT'})")
+    return out
+
+
+def fmt(n):
+    return f"{n:,}" if isinstance(n, int) else str(n)
+
+
+def cmd_report(a):
+    lines = []
+    results = []
+    for c in ("otelcol", "telegraf", "influxd"):
+        p = os.path.join(a.out, c, "result.json")
+        if os.path.exists(p):
+            results.append(json.load(open(p)))
+    lines.append("| component killed (kill -9, outage) | spans sent by ddshark (A + B) | dropped / failed at ddshark | "
+                 "accepted / sent / failed at the collector | Telegraf: written to InfluxDB, dropped | "
+                 "stored in InfluxDB | lost (sent − stored) | join: spans read | "
+                 "latencies materialised / `ddshark latency` (A→B) | submessage latencies |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        d = r["ddshark"]
+        sent = sum(d[s].get("sent", 0) for s in "ab")
+        drop = sum(d[s].get("dropped", 0) for s in "ab")
+        fail = sum(d[s].get("failed", 0) + d[s].get("abandoned", 0) for s in "ab")
+        stored = sum(r["stored"].values())
+        col = r["collector"]
+        tw = r["telegraf"].get("raw", {})
+        lat = r["latency"].get("dds_latency_materialised A->B", {})
+        sub = r["latency"].get("dds_submessage_latency_materialised A->B", {})
+        lines.append(
+            f"| {COMPONENTS.get(r['component'], r['component'])} ({r['outage_s']} s) | {fmt(sent)} | {fmt(drop)} / {fmt(fail)} | "
+            f"{fmt(col.get('accepted'))} / {fmt(col.get('sent'))} / {fmt(col.get('failed'))}"
+            f"{' (+' + fmt(col['enqueue_failed']) + ' not queued)' if col.get('enqueue_failed') else ''} | "
+            f"{fmt(tw.get('metrics_written'))}, {fmt(tw.get('metrics_dropped'))} | {fmt(stored)} | {fmt(sent - stored)} | "
+            f"{fmt(r['join'].get('spans'))} | {fmt(lat.get('flux'))} / {fmt(lat.get('ddshark'))}"
+            f"{'' if lat.get('equal') else ' (missing ' + fmt(lat.get('missing')) + ', differ ' + fmt(lat.get('differ')) + ')'} | "
+            f"{fmt(sub.get('flux'))} / {fmt(sub.get('ddshark'))} |")
+    text = "\n".join(lines) + "\n"
+    open(a.report, "w").write(text)
+    print(text)
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("scrape")
+    s.add_argument("--stack-env", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--pid", type=int, required=True)
+    s = sub.add_parser("phase")
+    for k in ("--stack-env", "--dir", "--component", "--host-a", "--host-b", "--ddshark"):
+        s.add_argument(k, required=True)
+    for k in ("--speed", "--kill-at", "--outage", "--otlp-queue"):
+        s.add_argument(k, required=True)
+    s = sub.add_parser("report")
+    s.add_argument("--out", required=True)
+    s.add_argument("--report", required=True)
+    a = p.parse_args()
+    return {"scrape": cmd_scrape, "phase": cmd_phase, "report": cmd_report}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
