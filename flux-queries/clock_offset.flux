@@ -2,8 +2,9 @@
 // the traffic (latency_core: NTP's estimate from the minimum one-way delay each way over the
 // last 5 minutes, drift followed): ${receiver}'s clock minus ${sender}'s, with the interval
 // that holds the true offset (where within it depends on the path's asymmetry, which traffic
-// cannot show). The latency panels show raw latencies (receiver's clock minus sender's): on
-// ${sender} -> ${receiver} they read this much too high (too low when negative).
+// cannot show). Raw latencies (receiver's clock minus sender's) on ${sender} -> ${receiver}
+// read this much too high (too low when negative); the latency panels subtract it when
+// their variable clock is "corrected".
 // Grafana variables: ${long_bucket}, ${sender}, ${receiver} (host.name),
 // v.timeRangeStart / v.timeRangeStop.
 from(bucket: "${long_bucket}")

@@ -7,8 +7,35 @@
 // answer like 5 minutes of a few hundred (docs/bench-e2e.md). Every sample's own row:
 // dds_latency_materialised.flux.
 // Series per topic (and writer): _time = end of the interval, _value = latency_ns.
+// ${clock} = raw: receive time on ${receiver}'s clock minus send time on ${sender}'s, as
+// captured. ${clock} = corrected: minus the clock offset (${receiver}'s clock minus
+// ${sender}'s) the latency join estimated last up to v.timeRangeStop (dds_clock_offset, its
+// drift followed to each interval's end); nothing when there is no estimate for the pair.
+// docs/latency.md.
 // Grafana variables: ${long_bucket}, ${sender}, ${receiver} (host.name), ${topic} (regex,
-// All = .*), v.timeRangeStart / v.timeRangeStop, v.windowPeriod.
+// All = .*), ${clock} (raw or corrected), v.timeRangeStart / v.timeRangeStop, v.windowPeriod.
+// The latest estimate (one small query; `last` is taken in storage): its time t0 and, with
+// ${receiver}'s clock ahead of ${sender}'s, offset_ns and drift_ppb.
+estimate = from(bucket: "${long_bucket}")
+    |> range(start: 0, stop: v.timeRangeStop)
+    |> filter(fn: (r) => r._measurement == "dds_clock_offset" and (r._field == "offset_ns" or r._field == "drift_ppb"))
+    |> filter(fn: (r) => "${clock}" == "corrected")
+    |> filter(fn: (r) => r.host_a == "${sender}" and r.host_b == "${receiver}" or r.host_a == "${receiver}" and r.host_b == "${sender}")
+    |> last()
+    |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+    |> group()
+    |> sort(columns: ["_time"], desc: true)
+    |> limit(n: 1)
+    |> map(fn: (r) => {
+        sign = if r.host_a == "${sender}" then 1 else -1
+        return {t0: int(v: r._time), offset_ns: sign * r.offset_ns, drift_ppb: sign * r.drift_ppb}
+    })
+t0 = estimate |> findColumn(fn: (key) => true, column: "t0")
+offset = estimate |> findColumn(fn: (key) => true, column: "offset_ns")
+drift = estimate |> findColumn(fn: (key) => true, column: "drift_ppb")
+ahead = (t) => if length(arr: t0) == 0 then 0 else
+    offset[0] + int(v: float(v: int(v: t) - t0[0]) * float(v: drift[0]) / 1000000000.0)
+
 from(bucket: "${long_bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "dds_latency" and r._field == "latency_ns")
@@ -21,4 +48,6 @@ from(bucket: "${long_bucket}")
     |> sort(columns: ["_time", "_value"], desc: true)
     |> unique(column: "_time")
     |> keep(columns: ["_time", "_value", "topic_name", "writer_id"])
+    |> filter(fn: (r) => "${clock}" == "raw" or length(arr: t0) > 0)
+    |> map(fn: (r) => ({r with _value: r._value - ahead(t: r._time)}))
     |> sort(columns: ["_time"])

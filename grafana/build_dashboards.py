@@ -92,6 +92,21 @@ def var_host(name, label, description, sort=1):
     }
 
 
+def var_clock():
+    # The latency panels' Flux reads it (flux-queries/dds_latency_peaks.flux and co.).
+    return {
+        "name": "clock", "label": "latency clock", "type": "custom", "query": "raw,corrected",
+        "current": {"text": "raw", "value": "raw"}, "hide": 0, "multi": False,
+        "includeAll": False,
+        "options": [{"text": "raw", "value": "raw", "selected": True},
+                    {"text": "corrected", "value": "corrected", "selected": False}],
+        "description": "raw: receive time on the receiver's clock minus send time on the "
+                       "sender's, as captured. corrected: minus the clock offset the latency "
+                       "join estimates from the traffic (panel 'Clock offset'); empty where it "
+                       "has no estimate for the pair. docs/latency.md",
+    }
+
+
 def var_topic():
     return {
         "name": "topic", "label": "topic", "type": "query", "datasource": INFLUX,
@@ -189,6 +204,11 @@ def prom_target(expr, legend, ref="A"):
             "range": True, "editorMode": "code"}
 
 
+CLOCK_NOTE = ("${clock}: raw = receiver's clock minus sender's, as captured; corrected = minus "
+              "the clock offset below (the join's last estimate up to the range's end, drift "
+              "followed); the variable 'latency clock' picks.")
+
+
 def latency_board():
     b = Board("ddshark-latency", "ddshark — DDS latency",
               "One-way DDS latency between two capture hosts, the same numbers "
@@ -201,25 +221,27 @@ def latency_board():
                var_host("sender", "sender host", "host.name of the capture on the writers' host"),
                var_host("receiver", "receiver host", "host.name of the capture on the readers' host",
                         sort=2),
-               var_topic(), var_iface()])
+               var_clock(), var_topic(), var_iface()])
     b.row("Latency ${sender} -> ${receiver}")
-    b.panel("DDS-layer latency per topic (max and mean per interval) — raw (sender and receiver clocks as captured)",
+    b.panel("DDS-layer latency per topic (max and mean per interval) — ${clock}",
             "Per sample (writer GUID, SN): first IP fragment of its first datagram on ${sender} "
             "-> last IP fragment of the last needed datagram on ${receiver}; the largest and "
-            "the mean of the samples sent in each interval. flux-queries/dds_latency_summary.flux",
+            "the mean of the samples sent in each interval. " + CLOCK_NOTE + " flux-queries/dds_latency_summary.flux",
             [influx_target("dds_latency_summary")], "ns", h=9,
             legend_calcs=["min", "mean", "max"])
-    b.panel("DDS-layer latency per sample (the slowest per interval) — raw (sender and receiver clocks as captured)",
+    b.panel("DDS-layer latency per sample (the slowest per interval) — ${clock}",
             "The latency of each sample (materialised by the latency join), the largest per "
             "writer and interval: zoomed in, one point per sample at its send time; wider, the "
             "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
-            "Autoware's rate. Every sample's row: flux-queries/dds_latency_materialised.flux. "
+            "Autoware's rate. " + CLOCK_NOTE + " Every sample's row: "
+            "flux-queries/dds_latency_materialised.flux. "
             "flux-queries/dds_latency_peaks.flux",
             [influx_target("dds_latency_peaks")], "ns", h=9, style="points",
             legend_calcs=["min", "mean", "max"])
     b.panel("Clock offset ${receiver} - ${sender} (estimated from the traffic)",
-            "The latency panels show raw latencies: receive time on ${receiver}'s clock minus "
-            "send time on ${sender}'s, so they read this offset too high. The latency join "
+            "With latency clock = raw the latency panels show receive time on ${receiver}'s "
+            "clock minus send time on ${sender}'s, so they read this offset too high; with "
+            "corrected they subtract its last estimate (drift followed). The latency join "
             "estimates it from the samples seen on both hosts (NTP's estimate from the smallest "
             "delay each way over the last 5 minutes, drift followed); the true offset lies "
             "between lower and upper, where within depends on the path's asymmetry, which "
@@ -233,11 +255,11 @@ def latency_board():
              prom_target('-rate(node_network_transmit_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',
                          "{{instance}} {{device}} tx", "B")],
             "bps", h=8)
-    b.panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — raw (sender and receiver clocks as captured)",
+    b.panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — ${clock}",
             "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
             "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
             "${receiver} (materialised by the latency join), the largest per writer and "
-            "interval: zoomed in, one point per DATA_FRAG. Every DATA_FRAG's row: "
+            "interval: zoomed in, one point per DATA_FRAG. " + CLOCK_NOTE + " Every DATA_FRAG's row: "
             "flux-queries/dds_submessage_latency_materialised.flux. "
             "flux-queries/dds_submessage_latency_peaks.flux",
             [influx_target("dds_submessage_latency_peaks")], "ns", h=9, style="points",

@@ -267,7 +267,7 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
 def panel_times(influx, hosts, now_ns, minutes=5, collapsed=True):
     start = now_ns - minutes * 60 * 1_000_000_000
     values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": hosts[0],
-              "receiver": hosts[1], "topic": ".*", "iface": ".*"}
+              "receiver": hosts[1], "topic": ".*", "iface": ".*", "clock": "raw"}
     out = []
     for board, title, ref, flux in dashboard_queries():
         if not collapsed and title.endswith("[collapsed row]"):

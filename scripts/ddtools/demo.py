@@ -54,6 +54,8 @@ def open_dashboard(path, influx, prom_url):
     for v in d["templating"]["list"]:
         if v["type"] == "textbox":
             values[v["name"]] = v["query"]
+        elif v["type"] == "custom":
+            values[v["name"]] = v["current"]["value"]
         elif v["type"] == "query" and v["datasource"]["type"] == "influxdb":
             got = sorted({r["_value"] for r in influx.query(
                 bind_flux(v["query"], start, stop, "1s", values))}, reverse=v.get("sort") == 2)

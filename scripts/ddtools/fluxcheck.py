@@ -240,7 +240,7 @@ def check_outcomes(influx, binary, scen, hosts, start, stop, pcaps=None, adhoc=T
     `pcaps`), and (adhoc) the ad-hoc queries over the raw spans against the materialised
     ones. Also used by ddtools.bench_e2e."""
     rows, not_expected = latency_run(binary, *(pcaps or (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))))
-    values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "topic": ".*"}
+    values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "topic": ".*", "clock": "raw"}
     extra_samples = 0
     for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
         mine = [r for r in rows if r["direction"] == direction]
@@ -346,6 +346,107 @@ LIVE_QUERIES = {"writer_health.flux", "series_cardinality.flux", "exporter_healt
                 "topic_counters.flux", "join_health.flux"}
 
 
+# The latency panels with ${clock} = corrected: a fixture's B side shifted as if B's clock
+# read SHIFT_NS ahead of A's (both captures read one clock), as the Rust stack test
+# stack_clock_offset_equals_ddshark_latency does.
+SHIFTED_FIXTURE, SHIFT_NS = "k_fastdds", 12_345_678
+
+
+def shifted_copy(src, dst, shift_ns):
+    """A copy of the little-endian pcap `src` with every timestamp moved by shift_ns
+    (written with nanosecond timestamps)."""
+    with open(src, "rb") as fh:
+        data = fh.read()
+    magic = int.from_bytes(data[:4], "little")
+    if magic not in (0xA1B2C3D4, 0xA1B23C4D):
+        raise ValueError(f"{src}: not a little-endian pcap (magic {magic:#x})")
+    scale = 1000 if magic == 0xA1B2C3D4 else 1
+    out = [(0xA1B23C4D).to_bytes(4, "little") + data[4:24]]
+    off = 24
+    while off + 16 <= len(data):
+        sec, frac, incl, orig = (int.from_bytes(data[off + i:off + i + 4], "little") for i in range(0, 16, 4))
+        t = sec * 1_000_000_000 + frac * scale + shift_ns
+        out.append(b"".join(x.to_bytes(4, "little") for x in (t // 1_000_000_000, t % 1_000_000_000, incl, orig)))
+        out.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    with open(dst, "wb") as fh:
+        fh.write(b"".join(out))
+
+
+def clock_estimate(influx, snd, rcv, stop):
+    """The join's last dds_clock_offset of the pair up to stop: (t0, offset_ns, drift_ppb,
+    half_width_ns) with rcv's clock ahead of snd's, or None."""
+    rows = influx.query(
+        f'from(bucket: "{influx.long_bucket}") |> range(start: 0, stop: {rfc3339(stop)}) '
+        f'|> filter(fn: (r) => r._measurement == "dds_clock_offset") '
+        f'|> filter(fn: (r) => r.host_a == "{snd}" and r.host_b == "{rcv}" or r.host_a == "{rcv}" and r.host_b == "{snd}") '
+        '|> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value") |> group() '
+        '|> sort(columns: ["_time"]) |> last(column: "offset_ns")')
+    if not rows:
+        return None
+    r = rows[-1]
+    sign = 1 if r["host_a"] == snd else -1
+    return (parse_time_ns(r["_time"]), sign * int(r["offset_ns"]), sign * int(r["drift_ppb"]),
+            int(r["half_width_ns"]))
+
+
+def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop):
+    """On the shifted pair, the latency panels with ${clock} = corrected show `ddshark
+    latency --offset auto`'s latencies within the estimate's half-width, and exactly the raw
+    ones minus the join's last estimate (drift followed to each interval's end)."""
+    scen = f"{SHIFTED_FIXTURE} (B +{SHIFT_NS} ns)"
+    for level, query, summary in (("sample", "dds_latency_peaks.flux", "dds_latency_summary.flux"),
+                                  ("submessage", "dds_submessage_latency_peaks.flux", None)):
+        def run(*extra):
+            p = subprocess.run([binary, "latency", a_pcap, b_pcap, "--level", level, "--format", "tsv",
+                                "-q", *extra], capture_output=True, text=True, check=True)
+            return list(csv.DictReader(io.StringIO(p.stdout), delimiter="\t"))
+        # (a sample's rows with and without --offset auto: the same frames; --offset auto
+        # moves t_send onto A's clock, the join's points keep the sender's)
+        key = lambda r: (r["direction"], r["writer_guid"], r["sn"], r["frag_start"], r["frame_send"], r["frame_recv"])
+        auto = {key(r): int(r["latency_ns"]) for r in run("--offset", "auto") if r["status"] == "ok"}
+        rows = [r for r in run() if r["status"] == "ok" and (level == "sample" or r["frag_start"])]
+        for direction, snd, rcv, shift in (("A->B", hosts[0], hosts[1], SHIFT_NS),
+                                           ("B->A", hosts[1], hosts[0], -SHIFT_NS)):
+            est = clock_estimate(influx, snd, rcv, stop)
+            if not check(est, f"{scen} {direction}: no dds_clock_offset for {snd}, {rcv}"):
+                return
+            t0, offset, drift, half = est
+            check(abs(offset - shift) <= half, f"{scen} {direction}: estimate {offset} ± {half} misses {shift}")
+            v = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": snd,
+                 "receiver": rcv, "topic": ".*"}
+            peaks = {c: {(r["writer_id"], parse_time_ns(r["_time"])): float(r["_value"])
+                         for r in flux_rows(influx, query, start, stop, PEAKS_WINDOW, dict(v, clock=c))}
+                     for c in ("raw", "corrected")}
+            ahead = lambda t: offset + int(float(t - t0) * float(drift) / 1e9)
+            compare(scen, f"{query} {direction} corrected = raw - the join's estimate ({offset} ns)",
+                    {k: x - ahead(k[1]) for k, x in peaks["raw"].items()}, peaks["corrected"])
+            want = {}
+            for r in rows:
+                if r["direction"] == direction and key(r) in auto:
+                    k = (r["writer_guid"], window_end(int(r["t_send_ns"]), PEAKS_WINDOW_NS, stop))
+                    want[k] = max(want.get(k, auto[key(r)]), auto[key(r)])
+            # (within the half-width, and what drift moves the offset within one interval)
+            slack = half + abs(drift) * PEAKS_WINDOW_NS // 1_000_000_000 + 1
+            got = peaks["corrected"]
+            worst = max((abs(got[k] - want[k]) for k in set(want) & set(got)), default=None)
+            if check(set(want) == set(got) and worst is not None and worst <= slack,
+                     f"{scen} {query} {direction} corrected vs ddshark latency --offset auto: "
+                     f"{len(want)} / {len(got)} intervals, missing {sorted(set(want) - set(got))[:3]} "
+                     f"extra {sorted(set(got) - set(want))[:3]}, worst {worst} ns > {slack} ns"):
+                log(f"{scen} {query} {direction}: {len(got)} corrected peaks = ddshark latency "
+                    f"--offset auto within {worst} ns (half-width {half} ns; estimate {offset} ns, "
+                    f"shift {shift} ns)")
+            if summary:
+                s = {c: {(r["series"], r["_time"]): float(r["_value"])
+                         for r in flux_rows(influx, summary, start, stop, "10s", dict(v, clock=c))}
+                     for c in ("raw", "corrected")}
+                want = {k: x - ahead(parse_time_ns(k[1])) for k, x in s["raw"].items()}
+                close = {k for k, x in s["corrected"].items() if k in want and abs(x - want[k]) <= 1e-6 * max(1.0, abs(x))}
+                compare(scen, f"{summary} {direction} corrected = raw - the join's estimate",
+                        want, {k: want[k] if k in close else x for k, x in s["corrected"].items()})
+
+
 def check_other_queries(influx, hosts, start, stop):
     gen = subprocess.run([sys.executable, os.path.join(FLUX_DIR, "build_adhoc.py"), "--check"],
                          capture_output=True, text=True)
@@ -356,7 +457,7 @@ def check_other_queries(influx, hosts, start, stop):
         stop_f = time.time_ns() if f in LIVE_QUERIES else stop
         q = bind_flux(open(os.path.join(FLUX_DIR, f)).read(), start, stop_f, "1s",
                       {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
-                       "sender": hosts[0], "receiver": hosts[1], "topic": ".*"})
+                       "sender": hosts[0], "receiver": hosts[1], "topic": ".*", "clock": "raw"})
         try:
             n = len(influx.query(q))
         except RuntimeError as e:
@@ -493,7 +594,8 @@ def check_dashboards(influx, prom_url, hosts, start, stop, uids):
     flux_files = {open(os.path.join(FLUX_DIR, f)).read() for f in os.listdir(FLUX_DIR)
                   if f.endswith(".flux")}
     values = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": hosts[0],
-              "receiver": hosts[1], "topic": ".*", "iface": ".*"}
+              "receiver": hosts[1], "topic": ".*", "iface": ".*",
+              "clock": "raw"}
     now = int(time.time())
     panels = 0
     files = sorted(f for f in os.listdir(DASH_DIR) if f.endswith(".json"))
@@ -634,8 +736,23 @@ def main():
             # The time range Grafana would show: the capture, with a margin.
             ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000, min(ts), max(ts))
             log(f"exported {s}: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
-        lo = min(r[1] for r in ranges.values())
-        hi = max(r[2] for r in ranges.values())
+        shifted = None
+        if os.path.exists(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap")):
+            a_pcap = os.path.join(PCAPS, SHIFTED_FIXTURE, "a.pcap")
+            b_pcap = os.path.join(env.get("DDSHARK_STACK_RUN_DIR") or run_dir, f"{run_id}-{SHIFTED_FIXTURE}-b-shifted.pcap")
+            shifted_copy(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap"), b_pcap, SHIFT_NS)
+            hosts = (f"{run_id}-shifted-a", f"{run_id}-shifted-b")
+            for pcap, h in zip((a_pcap, b_pcap), hosts):
+                spans[h] = export(binary, pcap, h, env["DDSHARK_OTLP_ENDPOINT"])
+            ts = [int(r["t_send_ns"]) for r in latency_rows(binary, a_pcap, b_pcap, "sample")]
+            shifted = (hosts, a_pcap, b_pcap, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000)
+            ranges_all = list(ranges.values()) + [(None, shifted[3], shifted[4])]
+            log(f"exported {SHIFTED_FIXTURE} with B +{SHIFT_NS} ns: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
+        else:
+            fail(f"no tests/pcaps/{SHIFTED_FIXTURE}: the clock-correction check needs it")
+            ranges_all = list(ranges.values())
+        lo = min(r[1] for r in ranges_all)
+        hi = max(r[2] for r in ranges_all)
         wait_for_spans(influx, spans, lo, hi)
         check_schema(influx, spans, lo, hi)
         wait_for_join(influx)
@@ -653,6 +770,8 @@ def main():
         for s, hosts, start, stop in checks:
             check_latency(influx, binary, s, hosts, start, stop)
             check_outcomes(influx, binary, s, hosts, start, stop)
+        if shifted:
+            check_clock_correction(influx, binary, shifted[0], shifted[1], shifted[2], shifted[3], shifted[4])
         first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
         # Every query and panel must return data: a fixture with DATA_FRAG, loss and repairs.
         rich = ranges.get("h_vlan_pcp") or first
