@@ -272,11 +272,14 @@ def panel_times(influx, hosts, now_ns, minutes=5, collapsed=True):
     for board, title, ref, flux in dashboard_queries():
         if not collapsed and title.endswith("[collapsed row]"):
             continue
-        # Grafana's $__interval for 5 minutes on a ~1000 px panel.
-        res, secs, err = influx.timed(bind_flux(flux, start, now_ns, "1s", values))
-        out.append({"dashboard": board, "panel": title, "ref": ref, "seconds": round(secs, 2),
-                    "rows": len(res or []), "error": err})
-        log(f"panel {board} / {title}: {secs:.2f} s, {len(res or [])} rows{' ERROR ' + err if err else ''}")
+        # (the latency panels once per value of the variable `clock`)
+        for clock in ("raw", "corrected") if "${clock}" in flux else ("raw",):
+            name = title.replace("${clock}", clock)
+            # Grafana's $__interval for 5 minutes on a ~1000 px panel.
+            res, secs, err = influx.timed(bind_flux(flux, start, now_ns, "1s", dict(values, clock=clock)))
+            out.append({"dashboard": board, "panel": name, "ref": ref, "seconds": round(secs, 2),
+                        "rows": len(res or []), "error": err})
+            log(f"panel {board} / {name}: {secs:.2f} s, {len(res or [])} rows{' ERROR ' + err if err else ''}")
     return out
 
 
