@@ -1,0 +1,612 @@
+//! Walking a message: each submessage with the INFO_* context carried from the ones
+//! before it, and what could not be decoded.
+
+use crate::bytes::Bytes;
+use crate::error::{DissectError, Layer};
+use crate::types::{EntityId, Guid, GuidPrefix, SequenceNumber, Time, VendorId};
+
+use super::*;
+
+/// Where the entity ids and writer SN of a submessage sit, for the kinds that have
+/// them: (reader, writer, writer SN).
+pub(super) fn id_fields(kind: SubmessageKind) -> Option<(usize, usize, Option<usize>)> {
+    Some(match kind {
+        SubmessageKind::Data => (
+            field::data::READER,
+            field::data::WRITER,
+            Some(field::data::WRITER_SN),
+        ),
+        SubmessageKind::DataFrag => (
+            field::data_frag::READER,
+            field::data_frag::WRITER,
+            Some(field::data_frag::WRITER_SN),
+        ),
+        SubmessageKind::NackFrag => (
+            field::nack_frag::READER,
+            field::nack_frag::WRITER,
+            Some(field::nack_frag::WRITER_SN),
+        ),
+        SubmessageKind::HeartbeatFrag => (
+            field::heartbeat_frag::READER,
+            field::heartbeat_frag::WRITER,
+            Some(field::heartbeat_frag::WRITER_SN),
+        ),
+        SubmessageKind::AckNack => (field::acknack::READER, field::acknack::WRITER, None),
+        SubmessageKind::Heartbeat => (field::heartbeat::READER, field::heartbeat::WRITER, None),
+        SubmessageKind::Gap => (field::gap::READER, field::gap::WRITER, None),
+        SubmessageKind::DataSession => (
+            field::data_session::READER,
+            field::data_session::WRITER,
+            Some(field::data_session::VIRTUAL_SN),
+        ),
+        SubmessageKind::DataBatch => (
+            field::data_batch::READER,
+            field::data_batch::WRITER,
+            Some(field::data_batch::BATCH_SN),
+        ),
+        SubmessageKind::HeartbeatBatch => (
+            field::heartbeat_batch::READER,
+            field::heartbeat_batch::WRITER,
+            None,
+        ),
+        _ => return None,
+    })
+}
+
+/// Receiver state carried through a message (RTPS 8.3.4 "message receiver").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    pub src_prefix: GuidPrefix,
+    pub src_vendor: VendorId,
+    pub src_version: (u8, u8),
+    /// Set by INFO_DST; `None` means "unknown / every participant".
+    pub dst_prefix: Option<GuidPrefix>,
+    /// Source timestamp set by INFO_TS.
+    pub timestamp: Option<Time>,
+}
+
+impl Context {
+    /// What an INFO_* submessage sets for the submessages after it.
+    fn apply(&mut self, body: &SubmessageBody<'_>) {
+        match body {
+            SubmessageBody::InfoTs { timestamp } => self.timestamp = *timestamp,
+            SubmessageBody::InfoDst { guid_prefix } => {
+                self.dst_prefix = (*guid_prefix != GuidPrefix::default()).then_some(*guid_prefix);
+            }
+            SubmessageBody::InfoSrc {
+                version,
+                vendor,
+                guid_prefix,
+            } => {
+                self.src_prefix = *guid_prefix;
+                self.src_vendor = *vendor;
+                self.src_version = *version;
+                self.dst_prefix = None;
+                self.timestamp = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One submessage with the context that applies to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submessage<'a> {
+    /// Position in the message (0-based).
+    pub index: usize,
+    /// Byte offset of the submessage header in the RTPS message.
+    pub offset: usize,
+    pub kind: SubmessageKind,
+    pub id: u8,
+    pub flags: u8,
+    /// Length of the submessage body (after the 4-byte header), as its header claims.
+    pub length: usize,
+    /// The header claims more bytes than the message holds; the body was decoded from
+    /// what is there.
+    pub truncated: bool,
+    /// Body bytes actually present (less than `length` when truncated).
+    pub captured: usize,
+    /// Body bytes the message holds on the wire: `captured` plus what a snaplen cut
+    /// off, never more than the datagram carried (a length claiming more is a lie).
+    pub on_wire: usize,
+    pub ctx: Context,
+    /// The body bytes present (`captured` of them); the iterator hands out only
+    /// submessages whose body decodes, so [`Submessage::body`] decodes it again on demand.
+    body_bytes: &'a [u8],
+}
+
+impl<'a> Submessage<'a> {
+    pub fn little_endian(&self) -> bool {
+        self.flags & 1 == 1
+    }
+
+    /// The body bytes the capture holds (after the 4-byte submessage header).
+    pub fn body_bytes(&self) -> &'a [u8] {
+        self.body_bytes
+    }
+
+    /// The decoded body. Decoding is done here, when asked for, from the bytes: the
+    /// iterator checked that they decode (it yields an error otherwise), so the
+    /// `Unknown` fallback is never taken (the fuzz target asserts it).
+    pub fn body(&self) -> SubmessageBody<'a> {
+        parse_body(self.kind, self.flags, self.body_bytes, self.ctx.src_vendor).unwrap_or(
+            SubmessageBody::Unknown {
+                bytes: self.body_bytes,
+            },
+        )
+    }
+
+    /// The reader and writer entity ids, read from where the submessage kind keeps
+    /// them (no decoding of the rest).
+    fn entity_ids(&self) -> Option<(EntityId, EntityId)> {
+        let (reader_at, writer_at, _) = id_fields(self.kind)?;
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        Some((
+            read_entity(&b, reader_at).ok()?,
+            read_entity(&b, writer_at).ok()?,
+        ))
+    }
+
+    /// The writer entity id of DATA, DATA_FRAG, HEARTBEAT, GAP, HEARTBEAT_FRAG,
+    /// ACKNACK and NACK_FRAG.
+    pub fn writer_entity(&self) -> Option<EntityId> {
+        self.entity_ids().map(|(_, writer)| writer)
+    }
+
+    /// The writer the submessage is about: the sender's for DATA/DATA_FRAG/HEARTBEAT/GAP/
+    /// HEARTBEAT_FRAG, the destination's (from INFO_DST) for ACKNACK/NACK_FRAG.
+    pub fn writer_guid(&self) -> Option<Guid> {
+        let (_, writer) = self.entity_ids()?;
+        match self.kind {
+            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
+                // Without INFO_DST the writer's participant is unknown to a sniffer.
+                self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
+            }
+            _ => Some(Guid::new(self.ctx.src_prefix, writer)),
+        }
+    }
+
+    /// The reader the submessage is about (the sender's for ACKNACK/NACK_FRAG).
+    pub fn reader_guid(&self) -> Option<Guid> {
+        let (reader, _) = self.entity_ids()?;
+        match self.kind {
+            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
+                Some(Guid::new(self.ctx.src_prefix, reader))
+            }
+            _ => Some(Guid::new(self.ctx.dst_prefix.unwrap_or_default(), reader)),
+        }
+    }
+
+    pub fn reader_entity(&self) -> Option<EntityId> {
+        self.entity_ids().map(|(reader, _)| reader)
+    }
+
+    /// Sequence number of DATA, DATA_FRAG, NACK_FRAG, HEARTBEAT_FRAG.
+    pub fn writer_sn(&self) -> Option<SequenceNumber> {
+        let (_, _, sn_at) = id_fields(self.kind)?;
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        read_sn(&b, sn_at?).ok()
+    }
+
+    /// A HEARTBEAT's (firstSN, lastSN), read without decoding the rest of the body.
+    /// (HEARTBEAT_BATCH's firstSN and lastSN, the sample SNs, likewise.)
+    pub fn heartbeat_sns(&self) -> Option<(SequenceNumber, SequenceNumber)> {
+        let (first, last) = match self.kind {
+            SubmessageKind::Heartbeat => (field::heartbeat::FIRST_SN, field::heartbeat::LAST_SN),
+            SubmessageKind::HeartbeatBatch => (
+                field::heartbeat_batch::FIRST_SN,
+                field::heartbeat_batch::LAST_SN,
+            ),
+            _ => return None,
+        };
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        Some((read_sn(&b, first).ok()?, read_sn(&b, last).ok()?))
+    }
+
+    /// DATA_SESSION's session SN (its `writer_sn` is the writer's own, "virtual" SN).
+    pub fn session_sn(&self) -> Option<SequenceNumber> {
+        if self.kind != SubmessageKind::DataSession {
+            return None;
+        }
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        read_sn(&b, field::data_session::SESSION_SN).ok()
+    }
+
+    /// Every sample this submessage carries a part of: one for DATA, DATA_FRAG and
+    /// DATA_SESSION, each sample of a DATA_BATCH, none for other kinds.
+    pub fn sample_pieces(&self) -> SamplePieces<'a> {
+        if self.kind != SubmessageKind::DataBatch {
+            return SamplePieces {
+                one: self.sample_piece(),
+                batch: None,
+            };
+        }
+        let batch = match self.body() {
+            SubmessageBody::DataBatch {
+                writer, samples, ..
+            } => Some((Guid::new(self.ctx.src_prefix, writer), samples.iter())),
+            _ => None,
+        };
+        SamplePieces { one: None, batch }
+    }
+
+    /// An ACKNACK's readerSNState, read without decoding the rest of the body.
+    pub fn acknack_sn_state(&self) -> Option<SequenceNumberSet<'a>> {
+        if self.kind != SubmessageKind::AckNack {
+            return None;
+        }
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        read_sn_set(&b, field::acknack::SN_STATE)
+            .ok()
+            .map(|(set, _)| set)
+    }
+
+    /// The part of a sample a DATA or DATA_FRAG carries; `None` for other submessages.
+    /// Read from the fixed fields, without decoding the rest of the body.
+    pub fn sample_piece(&self) -> Option<SamplePiece> {
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        let payload_size = self.payload_size().map_or(0, |p| p as u64);
+        let (writer, sn, fragments, sample_size) = match self.kind {
+            SubmessageKind::Data => {
+                use field::data as f;
+                let writer = read_entity(&b, f::WRITER).ok()?;
+                (writer, read_sn(&b, f::WRITER_SN).ok()?, None, payload_size)
+            }
+            SubmessageKind::DataSession => {
+                use field::data_session as f;
+                let writer = read_entity(&b, f::WRITER).ok()?;
+                (writer, read_sn(&b, f::VIRTUAL_SN).ok()?, None, payload_size)
+            }
+            SubmessageKind::DataFrag => {
+                use field::data_frag as f;
+                let range = FragmentRange {
+                    start: b.u32(f::FRAGMENT_STARTING_NUM).ok()?,
+                    count: b.u16(f::FRAGMENTS_IN_SUBMESSAGE).ok()?,
+                    fragment_size: b.u16(f::FRAGMENT_SIZE).ok()?,
+                    sample_size: b.u32(f::SAMPLE_SIZE).ok()?,
+                };
+                let writer = read_entity(&b, f::WRITER).ok()?;
+                let sn = read_sn(&b, f::WRITER_SN).ok()?;
+                (writer, sn, Some(range), u64::from(range.sample_size))
+            }
+            _ => return None,
+        };
+        Some(SamplePiece {
+            writer: Guid::new(self.ctx.src_prefix, writer),
+            sn,
+            fragments,
+            sample_size,
+            payload_size,
+        })
+    }
+
+    /// Bytes of serialized data this submessage carries on the wire (DATA payload incl.
+    /// its encapsulation header, or DATA_FRAG fragment bytes), counting bytes a snaplen
+    /// cut off but not bytes a too-large length claims beyond the datagram.
+    pub fn payload_size(&self) -> Option<usize> {
+        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        let (has_inline_qos, has_payload) = match self.kind {
+            SubmessageKind::Data | SubmessageKind::DataSession => (
+                self.flags & FLAG_DATA_Q != 0,
+                self.flags & (FLAG_DATA_D | FLAG_DATA_K) != 0,
+            ),
+            SubmessageKind::DataFrag => (self.flags & FLAG_DATAFRAG_Q != 0, true),
+            _ => return None,
+        };
+        if !has_inline_qos && !has_payload {
+            return Some(0);
+        }
+        let otiq = usize::from(b.u16(field::data::OCTETS_TO_INLINE_QOS).ok()?);
+        let (_, start) = inline_qos_and_end(&b, otiq, has_inline_qos).ok()?;
+        let cut = self.on_wire.saturating_sub(self.captured);
+        Some(if has_payload {
+            self.body_bytes
+                .len()
+                .saturating_sub(start)
+                .saturating_add(cut)
+        } else {
+            0
+        })
+    }
+}
+
+/// A submessage that could not be decoded; the others in the message still are.
+/// The fields that are readable before the fault stay readable (lax parsing, as
+/// etherparse's): a HEARTBEAT cut short after its lastSN still names both SNs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmessageError<'a> {
+    // (u32, not usize like `Submessage`'s: an RTPS message is at most 64 KiB, and the
+    // narrower fields keep a walk's `Result` at 128 bytes, which moves into the
+    // submessage list without a `memcpy` call)
+    pub index: u32,
+    pub offset: u32,
+    pub id: u8,
+    pub flags: u8,
+    /// Body length as the submessage header claims it (octetsToNextHeader; the rest of
+    /// the message when that is 0); 0 when not even the header was there.
+    pub length: u32,
+    pub error: DissectError,
+    pub ctx: Context,
+    /// The body bytes the message holds (fewer than `length` when it was cut short);
+    /// the fields below read them where they are present.
+    body_bytes: &'a [u8],
+}
+
+impl<'a> SubmessageError<'a> {
+    pub fn kind(&self) -> SubmessageKind {
+        SubmessageKind::from_id(self.id)
+    }
+
+    /// The body bytes present (after the 4-byte submessage header).
+    pub fn body_bytes(&self) -> &'a [u8] {
+        self.body_bytes
+    }
+
+    fn bytes(&self) -> Bytes<'a> {
+        Bytes::new(self.body_bytes, Layer::Submessage, self.flags & 1 == 1)
+    }
+
+    /// A field of the kind's fixed layout, when its bytes are present.
+    fn entity_at(
+        &self,
+        pick: fn((usize, usize, Option<usize>)) -> Option<usize>,
+    ) -> Option<EntityId> {
+        let at = pick(id_fields(self.kind())?)?;
+        read_entity(&self.bytes(), at).ok()
+    }
+
+    pub fn reader(&self) -> Option<EntityId> {
+        self.entity_at(|(reader, _, _)| Some(reader))
+    }
+
+    pub fn writer(&self) -> Option<EntityId> {
+        self.entity_at(|(_, writer, _)| Some(writer))
+    }
+
+    /// writerSN of DATA, DATA_FRAG, NACK_FRAG and HEARTBEAT_FRAG, when present.
+    pub fn writer_sn(&self) -> Option<SequenceNumber> {
+        let (_, _, sn_at) = id_fields(self.kind())?;
+        read_sn(&self.bytes(), sn_at?).ok()
+    }
+
+    /// HEARTBEAT's firstSN and lastSN, GAP's gapStart (as the first), each when present.
+    pub fn first_last_sns(&self) -> (Option<SequenceNumber>, Option<SequenceNumber>) {
+        let b = self.bytes();
+        match self.kind() {
+            SubmessageKind::Heartbeat => (
+                read_sn(&b, field::heartbeat::FIRST_SN).ok(),
+                read_sn(&b, field::heartbeat::LAST_SN).ok(),
+            ),
+            SubmessageKind::Gap => (read_sn(&b, field::gap::GAP_START).ok(), None),
+            SubmessageKind::HeartbeatBatch => (
+                read_sn(&b, field::heartbeat_batch::FIRST_SN).ok(),
+                read_sn(&b, field::heartbeat_batch::LAST_SN).ok(),
+            ),
+            SubmessageKind::DataBatch => {
+                let first = read_sn(&b, field::data_batch::FIRST_SAMPLE_SN).ok();
+                let offset = b.u32(field::data_batch::OFFSET_TO_LAST_SAMPLE_SN).ok();
+                let last = first
+                    .zip(offset)
+                    .and_then(|(f, o)| f.checked_add(i64::from(o)));
+                (first, last)
+            }
+            _ => (None, None),
+        }
+    }
+
+    /// Its header claims more bytes than the message holds.
+    pub fn truncated(&self) -> bool {
+        usize::try_from(self.length).is_ok_and(|l| l > self.body_bytes.len())
+    }
+
+    /// HEARTBEAT's count, when present.
+    pub fn count(&self) -> Option<i32> {
+        match self.kind() {
+            SubmessageKind::Heartbeat => self.bytes().i32(field::heartbeat::COUNT).ok(),
+            SubmessageKind::HeartbeatBatch => self.bytes().i32(field::heartbeat_batch::COUNT).ok(),
+            _ => None,
+        }
+    }
+
+    /// Writer GUID as far as the readable part of the submessage names it.
+    pub fn writer_guid(&self) -> Option<Guid> {
+        let writer = self.writer()?;
+        match self.kind() {
+            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
+                self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
+            }
+            _ => Some(Guid::new(self.ctx.src_prefix, writer)),
+        }
+    }
+}
+
+/// Walks the submessages of one RTPS message, applying INFO_* context.
+pub struct SubmessageIter<'a> {
+    data: &'a [u8],
+    /// Length of the message on the wire (≥ `data.len()` when a snaplen cut it).
+    wire_len: usize,
+    offset: usize,
+    index: usize,
+    ctx: Context,
+    done: bool,
+    errors: usize,
+}
+
+impl<'a> SubmessageIter<'a> {
+    /// Errors handed out so far (the rest were submessages).
+    pub fn errors(&self) -> usize {
+        self.errors
+    }
+
+    /// `message` starts at the RTPS header and is whole.
+    pub fn new(message: &'a [u8], header: &RtpsHeader) -> Self {
+        Self::with_wire_len(message, header, message.len())
+    }
+
+    /// `message` is what the capture holds of a message `wire_len` bytes long on the wire.
+    pub fn with_wire_len(message: &'a [u8], header: &RtpsHeader, wire_len: usize) -> Self {
+        Self {
+            data: message,
+            wire_len: wire_len.max(message.len()),
+            offset: RTPS_HEADER_LEN,
+            index: 0,
+            ctx: Context {
+                src_prefix: header.guid_prefix,
+                src_vendor: header.vendor,
+                src_version: header.version,
+                dst_prefix: None,
+                timestamp: None,
+            },
+            done: false,
+            errors: 0,
+        }
+    }
+}
+
+impl<'a> Iterator for SubmessageIter<'a> {
+    type Item = std::result::Result<Submessage<'a>, SubmessageError<'a>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.offset >= self.data.len() {
+            return None;
+        }
+        let start = self.offset;
+        let index = self.index;
+        self.index = self.index.saturating_add(1);
+        let hb = Bytes::big(self.data, Layer::Submessage);
+        let header = hb.slice(start, SUBMESSAGE_HEADER_LEN);
+        let (id, flags, otnh) = match header {
+            Ok(&[id, flags, a, b]) => {
+                let otnh = if flags & 1 == 1 {
+                    u16::from_le_bytes([a, b])
+                } else {
+                    u16::from_be_bytes([a, b])
+                };
+                (id, flags, usize::from(otnh))
+            }
+            Ok(_) | Err(_) => {
+                self.done = true;
+                self.errors = self.errors.saturating_add(1);
+                return Some(Err(SubmessageError {
+                    index: narrow(index),
+                    offset: narrow(start),
+                    id: hb.u8(start).unwrap_or(0),
+                    flags: 0,
+                    length: 0,
+                    ctx: self.ctx,
+                    body_bytes: &[],
+                    error: DissectError::Truncated {
+                        layer: Layer::Submessage,
+                        offset: start,
+                        needed: SUBMESSAGE_HEADER_LEN,
+                        actual: self.data.len().saturating_sub(start),
+                    },
+                }));
+            }
+        };
+        let kind = SubmessageKind::from_id(id);
+        let body_start = start.saturating_add(SUBMESSAGE_HEADER_LEN);
+        let available = self.data.len().saturating_sub(body_start);
+        // 0 means "to the end of the message", except for PAD and INFO_TS where it is
+        // a real zero length.
+        let to_end = otnh == 0 && !matches!(kind, SubmessageKind::Pad | SubmessageKind::InfoTs);
+        let claimed = if to_end { available } else { otnh };
+        // A length past the end of the message: decode what is there (as Wireshark
+        // does) and mark the submessage truncated; nothing can follow it.
+        let truncated = claimed > available;
+        let body_len = claimed.min(available);
+        let body_end = body_start.saturating_add(body_len);
+        self.offset = body_end;
+        if to_end || truncated {
+            self.done = true;
+        }
+        let body = self.data.get(body_start..body_end).unwrap_or_default();
+        // INFO_* bodies are decoded for the context they set; the commonest kinds are
+        // only checked (decoded when a consumer asks); the rest are decoded to check.
+        let checked = match kind {
+            // (the commonest: read here rather than through the whole decoder)
+            SubmessageKind::InfoTs => {
+                let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
+                info_ts_timestamp(&b, flags).map(|t| self.ctx.timestamp = t)
+            }
+            // (every datagram of a reliable writer's reader carries one: read directly)
+            SubmessageKind::InfoDst => {
+                let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
+                info_dst_prefix(&b)
+                    .map(|guid_prefix| self.ctx.apply(&SubmessageBody::InfoDst { guid_prefix }))
+            }
+            // Context applies to what follows; an INFO_* submessage itself carries the
+            // context it establishes.
+            SubmessageKind::InfoSrc => parse_body(kind, flags, body, self.ctx.src_vendor)
+                .map(|parsed| self.ctx.apply(&parsed)),
+            _ if surely_decodes(kind, flags, body) => Ok(()),
+            _ => parse_body(kind, flags, body, self.ctx.src_vendor).map(|_| ()),
+        };
+        if let Err(error) = checked {
+            let error = if truncated {
+                DissectError::BadLength {
+                    layer: Layer::Submessage,
+                    offset: start.saturating_add(2),
+                    claimed,
+                    available,
+                }
+            } else {
+                error
+            };
+            self.errors = self.errors.saturating_add(1);
+            return Some(Err(undecodable(
+                index,
+                start,
+                (id, flags, claimed),
+                body,
+                self.ctx,
+                error,
+            )));
+        }
+        Some(Ok(Submessage {
+            index,
+            offset: start,
+            kind,
+            id,
+            flags,
+            length: claimed,
+            truncated,
+            captured: body_len,
+            on_wire: claimed
+                .min(self.wire_len.saturating_sub(body_start))
+                .max(body_len),
+            ctx: self.ctx,
+            body_bytes: body,
+        }))
+    }
+}
+
+/// A position or length within one RTPS message (at most 64 KiB) as the u32 of
+/// [`SubmessageError`]; saturates rather than wraps should one ever be larger.
+pub(super) fn narrow(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// The error of a submessage whose body does not decode, with the fields that precede
+/// the fault. (id, flags, length) are from its header.
+#[cold]
+pub(super) fn undecodable<'a>(
+    index: usize,
+    offset: usize,
+    (id, flags, length): (u8, u8, usize),
+    body_bytes: &'a [u8],
+    ctx: Context,
+    error: DissectError,
+) -> SubmessageError<'a> {
+    SubmessageError {
+        index: narrow(index),
+        offset: narrow(offset),
+        id,
+        flags,
+        length: narrow(length),
+        error,
+        ctx,
+        body_bytes,
+    }
+}
