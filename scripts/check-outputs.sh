@@ -88,7 +88,10 @@ if [ -z "$bin" ]; then
     bin="$REPO_ROOT/target/debug/ddshark"
 fi
 [ -x "$bin" ] || die "no binary at '$bin'"
-bin=$(realpath "$bin")
+# A copy: the binary under test cannot change while the script runs.
+rm -f "$scratch/ddshark-head"
+cp "$bin" "$scratch/ddshark-head"
+bin="$scratch/ddshark-head"
 
 say "running $bin on every fixture"
 run_all "$bin" "$scratch/head"
@@ -130,12 +133,11 @@ if [ -n "$rev" ]; then
     fi
     git -C "$src" checkout -q --detach "$rev"
     say "building $base_rev ($(git -C "$src" log -1 --format='%h %s' | cut -c1-60)) in $src"
-    # The shared target dir reuses the compiled dependencies; the base's own crates get their own
-    # artifacts (their path differs), named by cargo's message rather than target/debug/ddshark.
-    base_bin=$(cd "$src" && CARGO_TARGET_DIR="$REPO_ROOT/target" cargo build -q -p ddshark --bin ddshark \
-        --message-format=json | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
-    [ -x "$base_bin" ] || die "building $base_rev gave no ddshark binary"
-    (cd "$REPO_ROOT" && cargo build -q -p ddshark --bin ddshark) # target/debug/ddshark is this tree's again
+    # Its own target dir (kept between runs): sharing this tree's would leave target/debug/ddshark
+    # pointing at whichever build came last.
+    (cd "$src" && CARGO_TARGET_DIR="$scratch/target" cargo build -q -p ddshark --bin ddshark) \
+        || die "building $base_rev failed"
+    base_bin="$scratch/target/debug/ddshark"
     say "running $base_rev's ddshark on every fixture"
     run_all "$base_bin" "$scratch/base"
     manifest "$scratch/base" >"$scratch/base.sha256"
