@@ -1,19 +1,19 @@
 //! ddshark: a passive DDS/RTPS sniffer. The binary's modules live here so that
 //! tests and benches drive the same code as the command line.
 
-pub mod atomic_file;
+pub(crate) mod atomic_file;
 pub mod capture;
 pub mod cli;
 pub mod daemon;
 pub mod dissect;
 pub mod latency;
-pub mod otlp;
+pub(crate) mod otlp;
 pub mod output;
 pub mod pipeline;
-pub mod privilege;
+pub(crate) mod privilege;
 pub mod record;
-pub mod recording;
+pub(crate) mod recording;
 pub mod state;
 pub mod stats_cmd;
 pub mod tui;
-pub mod units;
+pub(crate) mod units;

@@ -653,12 +653,8 @@ pub fn check_delivered(args: &OtlpArgs, s: &ExportStats) -> Result<()> {
     )
 }
 
-/// The sink for the daemon, when `--otlp` was given.
-pub fn sink(args: &OtlpArgs, live: bool) -> Result<Option<Box<dyn Sink>>> {
-    Ok(sink_with_handle(args, live)?.map(|(s, _)| s))
-}
-
-/// [`sink`] plus the exporter's handle, whose counters the TUI's Health view shows.
+/// The sink for the daemon, when `--otlp` was given, and the exporter's handle, whose
+/// counters the TUI's Health view shows.
 pub fn sink_with_handle(
     args: &OtlpArgs,
     live: bool,

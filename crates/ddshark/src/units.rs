@@ -4,7 +4,7 @@
 
 const NS_PER_S: u64 = 1_000_000_000;
 
-pub use time_span::{SignedTimeSpan, TimeSpan};
+pub use time_span::TimeSpan;
 
 /// A byte count with decimal (SI) prefixes, 1 kB = 1000 B — the same base as the bit
 /// rates (`si`), so a rate in B/s times 8 is the rate in b/s on screen:
