@@ -89,8 +89,8 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || die "no binary at '$bin'"
 # A copy: the binary under test cannot change while the script runs.
-rm -f "$scratch/ddshark-head"
-cp "$bin" "$scratch/ddshark-head"
+cp "$bin" "$scratch/ddshark-head.new"
+mv -f "$scratch/ddshark-head.new" "$scratch/ddshark-head"
 bin="$scratch/ddshark-head"
 
 say "running $bin on every fixture"
