@@ -12,7 +12,7 @@ pub mod output;
 pub mod pipeline;
 pub(crate) mod privilege;
 pub mod record;
-pub(crate) mod recording;
+pub mod recording;
 pub mod state;
 pub mod stats_cmd;
 pub mod tui;

@@ -262,24 +262,24 @@ impl EnhancedPacket {
     }
 }
 
+/// Enhanced packet block: `data` as captured, `original_len` as it was on the wire.
+pub fn enhanced_packet(
+    out: &mut Vec<u8>,
+    interface_id: u32,
+    ts_ns: u64,
+    data: &[u8],
+    original_len: u32,
+) -> Result<usize, PcapngError> {
+    let framing = EnhancedPacket::new(interface_id, ts_ns, data.len(), original_len)?;
+    out.extend_from_slice(framing.head());
+    out.extend_from_slice(data);
+    out.extend_from_slice(framing.tail());
+    Ok(epb_len(data.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Enhanced packet block: `data` as captured, `original_len` as it was on the wire.
-    fn enhanced_packet(
-        out: &mut Vec<u8>,
-        interface_id: u32,
-        ts_ns: u64,
-        data: &[u8],
-        original_len: u32,
-    ) -> Result<usize, PcapngError> {
-        let framing = EnhancedPacket::new(interface_id, ts_ns, data.len(), original_len)?;
-        out.extend_from_slice(framing.head());
-        out.extend_from_slice(data);
-        out.extend_from_slice(framing.tail());
-        Ok(epb_len(data.len()))
-    }
 
     fn u32_at(b: &[u8], at: usize) -> u32 {
         let mut v = [0u8; 4];
