@@ -22,6 +22,9 @@
    data; dashboards and provisioning files are checked for structure, the dashboards
    must be what grafana/build_dashboards.py generates, and Grafana's dashboard linter
    (built by scripts/stack/build.sh) must pass them in --strict mode.
+7. The latency panels with the dashboard variable clock = corrected, on k_fastdds with its B
+   side shifted (+12.345678 ms, 50 ppm): the raw ones minus the join's dds_clock_offset
+   estimate, and `ddshark latency --offset auto` within the estimate's half-width.
 
 usage: tests/flux/run.sh [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
 Exit status 0 only if everything passed.
@@ -347,14 +350,15 @@ LIVE_QUERIES = {"writer_health.flux", "series_cardinality.flux", "exporter_healt
 
 
 # The latency panels with ${clock} = corrected: a fixture's B side shifted as if B's clock
-# read SHIFT_NS ahead of A's (both captures read one clock), as the Rust stack test
-# stack_clock_offset_equals_ddshark_latency does.
-SHIFTED_FIXTURE, SHIFT_NS = "k_fastdds", 12_345_678
+# read SHIFT_NS ahead of A's at the first frame and ran DRIFT_PPB fast (both captures read
+# one clock), as the Rust stack test stack_clock_offset_equals_ddshark_latency shifts it.
+SHIFTED_FIXTURE, SHIFT_NS, DRIFT_PPB = "k_fastdds", 12_345_678, 50_000
 
 
-def shifted_copy(src, dst, shift_ns):
-    """A copy of the little-endian pcap `src` with every timestamp moved by shift_ns
-    (written with nanosecond timestamps)."""
+def shifted_copy(src, dst, shift_ns, drift_ppb=0):
+    """A copy of the little-endian pcap `src` with every timestamp t moved by shift_ns +
+    (t - the first frame's) * drift_ppb / 1e9 (written with nanosecond timestamps); returns
+    the first frame's time."""
     with open(src, "rb") as fh:
         data = fh.read()
     magic = int.from_bytes(data[:4], "little")
@@ -362,15 +366,18 @@ def shifted_copy(src, dst, shift_ns):
         raise ValueError(f"{src}: not a little-endian pcap (magic {magic:#x})")
     scale = 1000 if magic == 0xA1B2C3D4 else 1
     out = [(0xA1B23C4D).to_bytes(4, "little") + data[4:24]]
-    off = 24
+    off, first = 24, None
     while off + 16 <= len(data):
         sec, frac, incl, orig = (int.from_bytes(data[off + i:off + i + 4], "little") for i in range(0, 16, 4))
-        t = sec * 1_000_000_000 + frac * scale + shift_ns
+        t = sec * 1_000_000_000 + frac * scale
+        first = t if first is None else first
+        t += shift_ns + (t - first) * drift_ppb // 1_000_000_000
         out.append(b"".join(x.to_bytes(4, "little") for x in (t // 1_000_000_000, t % 1_000_000_000, incl, orig)))
         out.append(data[off + 16:off + 16 + incl])
         off += 16 + incl
     with open(dst, "wb") as fh:
         fh.write(b"".join(out))
+    return first
 
 
 def clock_estimate(influx, snd, rcv, stop):
@@ -390,11 +397,11 @@ def clock_estimate(influx, snd, rcv, stop):
             int(r["half_width_ns"]))
 
 
-def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop):
+def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop, true_offset):
     """On the shifted pair, the latency panels with ${clock} = corrected show `ddshark
     latency --offset auto`'s latencies within the estimate's half-width, and exactly the raw
     ones minus the join's last estimate (drift followed to each interval's end)."""
-    scen = f"{SHIFTED_FIXTURE} (B +{SHIFT_NS} ns)"
+    scen = f"{SHIFTED_FIXTURE} (B +{SHIFT_NS} ns, {DRIFT_PPB} ppb)"
     compared = 0
     for level, query, summary in (("sample", "dds_latency_peaks.flux", "dds_latency_summary.flux"),
                                   ("submessage", "dds_submessage_latency_peaks.flux", None)):
@@ -407,12 +414,12 @@ def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop):
         key = lambda r: (r["direction"], r["writer_guid"], r["sn"], r["frag_start"], r["frame_send"], r["frame_recv"])
         auto = {key(r): int(r["latency_ns"]) for r in run("--offset", "auto") if r["status"] == "ok"}
         rows = [r for r in run() if r["status"] == "ok" and (level == "sample" or r["frag_start"])]
-        for direction, snd, rcv, shift in (("A->B", hosts[0], hosts[1], SHIFT_NS),
-                                           ("B->A", hosts[1], hosts[0], -SHIFT_NS)):
+        for direction, snd, rcv, sign in (("A->B", hosts[0], hosts[1], 1), ("B->A", hosts[1], hosts[0], -1)):
             est = clock_estimate(influx, snd, rcv, stop)
             if not check(est, f"{scen} {direction}: no dds_clock_offset for {snd}, {rcv}"):
                 return
             t0, offset, drift, half = est
+            shift = sign * true_offset(t0)
             check(abs(offset - shift) <= half, f"{scen} {direction}: estimate {offset} ± {half} misses {shift}")
             v = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": snd,
                  "receiver": rcv, "topic": ".*"}
@@ -438,7 +445,7 @@ def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop):
                      f"extra {sorted(set(got) - set(want))[:3]}, worst {worst} ns > {slack} ns"):
                 log(f"{scen} {query} {direction}: {len(got)} corrected peaks = ddshark latency "
                     f"--offset auto within {worst} ns (half-width {half} ns; estimate {offset} ns, "
-                    f"shift {shift} ns)")
+                    f"drift {drift} ppb; true {shift} ns)")
             if summary:
                 s = {c: {(r["series"], r["_time"]): float(r["_value"])
                          for r in flux_rows(influx, summary, start, stop, "10s", dict(v, clock=c))}
@@ -739,23 +746,8 @@ def main():
             # The time range Grafana would show: the capture, with a margin.
             ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000, min(ts), max(ts))
             log(f"exported {s}: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
-        shifted = None
-        if os.path.exists(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap")):
-            a_pcap = os.path.join(PCAPS, SHIFTED_FIXTURE, "a.pcap")
-            b_pcap = os.path.join(env.get("DDSHARK_STACK_RUN_DIR") or run_dir, f"{run_id}-{SHIFTED_FIXTURE}-b-shifted.pcap")
-            shifted_copy(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap"), b_pcap, SHIFT_NS)
-            hosts = (f"{run_id}-shifted-a", f"{run_id}-shifted-b")
-            for pcap, h in zip((a_pcap, b_pcap), hosts):
-                spans[h] = export(binary, pcap, h, env["DDSHARK_OTLP_ENDPOINT"])
-            ts = [int(r["t_send_ns"]) for r in latency_rows(binary, a_pcap, b_pcap, "sample")]
-            shifted = (hosts, a_pcap, b_pcap, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000)
-            ranges_all = list(ranges.values()) + [(None, shifted[3], shifted[4])]
-            log(f"exported {SHIFTED_FIXTURE} with B +{SHIFT_NS} ns: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
-        else:
-            fail(f"no tests/pcaps/{SHIFTED_FIXTURE}: the clock-correction check needs it")
-            ranges_all = list(ranges.values())
-        lo = min(r[1] for r in ranges_all)
-        hi = max(r[2] for r in ranges_all)
+        lo = min(r[1] for r in ranges.values())
+        hi = max(r[2] for r in ranges.values())
         wait_for_spans(influx, spans, lo, hi)
         check_schema(influx, spans, lo, hi)
         wait_for_join(influx)
@@ -768,13 +760,31 @@ def main():
         log(f"exported {again} again as {again_hosts}")
         wait_for_spans(influx, again_spans, lo, hi)
         wait_for_join(influx)
+        # Last (its capture is newer than the others: the join's 5 minutes of capture time
+        # move on with it): the shifted pair.
+        shifted = None
+        if check(os.path.exists(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap")),
+                 f"no tests/pcaps/{SHIFTED_FIXTURE}: the clock-correction check needs it"):
+            a_pcap = os.path.join(PCAPS, SHIFTED_FIXTURE, "a.pcap")
+            b_pcap = os.path.join(env.get("DDSHARK_STACK_RUN_DIR") or run_dir, f"{run_id}-{SHIFTED_FIXTURE}-b-shifted.pcap")
+            first = shifted_copy(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap"), b_pcap, SHIFT_NS, DRIFT_PPB)
+            hosts = (f"{run_id}-shifted-a", f"{run_id}-shifted-b")
+            shifted_spans = {h: export(binary, pcap, h, env["DDSHARK_OTLP_ENDPOINT"])
+                             for pcap, h in zip((a_pcap, b_pcap), hosts)}
+            ts = [int(r["t_send_ns"]) for r in latency_rows(binary, a_pcap, b_pcap, "sample")]
+            shifted = (hosts, a_pcap, b_pcap, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000,
+                       lambda t: SHIFT_NS + (t - first) * DRIFT_PPB // 1_000_000_000)
+            log(f"exported {SHIFTED_FIXTURE} with B +{SHIFT_NS} ns and {DRIFT_PPB} ppb: "
+                f"{shifted_spans[hosts[0]]} + {shifted_spans[hosts[1]]} spans")
+            wait_for_spans(influx, shifted_spans, shifted[3], shifted[4])
+            wait_for_join(influx)
         checks = [(s, r[0], r[1], r[2]) for s, r in ranges.items()]
         checks.append((again, again_hosts, ranges[again][1], ranges[again][2]))
         for s, hosts, start, stop in checks:
             check_latency(influx, binary, s, hosts, start, stop)
             check_outcomes(influx, binary, s, hosts, start, stop)
         if shifted:
-            check_clock_correction(influx, binary, shifted[0], shifted[1], shifted[2], shifted[3], shifted[4])
+            check_clock_correction(influx, binary, *shifted)
         first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
         # Every query and panel must return data: a fixture with DATA_FRAG, loss and repairs.
         rich = ranges.get("h_vlan_pcp") or first
