@@ -102,7 +102,7 @@ for c in $COMPONENTS; do
   for s in a b; do
     /usr/bin/time -f %M -o "$d/ddshark_$s.rss" "$DDSHARK" -r "$d/$s.pcap" --no-tui --speed "$SPEED" \
       --interval 5s --otlp "$DDSHARK_OTLP_ENDPOINT" --host-name "faults-$c-$s" \
-      --otlp-queue "$OTLP_QUEUE" --otlp-retry "$OTLP_RETRY" --final-json "$d/ddshark_$s.json" \
+      --otlp-queue "$OTLP_QUEUE" --otlp-retry "$OTLP_RETRY" --otlp-flush-timeout 300s --final-json "$d/ddshark_$s.json" \
       >"$d/ddshark_$s.out" 2>"$d/ddshark_$s.err" &
     pids+=($!)
   done
