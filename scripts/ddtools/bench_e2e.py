@@ -23,8 +23,8 @@ import time
 import urllib.request
 
 from . import fluxcheck  # the suite's comparisons of the join's output with `ddshark latency`
-from .flux import bind_flux, parse_time_ns, rfc3339
-from .fluxcheck import latency_rows
+from .flux import bind_flux, rfc3339
+from .fluxcheck import flux_latencies, latency_rows, want_latencies
 from .influx import Influx
 from .paths import DASH_DIR, FLUX_DIR
 from .stack import read_env
@@ -223,16 +223,7 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                          ("submessage", ("dds_submessage_latency_materialised.flux",))):
         rows = latency_rows(binary, a, b, level)
         for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
-            want = {}
-            for r in rows:
-                if r["direction"] != direction or r["status"] != "ok":
-                    continue
-                if level == "submessage" and not r["frag_start"]:
-                    continue
-                # (with t_send: a sample re-sent after a quiet window, as SPDP is, is one of its own)
-                k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ()) \
-                    + (int(r["t_send_ns"]),)
-                want[k] = int(r["latency_ns"])
+            want = want_latencies(rows, level, direction)
             for f in files:
                 text = open(os.path.join(FLUX_DIR, f)).read()
                 q = bind_flux(text, start, stop, "1s", {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
@@ -241,11 +232,7 @@ def compare(influx, binary, d, hosts, start, stop, adhoc=True):
                 deadline = time.time() + (600 if f.endswith("_materialised.flux") else 0)
                 while True:
                     res, secs, err = influx.timed(q)
-                    got = {}
-                    for r in res or []:
-                        k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ()) \
-                            + (parse_time_ns(r["_time"]),)
-                        got[k] = int(r["_value"])
+                    got = flux_latencies(res, level)
                     if err or len(got) >= len(want) or time.time() > deadline:
                         break
                     time.sleep(5)

@@ -22,7 +22,7 @@ import urllib.request
 
 from . import fluxcheck
 from .bench_e2e import bench_influx, collector_counters, ddshark_summary
-from .flux import bind_flux, parse_time_ns
+from .flux import bind_flux
 from .paths import FLUX_DIR
 from .stack import read_env
 
@@ -176,24 +176,12 @@ def compare_latencies(influx, binary, d, hosts):
                      ("submessage", "dds_submessage_latency_materialised")):
         rows = cached_latency_rows(binary, a, b, level)
         for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
-            want = {}
-            for r in rows:
-                if r["direction"] != direction or r["status"] != "ok":
-                    continue
-                if level == "submessage" and not r["frag_start"]:
-                    continue
-                k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ()) \
-                    + (int(r["t_send_ns"]),)
-                want[k] = int(r["latency_ns"])
+            want = fluxcheck.want_latencies(rows, level, direction)
             text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
             q = bind_flux(text, 0, 4_000_000_000_000_000_000, "1s",
                               {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
                                "sender": snd, "receiver": rcv, "topic": ".*"})
-            got = {}
-            for r in influx.query(q):
-                k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ()) \
-                    + (parse_time_ns(r["_time"]),)
-                got[k] = int(r["_value"])
+            got = fluxcheck.flux_latencies(influx.query(q), level)
             diff = [k for k in set(want) & set(got) if want[k] != got[k]]
             out[f"{f} {direction}"] = {
                 "ddshark": len(want), "flux": len(got), "missing": len(set(want) - set(got)),

@@ -111,6 +111,32 @@ def latency_rows(binary, a, b, level):
 
 
 # ------------------------------------------------------------------ checks
+def want_latencies(rows, level, direction):
+    """{(writer, sn[, frag_start], t_send_ns): latency_ns} of `ddshark latency`'s ok rows in
+    one direction (at level submessage: the fragment rows only); with t_send, a sample
+    re-sent after a quiet window, as SPDP is, is one of its own."""
+    want = {}
+    for r in rows:
+        if r["direction"] != direction or r["status"] != "ok":
+            continue
+        if level == "submessage" and not r["frag_start"]:
+            continue
+        k = (r["writer_guid"], r["sn"]) + ((r["frag_start"],) if level == "submessage" else ()) \
+            + (int(r["t_send_ns"]),)
+        want[k] = int(r["latency_ns"])
+    return want
+
+
+def flux_latencies(res, level):
+    """The same keys and values from a materialised latency query's rows."""
+    got = {}
+    for r in res or []:
+        k = (r["writer_id"], r["sn"]) + ((r["fragment_starting_num"],) if level == "submessage" else ()) \
+            + (parse_time_ns(r["_time"]),)
+        got[k] = int(r["_value"])
+    return got
+
+
 def check_latency(influx, binary, scen, hosts, start, stop):
     a_pcap, b_pcap = (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))
     for level, qfiles, keyf in (
