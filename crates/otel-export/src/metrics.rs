@@ -38,7 +38,9 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use opentelemetry::metrics::{MeterProvider as _, ObservableCounter, ObservableGauge};
+use opentelemetry::metrics::{
+    AsyncInstrument, Meter, MeterProvider as _, ObservableCounter, ObservableGauge,
+};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_otlp::MetricExporter as OtlpMetricExporter;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -191,6 +193,30 @@ fn pair_attributes(p: &SecuredPairCounters) -> Vec<KeyValue> {
     a
 }
 
+/// An observable counter `(name, unit, description)` whose callback hands `observe`
+/// the latest snapshot (nothing is observed while its lock is poisoned).
+fn snapshot_counter<F>(
+    meter: &Meter,
+    latest: &Arc<Mutex<MetricsSnapshot>>,
+    (name, unit, description): (&'static str, &'static str, &'static str),
+    observe: F,
+) -> ObservableCounter<u64>
+where
+    F: Fn(&MetricsSnapshot, &dyn AsyncInstrument<u64>) + Send + Sync + 'static,
+{
+    let latest = latest.clone();
+    meter
+        .u64_observable_counter(name)
+        .with_unit(unit)
+        .with_description(description)
+        .with_callback(move |o| {
+            if let Ok(s) = latest.lock() {
+                observe(&s, o);
+            }
+        })
+        .build()
+}
+
 /// Meter provider, reader and the crate's metric exporter of one exporter.
 pub(crate) struct MetricsPipeline {
     _provider: SdkMeterProvider,
@@ -252,21 +278,16 @@ impl MetricsPipeline {
         ];
         let mut instruments = Vec::new();
         for (name, unit, description, field) in topic_metrics {
-            let latest = latest.clone();
-            instruments.push(
-                meter
-                    .u64_observable_counter(name)
-                    .with_unit(unit)
-                    .with_description(description)
-                    .with_callback(move |o| {
-                        if let Ok(s) = latest.lock() {
-                            for t in &s.topics {
-                                o.observe(field(t), &topic_attributes(t));
-                            }
-                        }
-                    })
-                    .build(),
-            );
+            instruments.push(snapshot_counter(
+                &meter,
+                &latest,
+                (name, unit, description),
+                move |s, o| {
+                    for t in &s.topics {
+                        o.observe(field(t), &topic_attributes(t));
+                    }
+                },
+            ));
         }
         type PairField = fn(&SecuredPairCounters) -> u64;
         let secured_metrics: [(&'static str, &'static str, &'static str, PairField); 3] = [
@@ -290,21 +311,16 @@ impl MetricsPipeline {
             ),
         ];
         for (name, unit, description, field) in secured_metrics {
-            let latest = latest.clone();
-            instruments.push(
-                meter
-                    .u64_observable_counter(name)
-                    .with_unit(unit)
-                    .with_description(description)
-                    .with_callback(move |o| {
-                        if let Ok(s) = latest.lock() {
-                            for p in &s.secured {
-                                o.observe(field(p), &pair_attributes(p));
-                            }
-                        }
-                    })
-                    .build(),
-            );
+            instruments.push(snapshot_counter(
+                &meter,
+                &latest,
+                (name, unit, description),
+                move |s, o| {
+                    for p in &s.secured {
+                        o.observe(field(p), &pair_attributes(p));
+                    }
+                },
+            ));
         }
         type Gauge = fn(&TopicCounters) -> Option<f64>;
         let topic_gauges: [(&'static str, &'static str, &'static str, Gauge); 2] = [
@@ -468,29 +484,23 @@ impl MetricsPipeline {
             ),
         ];
         for (name, unit, description, key, series) in tcp_metrics {
-            let latest = latest.clone();
-            instruments.push(
-                meter
-                    .u64_observable_counter(name)
-                    .with_unit(unit)
-                    .with_description(description)
-                    .with_callback(move |o| {
-                        let Ok(s) = latest.lock() else {
-                            return;
-                        };
-                        if s.tcp.is_zero() {
-                            return;
+            instruments.push(snapshot_counter(
+                &meter,
+                &latest,
+                (name, unit, description),
+                move |s, o| {
+                    if s.tcp.is_zero() {
+                        return;
+                    }
+                    for (v, a) in series(&s.tcp) {
+                        if key.is_empty() {
+                            o.observe(v, &[]);
+                        } else {
+                            o.observe(v, &[KeyValue::new(key, a)]);
                         }
-                        for (v, a) in series(&s.tcp) {
-                            if key.is_empty() {
-                                o.observe(v, &[]);
-                            } else {
-                                o.observe(v, &[KeyValue::new(key, a)]);
-                            }
-                        }
-                    })
-                    .build(),
-            );
+                    }
+                },
+            ));
         }
         Ok(Self {
             _provider: provider,
