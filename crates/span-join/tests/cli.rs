@@ -231,6 +231,13 @@ fn a_restart_with_state_goes_on_with_the_samples_that_waited() {
     );
     assert_eq!(mode(&state), 0o600);
     // The next one reads it, gets host b's span and joins the two.
+    went_on_and_joined_b(state_arg, "restart");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A join started on `state_arg` after host a's span was read went on from that state:
+/// given host b's span it joins the two, counts both spans, and ends with nothing waiting.
+fn went_on_and_joined_b(state_arg: &str, case: &str) {
     let mut second = Running::start(&[
         "--state",
         state_arg,
@@ -247,9 +254,8 @@ fn a_restart_with_state_goes_on_with_the_samples_that_waited() {
     let said = second.end_input();
     assert!(
         said.contains("0 samples and 0 DATA_FRAGs waiting"),
-        "{said}"
+        "{case}: {said}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// kill -9 after host a's span was read (only the journal has it; or after a push, whose
@@ -282,23 +288,7 @@ fn a_kill_9_loses_no_span_the_join_had_read() {
             std::thread::sleep(Duration::from_millis(20));
         }
         first.kill9();
-        let mut second = Running::start(&[
-            "--state",
-            state_arg,
-            "--period",
-            "100ms",
-            "--settle-pushes",
-            "2",
-        ]);
-        second.wait_for("went on from");
-        second.write(&sample("b", 1_000_500, 1_002_000));
-        second.wait_for(LATENCY_B);
-        second.wait_for("ddshark_join spans=2i,rejected=0i,samples=1i");
-        let said = second.end_input();
-        assert!(
-            said.contains("0 samples and 0 DATA_FRAGs waiting"),
-            "{case}: {said}"
-        );
+        went_on_and_joined_b(state_arg, case);
         let journals: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .filter_map(|e| e.ok())
