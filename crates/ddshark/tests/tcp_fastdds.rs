@@ -294,6 +294,20 @@ fn frames_of(rel: &str) -> Vec<(u64, rtps_dissect::LinkType, Vec<u8>)> {
     out
 }
 
+/// Frame `i` (0-based) of `frames_of`'s list, as the dissector takes it.
+fn frame_at(
+    i: usize,
+    (ts, link, data): &(u64, rtps_dissect::LinkType, Vec<u8>),
+) -> rtps_dissect::Frame<'_> {
+    rtps_dissect::Frame {
+        number: i as u64 + 1,
+        ts_ns: *ts,
+        link: *link,
+        data,
+        orig_len: data.len() as u32,
+    }
+}
+
 /// Whole user samples (writer GUID, SN) the dissector finds in `frames`, and its stats.
 fn whole_samples(
     frames: &[(u64, rtps_dissect::LinkType, Vec<u8>)],
@@ -303,15 +317,8 @@ fn whole_samples(
 ) {
     let mut d = rtps_dissect::Dissector::default();
     let mut frags: HashMap<(String, i64), (u64, std::collections::BTreeSet<u32>)> = HashMap::new();
-    for (i, (ts, link, data)) in frames.iter().enumerate() {
-        let frame = rtps_dissect::Frame {
-            number: i as u64 + 1,
-            ts_ns: *ts,
-            link: *link,
-            data,
-            orig_len: data.len() as u32,
-        };
-        d.process_with(&frame, |outcome| {
+    for (i, f) in frames.iter().enumerate() {
+        d.process_with(&frame_at(i, f), |outcome| {
             for dg in outcome.datagrams() {
                 for r in ddshark::record::SubmessageRecord::all(dg) {
                     let (Some(w), Some(sn)) = (&r.writer_guid, r.sn) else {
@@ -425,15 +432,8 @@ fn logical_ports_map_to_the_locators_announced_in_discovery() {
             let mut locators: Vec<(String, rtps_dissect::Locator)> = Vec::new();
             // (destination, logical port, INFO_DST prefix) of every TCP-carried submessage.
             let mut carried: Vec<(String, u16, Option<String>)> = Vec::new();
-            for (i, (ts, link, data)) in frames.iter().enumerate() {
-                let frame = rtps_dissect::Frame {
-                    number: i as u64 + 1,
-                    ts_ns: *ts,
-                    link: *link,
-                    data,
-                    orig_len: data.len() as u32,
-                };
-                d.process_with(&frame, |outcome| {
+            for (i, f) in frames.iter().enumerate() {
+                d.process_with(&frame_at(i, f), |outcome| {
                     for dg in outcome.datagrams() {
                         for rec in &dg.discovery {
                             if let DiscoveryRecord::Participant(p) = rec {
