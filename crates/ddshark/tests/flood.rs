@@ -6,6 +6,8 @@
 //! cap pushed out is counted in the stats JSON.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -70,23 +72,15 @@ fn dir() -> PathBuf {
 
 /// A pcap file (Ethernet, µs), one frame every 10 µs: every idle timeout stays far away.
 fn write_pcap(path: &Path, frames: impl IntoIterator<Item = Vec<u8>>) {
-    let mut out = Vec::new();
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend(2u16.to_le_bytes());
-    out.extend(4u16.to_le_bytes());
-    out.extend([0u8; 8]);
-    out.extend(262_144u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    let start_s: u32 = 1_795_000_000;
-    for (i, f) in frames.into_iter().enumerate() {
-        let us = i as u64 * 10;
-        out.extend((start_s + (us / 1_000_000) as u32).to_le_bytes());
-        out.extend(((us % 1_000_000) as u32).to_le_bytes());
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend(f);
-    }
-    std::fs::write(path, out).expect("write pcap");
+    let start_us: u64 = 1_795_000_000 * 1_000_000;
+    common::write_eth_pcap(
+        path,
+        262_144,
+        frames
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (start_us + i as u64 * 10, f)),
+    );
 }
 
 /// Ethernet + IPv4 header (`payload_len` bytes follow) from 10.0.0.`src` to 10.0.0.2.

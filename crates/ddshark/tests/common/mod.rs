@@ -104,6 +104,31 @@ pub const ORACLE_CASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Writes a pcap file (Ethernet, µs timestamps, snapshot length `snaplen`) of `frames`,
+/// each with its capture time in µs since the epoch.
+pub fn write_eth_pcap<B: AsRef<[u8]>>(
+    path: &Path,
+    snaplen: u32,
+    frames: impl IntoIterator<Item = (u64, B)>,
+) {
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend(2u16.to_le_bytes());
+    out.extend(4u16.to_le_bytes());
+    out.extend([0u8; 8]);
+    out.extend(snaplen.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    for (us, f) in frames {
+        let f = f.as_ref();
+        out.extend(((us / 1_000_000) as u32).to_le_bytes());
+        out.extend(((us % 1_000_000) as u32).to_le_bytes());
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend(f);
+    }
+    std::fs::write(path, out).expect("write pcap");
+}
+
 /// `tests/pcaps` at the workspace root.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pcaps")

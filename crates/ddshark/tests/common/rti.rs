@@ -161,22 +161,15 @@ pub fn write_pcap(path: &Path, start_s: u32, delay_us: u32) {
 
 /// A pcap (µs, Ethernet) of `frames`, the first at `start_s`, one per ms, all `delay_us` later.
 fn write_frames(path: &Path, start_s: u32, delay_us: u32, frames: &[Vec<u8>]) {
-    let mut out = Vec::new();
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend(2u16.to_le_bytes());
-    out.extend(4u16.to_le_bytes());
-    out.extend([0u8; 8]);
-    out.extend(65535u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
-        let us = i as u64 * 1000 + u64::from(delay_us);
-        out.extend((start_s + (us / 1_000_000) as u32).to_le_bytes());
-        out.extend(((us % 1_000_000) as u32).to_le_bytes());
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend(f);
-    }
-    std::fs::write(path, out).expect("write pcap");
+    let start_us = u64::from(start_s) * 1_000_000 + u64::from(delay_us);
+    super::write_eth_pcap(
+        path,
+        65535,
+        frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (start_us + i as u64 * 1000, f)),
+    );
 }
 
 /// How [`write_tcp_pcap`] carries the RTPS messages on its TCP connection.
