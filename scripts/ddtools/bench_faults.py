@@ -172,12 +172,13 @@ def compare_latencies(influx, binary, d, hosts):
     (count and values to the ns), per level and direction; the join is done when it runs."""
     out = {}
     a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
-    for level, f in (("sample", "dds_latency_materialised"),
-                     ("submessage", "dds_submessage_latency_materialised")):
+    for level, query_file in (("sample", "dds_latency_materialised.flux"),
+                              ("submessage", "dds_submessage_latency_materialised.flux")):
+        f = query_file.removesuffix(".flux")
         rows = cached_latency_rows(binary, a, b, level)
         for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
             want = fluxcheck.want_latencies(rows, level, direction)
-            text = open(os.path.join(FLUX_DIR, f + ".flux")).read()
+            text = open(os.path.join(FLUX_DIR, query_file)).read()
             q = bind_flux(text, 0, 4_000_000_000_000_000_000, "1s",
                               {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
                                "sender": snd, "receiver": rcv, "topic": ".*"})
