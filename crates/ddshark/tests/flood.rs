@@ -10,6 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use nix::sys::resource::{getrusage, UsageWho};
 use serde_json::Value;
@@ -219,7 +220,14 @@ fn n(v: &Value, path: &str) -> u64 {
 }
 
 /// Peak RSS of `ddshark stats` on a capture of one SPDP DATA: what any run costs.
+/// Measured once per test process: the flood tests run in parallel, and each writing and
+/// reading the same baseline files raced (one read a `.rss` file another had just emptied).
 fn baseline_rss() -> f64 {
+    static BASELINE: OnceLock<f64> = OnceLock::new();
+    *BASELINE.get_or_init(measure_baseline_rss)
+}
+
+fn measure_baseline_rss() -> f64 {
     let path = dir().join("baseline.pcap");
     let spdp = plist(&[(0x0050, guid(prefix(0), [0, 0, 1, 0xc1]))]);
     write_pcap(
