@@ -12,8 +12,7 @@ usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 LIB_TAG=stack
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-STACK_DIR="${DDSHARK_STACK_DIR:-$HOME/.cache/ddshark-stack}"
-RUN_DIR="${DDSHARK_STACK_RUN_DIR:-$STACK_DIR/run}"
+RUN_DIR="$DDSHARK_STACK_RUN_DIR"
 NAME=""
 while (($#)); do
   case "$1" in
