@@ -621,6 +621,33 @@ pub(super) fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, Se
 
 pub(super) const FLAG_DATA_BATCH_Q: u8 = 0x02;
 
+/// DATA after its ids and SN: the inline QoS and, when D or K is set, the serialized payload.
+/// RTI's DATA_SESSION carries the same after its session SN.
+#[inline]
+fn data_rest<'a>(
+    b: &Bytes<'a>,
+    flags: u8,
+    otiq: usize,
+    reader: EntityId,
+    writer: EntityId,
+    writer_sn: SequenceNumber,
+) -> Result<SubmessageBody<'a>> {
+    let (inline_qos, pos) = inline_qos_and_end(b, otiq, flags & FLAG_DATA_Q != 0)?;
+    let payload = if flags & (FLAG_DATA_D | FLAG_DATA_K) != 0 {
+        Some(SerializedPayload::new(b.rest(pos)?))
+    } else {
+        None
+    };
+    Ok(SubmessageBody::Data {
+        reader,
+        writer,
+        writer_sn,
+        inline_qos,
+        payload,
+        key_flag: flags & FLAG_DATA_K != 0,
+    })
+}
+
 /// DATA_BATCH: fixed fields, batch inline QoS, the SampleInfo list (every entry must
 /// decode) and the sample list after its encapsulation header (what the capture holds
 /// of it).
@@ -761,20 +788,7 @@ pub fn parse_body(
                 Some(fixed) => data_fixed(&b.with(fixed))?,
                 None => data_fixed(&b)?,
             };
-            let (inline_qos, pos) = inline_qos_and_end(&b, otiq, flags & FLAG_DATA_Q != 0)?;
-            let payload = if flags & (FLAG_DATA_D | FLAG_DATA_K) != 0 {
-                Some(SerializedPayload::new(b.rest(pos)?))
-            } else {
-                None
-            };
-            SubmessageBody::Data {
-                reader,
-                writer,
-                writer_sn,
-                inline_qos,
-                payload,
-                key_flag: flags & FLAG_DATA_K != 0,
-            }
+            data_rest(&b, flags, otiq, reader, writer, writer_sn)?
         }
         SubmessageKind::DataFrag => {
             use field::data_frag as f;
@@ -807,20 +821,7 @@ pub fn parse_body(
             let writer = read_entity(&b, f::WRITER)?;
             read_sn(&b, f::SESSION_SN)?;
             let writer_sn = read_sn(&b, f::VIRTUAL_SN)?;
-            let (inline_qos, pos) = inline_qos_and_end(&b, otiq, flags & FLAG_DATA_Q != 0)?;
-            let payload = if flags & (FLAG_DATA_D | FLAG_DATA_K) != 0 {
-                Some(SerializedPayload::new(b.rest(pos)?))
-            } else {
-                None
-            };
-            SubmessageBody::Data {
-                reader,
-                writer,
-                writer_sn,
-                inline_qos,
-                payload,
-                key_flag: flags & FLAG_DATA_K != 0,
-            }
+            data_rest(&b, flags, otiq, reader, writer, writer_sn)?
         }
         SubmessageKind::DataBatch => data_batch(&b, flags)?,
         SubmessageKind::HeartbeatBatch => {
