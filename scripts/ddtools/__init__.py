@@ -3,10 +3,12 @@ also reads YAML). scripts/lib.sh puts scripts/ on PYTHONPATH; the commands run a
 `python3 -m ddtools.NAME`.
 
 Library:
+  say_as     say(msg) for one tool: "[TAG] msg" on stderr (scripts/lib.sh's say)
   paths      the repository's folders and the machine's (the stack's cache), one default each
   influx     InfluxDB 2's HTTP API: Flux queries (the one annotated-CSV parser), buckets, tasks
   flux       RFC 3339 in ns, Grafana's variables bound into Flux and PromQL
   stack      a stack's stack.env, starting and stopping a private stack, its Prometheus
+  generated  generated files written, or compared with --check (dashboards, ad-hoc Flux)
 
 Commands:
   influx_setup   InfluxDB provisioning (scripts/stack/start.sh)
@@ -15,3 +17,11 @@ Commands:
   demo           the stack demo as a newcomer meets it (tests/flux/demo.sh)
   bench_e2e      measurements and report of scripts/bench-e2e.sh and scripts/bench-ingest.sh
 """
+import sys
+
+
+def say_as(tag):
+    """The say(msg) of one tool: "[tag] msg" on stderr, flushed, as scripts/lib.sh's say."""
+    def say(msg):
+        print(f"[{tag}] {msg}", file=sys.stderr, flush=True)
+    return say

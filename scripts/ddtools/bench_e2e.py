@@ -22,6 +22,7 @@ import sys
 import time
 import urllib.request
 
+from . import say_as
 from . import fluxcheck  # the suite's comparisons of the join's output with `ddshark latency`
 from .flux import bind_flux, rfc3339
 from .fluxcheck import flux_latencies, latency_rows, want_latencies
@@ -33,8 +34,7 @@ from .stack import read_env
 STACK_PROCESSES = ("otelcol", "telegraf", "influxd")
 
 
-def log(msg):
-    print(f"[bench-e2e] {msg}", file=sys.stderr, flush=True)
+log = say_as("bench-e2e")
 
 
 class BenchInflux(Influx):
@@ -53,7 +53,8 @@ class BenchInflux(Influx):
         r = self.query(f'import "influxdata/influxdb"\ninfluxdb.cardinality(bucket: "{bucket}", start: {start})')
         return int(r[0]["_value"]) if r else 0
 
-    def span_count(self, host, start_ns):
+    def span_count(self, host, start_ns=0):
+        """The spans of host.name host stored since start_ns."""
         r = self.query(f'from(bucket: "{self.bucket}") |> range(start: {rfc3339(start_ns)}) '
                        f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
                        f'and r["host.name"] == "{host}") |> group() |> count()')

@@ -20,7 +20,7 @@ import sys
 import time
 import urllib.request
 
-from . import fluxcheck
+from . import fluxcheck, say_as
 from .bench_e2e import bench_influx, collector_counters, ddshark_summary
 from .flux import bind_flux
 from .paths import FLUX_DIR
@@ -40,8 +40,7 @@ def cached_latency_rows(binary, a, b, level):
 COMPONENTS = {"otelcol": "collector", "telegraf": "Telegraf (+ ddshark-join)", "influxd": "InfluxDB"}
 
 
-def log(msg):
-    print(f"[bench-faults] {msg}", file=sys.stderr, flush=True)
+log = say_as("bench-faults")
 
 
 def cmd_scrape(a):
@@ -113,13 +112,6 @@ def telegraf_totals(influx):
     return out
 
 
-def span_count(influx, host):
-    r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: 0) '
-                     f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
-                     f'and r["host.name"] == "{host}") |> group() |> count()')
-    return int(r[0]["_value"]) if r else 0
-
-
 def cmd_phase(a):
     env = read_env(a.stack_env)
     influx = bench_influx(env)
@@ -137,7 +129,7 @@ def cmd_phase(a):
     # Until InfluxDB holds every span sent, or nothing more arrived for a minute.
     t0, last, stored = time.time(), None, {}
     while time.time() - t0 < 900:
-        stored = {h: span_count(influx, h) for h in hosts}
+        stored = {h: influx.span_count(h) for h in hosts}
         if all(stored[h] >= want[h] for h in hosts):
             break
         if stored != last:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from . import fluxcheck, stack
+from . import fluxcheck, say_as, stack
 from .flux import bind_flux, bind_prom, rfc3339
 from .influx import Influx
 from .paths import DASH_DIR, REPO_ROOT, STACK_SCRIPTS
@@ -22,8 +22,7 @@ from .paths import DASH_DIR, REPO_ROOT, STACK_SCRIPTS
 HOSTS = ("demo-a", "demo-b")
 
 
-def log(msg):
-    print(f"[demo] {msg}", file=sys.stderr, flush=True)
+log = say_as("demo")
 
 
 def relative_ns(expr, now_ns):

@@ -41,7 +41,7 @@ import time
 import urllib.error
 from collections import Counter
 
-from . import stack
+from . import say_as, stack
 from .flux import bind_flux, bind_prom, parse_time_ns, rfc3339
 from .influx import Influx
 from .paths import DASH_DIR, FLUX_DIR, PCAPS, PROV_DIR, REPO_ROOT, SPAN_SCHEMA_JSON, STACK_DIR
@@ -67,8 +67,7 @@ SPAN_REQUIRED_FIELDS = set(SPAN_FIELDS) - set(SPAN_SCHEMA["optional_fields"])
 FAILURES = []
 
 
-def log(msg):
-    print(f"[flux] {msg}", file=sys.stderr, flush=True)
+log = say_as("flux")
 
 
 def fail(msg):
