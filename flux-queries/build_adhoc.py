@@ -14,8 +14,12 @@ usage: flux-queries/build_adhoc.py [--check]
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TASK = os.path.join(HERE, "tasks", "materialise_latency.flux")
+# Run as a file, not as a module of the package: the package is ddtools in scripts/.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from ddtools.generated import write_generated  # noqa: E402
+from ddtools.paths import FLUX_DIR  # noqa: E402
+
+TASK = os.path.join(FLUX_DIR, "tasks", "materialise_latency.flux")
 GENERATED = "// Generated from flux-queries/tasks/materialise_latency.flux by flux-queries/build_adhoc.py: edit the task.\n"
 IMPORTS = 'import "array"\nimport "dict"\nimport "experimental"\nimport "strings"\n\n'
 TAG_FILTERS = '''
@@ -179,21 +183,8 @@ def generate():
 
 
 def main():
-    check = "--check" in sys.argv[1:]
-    stale = []
-    for name, text in generate().items():
-        path = os.path.join(HERE, name)
-        old = open(path).read() if os.path.exists(path) else None
-        if old != text:
-            if check:
-                stale.append(path)
-            else:
-                open(path, "w").write(text)
-                print(f"wrote {path}", file=sys.stderr)
-    if stale:
-        print("out of date (run flux-queries/build_adhoc.py): " + " ".join(stale), file=sys.stderr)
-        return 1
-    return 0
+    return write_generated({os.path.join(FLUX_DIR, name): text for name, text in generate().items()},
+                           sys.argv[1:], "flux-queries/build_adhoc.py")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ import json
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FLUX = os.path.join(ROOT, "flux-queries")
-OUT = os.path.join(ROOT, "grafana", "dashboards")
+# Run as a file, not as a module of the package: the package is ddtools in scripts/.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from ddtools.generated import write_generated  # noqa: E402
+from ddtools.paths import DASH_DIR, FLUX_DIR  # noqa: E402
 
 # Panels name their data source through dashboard variables (Grafana's dashboard linter
 # wants templated data sources); the provisioned ones are the defaults.
@@ -50,7 +51,7 @@ def var_prom_ds():
 
 
 def flux(name):
-    with open(os.path.join(FLUX, name + ".flux")) as fh:
+    with open(os.path.join(FLUX_DIR, name + ".flux")) as fh:
         return fh.read()
 
 
@@ -391,24 +392,10 @@ def health_board():
 
 
 def main():
-    check = "--check" in sys.argv[1:]
-    os.makedirs(OUT, exist_ok=True)
-    stale = []
-    for board in (latency_board(), traffic_board(), health_board()):
-        text = json.dumps(board.json(), indent=2, ensure_ascii=False) + "\n"
-        path = os.path.join(OUT, board.uid + ".json")
-        old = open(path).read() if os.path.exists(path) else None
-        if old != text:
-            if check:
-                stale.append(path)
-            else:
-                with open(path, "w") as fh:
-                    fh.write(text)
-                print(f"wrote {path}", file=sys.stderr)
-    if stale:
-        print("out of date (run grafana/build_dashboards.py): " + " ".join(stale), file=sys.stderr)
-        return 1
-    return 0
+    boards = (latency_board(), traffic_board(), health_board())
+    return write_generated({os.path.join(DASH_DIR, b.uid + ".json"):
+                            json.dumps(b.json(), indent=2, ensure_ascii=False) + "\n" for b in boards},
+                           sys.argv[1:], "grafana/build_dashboards.py")
 
 
 if __name__ == "__main__":
