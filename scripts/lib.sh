@@ -57,6 +57,38 @@ need_cyclonedds() {
   "$VENV/bin/python" -c 'import cyclonedds' 2>/dev/null || die "cyclonedds is not installed in $VENV (scripts/setup.sh --test)"
 }
 
+# A stack's run dir (scripts/stack/): each process's pid in RUN_DIR/pids/NAME.pid with its start
+# time beside it in NAME.starttime, so that a recycled pid is never taken for the stack's.
+#   stack_options ARG...   RUN_DIR from --run-dir DIR or --run-dir=DIR [DDSHARK_STACK_RUN_DIR];
+#                          the other arguments in the array ARGS
+#   stack_pid_alive NAME   the recorded process runs, is no zombie and has the recorded start time
+#   stack_pid_record NAME PID   records PID as NAME's process
+stack_options() {
+  RUN_DIR="$DDSHARK_STACK_RUN_DIR"
+  ARGS=()
+  while (($#)); do
+    case "$1" in
+      --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
+      --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
+      *) ARGS+=("$1") ;;
+    esac
+    shift
+  done
+}
+stack_pid_alive() {
+  local pid st
+  pid="$(cat "$RUN_DIR/pids/$1.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
+  st="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1,20)" || return 1   # state, starttime
+  [ -n "$st" ] && [ "${st%% *}" != Z ] || return 1
+  [ "${st#* }" = "$(cat "$RUN_DIR/pids/$1.starttime" 2>/dev/null)" ]
+}
+stack_pid_record() {
+  echo "$2" >"$RUN_DIR/pids/$1.pid"
+  # field 22 of /proc/PID/stat (the 20th after the command's closing parenthesis)
+  sed 's/^.*) //' "/proc/$2/stat" | cut -d' ' -f20 >"$RUN_DIR/pids/$1.starttime"
+}
+
 # The replay path of the live benches and tests (root): a veth pair between two network
 # namespaces, MTU 9000, no IPv6; tcpreplay sends on IF_TX, the captures listen on IF_RX.
 #   CAPTURE_FILTER            ddshark's default live filter for UDP

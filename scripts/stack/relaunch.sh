@@ -12,12 +12,11 @@ usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 LIB_TAG=stack
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-RUN_DIR="$DDSHARK_STACK_RUN_DIR"
+stack_options "$@"
+set -- "${ARGS[@]}"
 NAME=""
 while (($#)); do
   case "$1" in
-    --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
-    --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "relaunch.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     *) [ -z "$NAME" ] || { echo "relaunch.sh: one NAME only" >&2; exit 2; }; NAME="$1" ;;
@@ -27,18 +26,14 @@ done
 [ -n "$NAME" ] || { usage >&2; exit 2; }
 SCRIPT="$RUN_DIR/launch/$NAME.sh"
 [ -f "$SCRIPT" ] || die "no $SCRIPT: $NAME was not started by scripts/stack/start.sh --run-dir $RUN_DIR"
-PID_DIR="$RUN_DIR/pids"
-if pid="$(cat "$PID_DIR/$NAME.pid" 2>/dev/null)" && [ -r "/proc/$pid/stat" ] &&
-   [ "$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1)" != Z ] &&
-   [ "$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$(cat "$PID_DIR/$NAME.starttime" 2>/dev/null)" ]; then
-  die "$NAME still runs (pid $pid)"
+if stack_pid_alive "$NAME"; then
+  die "$NAME still runs (pid $(cat "$RUN_DIR/pids/$NAME.pid"))"
 fi
 say "starting $NAME again ($SCRIPT)"
 (exec nohup bash "$SCRIPT" </dev/null >>"$RUN_DIR/logs/$NAME.log" 2>&1) &
 pid=$!
-echo "$pid" >"$PID_DIR/$NAME.pid"
-sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20 >"$PID_DIR/$NAME.starttime"
+stack_pid_record "$NAME" "$pid"
 sleep 1
-[ -r "/proc/$pid/stat" ] && [ "$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1)" != Z ] ||
+stack_pid_alive "$NAME" ||
   { tail -n 20 "$RUN_DIR/logs/$NAME.log" >&2; die "$NAME exited right after its start (log: $RUN_DIR/logs/$NAME.log)"; }
 say "$NAME running again (pid $pid)"

@@ -74,14 +74,13 @@ LIB_TAG=stack
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 BIN_DIR="$DDSHARK_STACK_DIR/bin"
-RUN_DIR="$DDSHARK_STACK_RUN_DIR"
+stack_options "$@"
+set -- "${ARGS[@]}"
 WITH_PROMETHEUS=0
 DO_BUILD=0
 AUTO_PORTS=0
 while (($#)); do
   case "$1" in
-    --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
-    --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
     --with-prometheus) WITH_PROMETHEUS=1 ;;
     --build) DO_BUILD=1 ;;
     --auto-ports) AUTO_PORTS=1 ;;
@@ -140,19 +139,8 @@ LOG_DIR="$RUN_DIR/logs"
 SECRETS_DIR="${DDSHARK_STACK_SECRETS_DIR:-$RUN_DIR/secrets}"
 
 # ---- refuse to start twice in one run dir --------------------------------
-# pid_alive NAME: the process recorded in PID_DIR/NAME.pid still runs (same
-# pid *and* same start time, so a recycled pid is not mistaken for ours).
-pid_alive() {
-  local pidf="$PID_DIR/$1.pid" pid st
-  [ -f "$pidf" ] || return 1
-  pid="$(cat "$pidf")"
-  [ -r "/proc/$pid/stat" ] || return 1
-  st="$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1,20)"   # state, starttime
-  [ "${st%% *}" != Z ] || return 1
-  [ "${st#* }" = "$(cat "$PID_DIR/$1.starttime" 2>/dev/null)" ]
-}
 for n in otelcol telegraf influxd prometheus node_exporter; do
-  if pid_alive "$n"; then
+  if stack_pid_alive "$n"; then
     die "a stack is already running in $RUN_DIR ($n pid $(cat "$PID_DIR/$n.pid")); stop it with scripts/stack/stop.sh --run-dir $RUN_DIR"
   fi
 done
@@ -238,10 +226,7 @@ launch() {
       printf 'exec'; printf ' %q' "$@"; echo
     } >"$RUN_DIR/launch/$name.sh" )
   (cd "$cwd" && exec nohup "$@" </dev/null >"$LOG_DIR/$name.log" 2>&1) &
-  local pid=$!
-  echo "$pid" >"$PID_DIR/$name.pid"
-  # starttime (field 22 of /proc/PID/stat) guards stop.sh against pid reuse
-  sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20 >"$PID_DIR/$name.starttime"
+  stack_pid_record "$name" $!
   STARTED+=("$name")
 }
 
@@ -258,10 +243,10 @@ wait_until() {
   local name="$1" ready="$2" timed_out="$3" deadline=$((SECONDS + TIMEOUT))
   shift 3
   while :; do
-    pid_alive "$name" || fail_with_log "$name" "$name exited during start-up (log: $LOG_DIR/$name.log)"
+    stack_pid_alive "$name" || fail_with_log "$name" "$name exited during start-up (log: $LOG_DIR/$name.log)"
     if "$@"; then
       sleep 0.5
-      pid_alive "$name" || fail_with_log "$name" \
+      stack_pid_alive "$name" || fail_with_log "$name" \
         "$name exited right after start-up; is its port taken by another process? (log: $LOG_DIR/$name.log)"
       say "$name $ready"
       return 0

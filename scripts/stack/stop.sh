@@ -12,12 +12,11 @@ usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 LIB_TAG=stack
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
-RUN_DIR="$DDSHARK_STACK_RUN_DIR"
+stack_options "$@"
+set -- "${ARGS[@]}"
 PURGE=0
 while (($#)); do
   case "$1" in
-    --run-dir) RUN_DIR="${2:?--run-dir needs a directory}"; shift ;;
-    --run-dir=*) RUN_DIR="${1#--run-dir=}" ;;
     --purge) PURGE=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "stop.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
@@ -26,16 +25,6 @@ while (($#)); do
 done
 TIMEOUT="${DDSHARK_STACK_STOP_TIMEOUT:-20}"
 PID_DIR="$RUN_DIR/pids"
-
-# alive NAME: recorded pid runs, is not a zombie, and has the recorded start time
-alive() {
-  local pid st
-  pid="$(cat "$PID_DIR/$1.pid" 2>/dev/null)" || return 1
-  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
-  st="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1,20)" || return 1
-  [ -n "$st" ] && [ "${st%% *}" != Z ] || return 1
-  [ "${st#* }" = "$(cat "$PID_DIR/$1.starttime" 2>/dev/null)" ]
-}
 
 if [ ! -d "$PID_DIR" ]; then
   say "nothing to stop in $RUN_DIR (no pids/)"
@@ -46,7 +35,7 @@ else
   for name in otelcol telegraf prometheus node_exporter influxd; do
     [ -f "$PID_DIR/$name.pid" ] || continue
     pid="$(cat "$PID_DIR/$name.pid")"
-    if ! alive "$name"; then
+    if ! stack_pid_alive "$name"; then
       say "$name (pid $pid) not running"
       rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.starttime"
       continue
@@ -54,14 +43,14 @@ else
     say "stopping $name (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
     deadline=$((SECONDS + TIMEOUT))
-    while alive "$name" && ((SECONDS < deadline)); do sleep 0.2; done
-    if alive "$name"; then
+    while stack_pid_alive "$name" && ((SECONDS < deadline)); do sleep 0.2; done
+    if stack_pid_alive "$name"; then
       say "$name did not exit after ${TIMEOUT}s; SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
       deadline=$((SECONDS + 10))
-      while alive "$name" && ((SECONDS < deadline)); do sleep 0.2; done
+      while stack_pid_alive "$name" && ((SECONDS < deadline)); do sleep 0.2; done
     fi
-    if alive "$name"; then
+    if stack_pid_alive "$name"; then
       say "ERROR: $name (pid $pid) still running"
       rc=1
     else
