@@ -89,6 +89,10 @@ stamp_ok() { # stamp_ok NAME EXPECTED-STAMP
   [ "$FORCE" = 0 ] && [ -x "$BIN_DIR/$1" ] && [ -f "$BIN_DIR/$1.stamp" ] \
     && [ "$(cat "$BIN_DIR/$1.stamp")" = "$2" ]
 }
+up_to_date() { # up_to_date NAME EXPECTED-STAMP: stamp_ok, and says so
+  stamp_ok "$1" "$2" || return 1
+  say "$1 up to date ($BIN_DIR/$1)"
+}
 install_bin() { # install_bin SRC NAME STAMP
   install -m 0755 "$1" "$BIN_DIR/.$2.tmp"
   mv -f "$BIN_DIR/.$2.tmp" "$BIN_DIR/$2"
@@ -97,6 +101,36 @@ install_bin() { # install_bin SRC NAME STAMP
 go_install_tool() { # go_install_tool MODULE@VERSION DESTDIR
   say "go install $1 (GOBIN=$2)"
   GOBIN="$2" go install "$1"
+}
+logged_build() { # logged_build NAME DIR CMD...: CMD in DIR, its output in $LOG_DIR/NAME-build.log
+  local name="$1" log="$LOG_DIR/$1-build.log" dir="$2"
+  shift 2
+  if ! (cd "$dir" && "$@") >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    die "$name build failed (full log: $log)"
+  fi
+}
+go_install_bin() { # go_install_bin NAME STAMP GO-INSTALL-ARGS...: NAME go-installed into BIN_DIR
+  local name="$1" want="$2" t0=$SECONDS tmp="$BUILD_DIR/$1-bin"
+  shift 2
+  mkdir -p "$tmp"
+  say "go install $* (log: $LOG_DIR/$name-build.log)"
+  logged_build "$name" . env GOBIN="$tmp" go install "$@"
+  install_bin "$tmp/$name" "$name" "$want"
+  rm -rf "$tmp"
+  say "$name built in $((SECONDS - t0)) s"
+}
+go_module_copy() { # go_module_copy MODULE@VERSION DEST: the module's source, writable, in DEST;
+                   # its hash in MODULE_SUM
+  local json moddir
+  say "go mod download $1"
+  json="$(go mod download -json "$1")"
+  moddir="$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(d["Error"]) if d.get("Error") else print(d["Dir"])' "$json")"
+  MODULE_SUM="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("Sum",""))' "$json")"
+  say "copying module source $moddir -> $2"
+  rm -rf "$2"
+  cp -r "$moddir" "$2"
+  chmod -R u+w "$2"
 }
 
 # ---- apt packages -----------------------------------------------------------
@@ -135,10 +169,7 @@ build_otelcol() {
   [ -f "$manifest" ] || die "missing $manifest"
   local want
   want="otelcol-ddshark builder=$OTELCOL_BUILDER_VERSION manifest-sha256=$(sha256sum "$manifest" | cut -d' ' -f1)"
-  if stamp_ok otelcol-ddshark "$want"; then
-    say "otelcol-ddshark up to date ($BIN_DIR/otelcol-ddshark)"
-    return
-  fi
+  up_to_date otelcol-ddshark "$want" && return
   local t0=$SECONDS
   if ! { [ -x "$TOOLS_DIR/builder" ] && "$TOOLS_DIR/builder" version 2>/dev/null | grep -q "$OTELCOL_BUILDER_VERSION"; }; then
     go_install_tool "go.opentelemetry.io/collector/cmd/builder@$OTELCOL_BUILDER_VERSION" "$TOOLS_DIR"
@@ -147,10 +178,7 @@ build_otelcol() {
   local dir="$BUILD_DIR/otelcol"
   rm -rf "$dir" && mkdir -p "$dir"
   say "building otelcol-ddshark in $dir (log: $LOG_DIR/otelcol-build.log)"
-  if ! (cd "$dir" && "$TOOLS_DIR/builder" --config="$manifest") >"$LOG_DIR/otelcol-build.log" 2>&1; then
-    tail -n 40 "$LOG_DIR/otelcol-build.log" >&2
-    die "collector build failed (full log: $LOG_DIR/otelcol-build.log)"
-  fi
+  logged_build otelcol "$dir" "$TOOLS_DIR/builder" --config="$manifest"
   install_bin "$dir/dist/otelcol-ddshark" otelcol-ddshark "$want"
   say "otelcol-ddshark built: builder install $((t1 - t0)) s, generate+compile $((SECONDS - t1)) s"
   "$BIN_DIR/otelcol-ddshark" --version >&2
@@ -164,10 +192,7 @@ build_otelcol() {
 # that caps lints (libflux denies warnings that today's rustc raises).
 build_influxd() {
   local want="influxd $INFLUXDB_VERSION tags=$INFLUXDB_BUILD_TAGS pkg-config=$PKG_CONFIG_VERSION rust=stable ldflags=-s,-w"
-  if stamp_ok influxd "$want" && "$BIN_DIR/influxd" version 2>/dev/null | grep -q "${INFLUXDB_VERSION}"; then
-    say "influxd up to date ($BIN_DIR/influxd)"
-    return
-  fi
+  "$BIN_DIR/influxd" version 2>/dev/null | grep -q "${INFLUXDB_VERSION}" && up_to_date influxd "$want" && return
   command -v cargo >/dev/null || die "cargo not found (need Rust via rustup in ~/.cargo/bin to build libflux)"
   command -v rustup >/dev/null || die "rustup not found (needed for RUSTUP_TOOLCHAIN=stable)"
   RUSTUP_TOOLCHAIN=stable rustc --version >/dev/null 2>&1 \
@@ -192,29 +217,19 @@ exec "$@" --cap-lints warn
 EOF
   chmod 0755 "$TOOLS_DIR/rustc-cap-lints"
 
-  say "go mod download github.com/influxdata/influxdb/v2@$INFLUXDB_VERSION"
-  local moddir
-  moddir="$(go mod download -json "github.com/influxdata/influxdb/v2@$INFLUXDB_VERSION" \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["Error"]) if d.get("Error") else print(d["Dir"])')"
   local src="$BUILD_DIR/influxdb-$INFLUXDB_VERSION"
-  say "copying module source $moddir -> $src"
-  rm -rf "$src"
-  cp -r "$moddir" "$src"
-  chmod -R u+w "$src"
+  go_module_copy "github.com/influxdata/influxdb/v2@$INFLUXDB_VERSION" "$src"
 
   say "building influxd (several minutes; log: $LOG_DIR/influxd-build.log)"
   local t1=$SECONDS
-  if ! (cd "$src" && env \
+  logged_build influxd "$src" env \
       PKG_CONFIG="$TOOLS_DIR/pkg-config" \
       RUSTUP_TOOLCHAIN=stable \
       RUSTC_WRAPPER="$TOOLS_DIR/rustc-cap-lints" \
       CGO_ENABLED=1 GO111MODULE=on \
       go build -tags "$INFLUXDB_BUILD_TAGS" \
         -ldflags "-s -w -X main.version=$INFLUXDB_VERSION -X main.commit=module-build" \
-        -o "$src/influxd" ./cmd/influxd) >"$LOG_DIR/influxd-build.log" 2>&1; then
-    tail -n 60 "$LOG_DIR/influxd-build.log" >&2
-    die "influxd build failed (full log: $LOG_DIR/influxd-build.log)"
-  fi
+        -o "$src/influxd" ./cmd/influxd
   install_bin "$src/influxd" influxd "$want"
   say "influxd built: prep $((t1 - t0)) s, go build (incl. libflux) $((SECONDS - t1)) s"
   "$BIN_DIR/influxd" version >&2
@@ -227,22 +242,10 @@ EOF
 # which cuts the compile to a few minutes.
 build_telegraf() {
   local want="telegraf $TELEGRAF_VERSION tags=$TELEGRAF_BUILD_TAGS"
-  if stamp_ok telegraf "$want"; then
-    say "telegraf up to date"
-    return
-  fi
-  local t0=$SECONDS tmp="$BUILD_DIR/telegraf-bin"
-  mkdir -p "$tmp"
-  say "go install telegraf $TELEGRAF_VERSION (tags $TELEGRAF_BUILD_TAGS; log: $LOG_DIR/telegraf-build.log)"
-  if ! GOBIN="$tmp" go install -tags "$TELEGRAF_BUILD_TAGS" \
-      -ldflags "-s -w -X github.com/influxdata/telegraf/internal.Version=${TELEGRAF_VERSION#v}" \
-      "github.com/influxdata/telegraf/cmd/telegraf@$TELEGRAF_VERSION" >"$LOG_DIR/telegraf-build.log" 2>&1; then
-    tail -n 40 "$LOG_DIR/telegraf-build.log" >&2
-    die "telegraf build failed (full log: $LOG_DIR/telegraf-build.log)"
-  fi
-  install_bin "$tmp/telegraf" telegraf "$want"
-  rm -rf "$tmp"
-  say "telegraf built in $((SECONDS - t0)) s"
+  up_to_date telegraf "$want" && return
+  go_install_bin telegraf "$want" -tags "$TELEGRAF_BUILD_TAGS" \
+    -ldflags "-s -w -X github.com/influxdata/telegraf/internal.Version=${TELEGRAF_VERSION#v}" \
+    "github.com/influxdata/telegraf/cmd/telegraf@$TELEGRAF_VERSION"
 }
 
 # ---- Grafana's dashboard linter ---------------------------------------------------
@@ -251,26 +254,14 @@ build_telegraf() {
 # database (it has no record), check its hash against the pinned one, build a copy.
 build_dashboard_linter() {
   local want="dashboard-linter $DASHBOARD_LINTER_VERSION"
-  if stamp_ok dashboard-linter "$want"; then
-    say "dashboard-linter up to date"
-    return
-  fi
-  local t0=$SECONDS json moddir sum
-  json="$(GONOSUMDB=github.com/grafana/dashboard-linter go mod download -json \
-    "github.com/grafana/dashboard-linter@$DASHBOARD_LINTER_VERSION")"
-  moddir="$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(d["Error"]) if d.get("Error") else print(d["Dir"])' "$json")"
-  sum="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("Sum",""))' "$json")"
-  [ "$sum" = "$DASHBOARD_LINTER_SUM" ] \
-    || die "dashboard-linter module hash $sum is not the pinned $DASHBOARD_LINTER_SUM"
-  local src="$BUILD_DIR/dashboard-linter"
-  rm -rf "$src"
-  cp -r "$moddir" "$src"
-  chmod -R u+w "$src"
+  up_to_date dashboard-linter "$want" && return
+  local t0=$SECONDS src="$BUILD_DIR/dashboard-linter"
+  GONOSUMDB=github.com/grafana/dashboard-linter \
+    go_module_copy "github.com/grafana/dashboard-linter@$DASHBOARD_LINTER_VERSION" "$src"
+  [ "$MODULE_SUM" = "$DASHBOARD_LINTER_SUM" ] \
+    || die "dashboard-linter module hash $MODULE_SUM is not the pinned $DASHBOARD_LINTER_SUM"
   say "building dashboard-linter $DASHBOARD_LINTER_VERSION (log: $LOG_DIR/dashboard-linter-build.log)"
-  if ! (cd "$src" && go build -ldflags "-s -w" -o "$src/dashboard-linter" .) >"$LOG_DIR/dashboard-linter-build.log" 2>&1; then
-    tail -n 40 "$LOG_DIR/dashboard-linter-build.log" >&2
-    die "dashboard-linter build failed (full log: $LOG_DIR/dashboard-linter-build.log)"
-  fi
+  logged_build dashboard-linter "$src" go build -ldflags "-s -w" -o "$src/dashboard-linter" .
   install_bin "$src/dashboard-linter" dashboard-linter "$want"
   rm -rf "$src"
   say "dashboard-linter built in $((SECONDS - t0)) s"
@@ -284,33 +275,19 @@ build_compose_validate() {
   local src="$REPO_ROOT/scripts/stack/compose-validate"
   local want
   want="compose-validate src-sha256=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -d' ' -f1)"
-  if stamp_ok compose-validate "$want"; then
-    say "compose-validate up to date"
-    return
-  fi
+  up_to_date compose-validate "$want" && return
   local t0=$SECONDS out="$BUILD_DIR/compose-validate"
   say "building compose-validate (log: $LOG_DIR/compose-validate-build.log)"
-  if ! (cd "$src" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out" .) \
-      >"$LOG_DIR/compose-validate-build.log" 2>&1; then
-    tail -n 40 "$LOG_DIR/compose-validate-build.log" >&2
-    die "compose-validate build failed (full log: $LOG_DIR/compose-validate-build.log)"
-  fi
+  logged_build compose-validate "$src" go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out" .
   install_bin "$out" compose-validate "$want"
   say "compose-validate built in $((SECONDS - t0)) s"
 }
 
 build_telemetrygen() {
   local want="telemetrygen $TELEMETRYGEN_VERSION"
-  if stamp_ok telemetrygen "$want"; then
-    say "telemetrygen up to date"
-    return
-  fi
-  local t0=$SECONDS tmp="$BUILD_DIR/telemetrygen-bin"
-  mkdir -p "$tmp"
-  go_install_tool "github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$TELEMETRYGEN_VERSION" "$tmp"
-  install_bin "$tmp/telemetrygen" telemetrygen "$want"
-  rm -rf "$tmp"
-  say "telemetrygen built in $((SECONDS - t0)) s"
+  up_to_date telemetrygen "$want" && return
+  go_install_bin telemetrygen "$want" \
+    "github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$TELEMETRYGEN_VERSION"
 }
 
 # ---- main -------------------------------------------------------------------
