@@ -1,17 +1,25 @@
 //! The RTPS message: header, submessages, and the INFO_* context that the
 //! interpreter carries from one submessage to the next.
 //!
-//! `header` (the message header, submessage ids), `body` (each submessage's body),
+//! `header` (the message header, submessage ids), `body` (`SubmessageBody`, `parse_body`),
+//! `sets` (sequence/fragment number sets), `data` (DATA, DATA_FRAG, DATA_SESSION, sample
+//! pieces), `batch` (RTI's DATA_BATCH),
 //! `vendor` (vendor-specific submessages), `walk` (the submessages of a message in order,
 //! with their context); `field` below holds every wire offset.
 
+mod batch;
 mod body;
+mod data;
 mod header;
+mod sets;
 mod vendor;
 mod walk;
 
+pub use batch::*;
 pub use body::*;
+pub use data::*;
 pub use header::*;
+pub use sets::*;
 pub use vendor::*;
 pub use walk::*;
 

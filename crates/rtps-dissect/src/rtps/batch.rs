@@ -1,0 +1,199 @@
+//! RTI Connext's DATA_BATCH: many samples of one writer in one submessage, each with a
+//! SampleInfo.
+
+use crate::bytes::Bytes;
+use crate::error::{DissectError, Layer, Result};
+use crate::plist::ParameterList;
+use crate::types::{SequenceNumber, Time};
+
+use super::*;
+
+pub(super) const SAMPLE_INFO_T: u16 = 0x0001;
+pub(super) const SAMPLE_INFO_Q: u16 = 0x0002;
+pub(super) const SAMPLE_INFO_O: u16 = 0x0004;
+pub(super) const SAMPLE_INFO_K: u16 = 0x0020;
+
+/// One sample of a DATA_BATCH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSample<'a> {
+    pub sn: SequenceNumber,
+    /// serializedDataLength: the sample's size as sent.
+    pub size: u32,
+    /// Source timestamp of this sample (SampleInfo's T flag).
+    pub timestamp: Option<Time>,
+    pub inline_qos: Option<ParameterList<'a>>,
+    /// The sample carries a serialized key (K flag).
+    pub key: bool,
+    /// The sample's bytes the capture holds (fewer than `size` when cut short).
+    pub data: &'a [u8],
+}
+
+/// The samples of a DATA_BATCH: its SampleInfo list and sample list, walked together.
+/// A sample's SN is firstSampleSN + its offsetSN when it has one, else the SN after
+/// the previous sample's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSamples<'a> {
+    infos: &'a [u8],
+    samples: &'a [u8],
+    first_sn: SequenceNumber,
+    little_endian: bool,
+}
+
+impl<'a> BatchSamples<'a> {
+    pub fn iter(&self) -> BatchSampleIter<'a> {
+        BatchSampleIter {
+            batch: *self,
+            info_at: 0,
+            data_at: 0,
+            next_sn: Some(self.first_sn),
+        }
+    }
+
+    /// Checks every SampleInfo; the number of samples.
+    fn check(&self) -> Result<usize> {
+        let mut it = self.iter();
+        let mut n = 0usize;
+        while let Some(sample) = it.step() {
+            sample?;
+            n = n.saturating_add(1);
+        }
+        Ok(n)
+    }
+}
+
+/// Iterator over a DATA_BATCH's samples; stops at the first SampleInfo that does not
+/// decode (the walk rejects such a batch, so this happens only on [`BatchSamples`]
+/// built by hand).
+#[derive(Debug, Clone)]
+pub struct BatchSampleIter<'a> {
+    batch: BatchSamples<'a>,
+    info_at: usize,
+    data_at: usize,
+    next_sn: Option<SequenceNumber>,
+}
+
+impl<'a> BatchSampleIter<'a> {
+    fn step(&mut self) -> Option<Result<BatchSample<'a>>> {
+        use field::data_batch::sample_info as f;
+        if self.info_at >= self.batch.infos.len() {
+            return None;
+        }
+        let b = Bytes::new(
+            self.batch.infos,
+            Layer::Submessage,
+            self.batch.little_endian,
+        );
+        let result = (|| {
+            let at = self.info_at;
+            let flags = b.be_u16(at.saturating_add(f::FLAGS))?;
+            let size = b.u32(at.saturating_add(f::LENGTH))?;
+            let mut pos = at.saturating_add(f::OPTIONAL);
+            let timestamp = if flags & SAMPLE_INFO_T != 0 {
+                let t = info_ts(&b.with(b.slice(pos, f::TIMESTAMP_LEN)?))?;
+                pos = pos.saturating_add(f::TIMESTAMP_LEN);
+                Some(t)
+            } else {
+                None
+            };
+            let sn = if flags & SAMPLE_INFO_O != 0 {
+                let offset = b.u32(pos)?;
+                pos = pos.saturating_add(f::OFFSET_SN_LEN);
+                self.batch.first_sn.checked_add(i64::from(offset))
+            } else {
+                self.next_sn
+            };
+            let Some(sn) = sn else {
+                return Err(DissectError::Invalid {
+                    layer: Layer::Submessage,
+                    offset: at,
+                    what: "DATA_BATCH sample SN",
+                    value: u64::from(size),
+                });
+            };
+            let inline_qos = if flags & SAMPLE_INFO_Q != 0 {
+                let (q, after) = read_inline_qos(&b, pos)?;
+                pos = after;
+                Some(q)
+            } else {
+                None
+            };
+            let len = usize::try_from(size).unwrap_or(usize::MAX);
+            let data_end = self
+                .data_at
+                .saturating_add(len)
+                .min(self.batch.samples.len());
+            let data = self
+                .batch
+                .samples
+                .get(self.data_at.min(data_end)..data_end)
+                .unwrap_or_default();
+            self.data_at = self.data_at.saturating_add(len);
+            self.info_at = pos;
+            self.next_sn = sn.checked_add(1);
+            Ok(BatchSample {
+                sn,
+                size,
+                timestamp,
+                inline_qos,
+                key: flags & SAMPLE_INFO_K != 0,
+                data,
+            })
+        })();
+        if result.is_err() {
+            self.info_at = self.batch.infos.len();
+        }
+        Some(result)
+    }
+}
+
+impl<'a> Iterator for BatchSampleIter<'a> {
+    type Item = BatchSample<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step()?.ok()
+    }
+}
+
+pub(super) const FLAG_DATA_BATCH_Q: u8 = 0x02;
+
+/// DATA_BATCH: fixed fields, batch inline QoS, the SampleInfo list (every entry must
+/// decode) and the sample list after its encapsulation header (what the capture holds
+/// of it).
+pub(super) fn data_batch<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    use field::data_batch as f;
+    let reader = read_entity(b, f::READER)?;
+    let writer = read_entity(b, f::WRITER)?;
+    let batch_sn = read_sn(b, f::BATCH_SN)?;
+    let first_sample_sn = read_sn(b, f::FIRST_SAMPLE_SN)?;
+    let offset_to_last_sample_sn = b.u32(f::OFFSET_TO_LAST_SAMPLE_SN)?;
+    let sample_count = b.u32(f::SAMPLE_COUNT)?;
+    let (inline_qos, pos) = if flags & FLAG_DATA_BATCH_Q != 0 {
+        let (q, after) = read_inline_qos(b, f::INLINE_QOS)?;
+        (Some(q), after)
+    } else {
+        (None, f::INLINE_QOS)
+    };
+    let infos_len = usize::try_from(b.u32(pos)?).unwrap_or(usize::MAX);
+    let infos_at = pos.saturating_add(4);
+    let infos = b.slice(infos_at, infos_len)?;
+    let samples_at = infos_at
+        .saturating_add(infos_len)
+        .saturating_add(f::ENCAPSULATION_LEN);
+    let samples = BatchSamples {
+        infos,
+        samples: b.data().get(samples_at..).unwrap_or_default(),
+        first_sn: first_sample_sn,
+        little_endian: b.little_endian(),
+    };
+    samples.check()?;
+    Ok(SubmessageBody::DataBatch {
+        reader,
+        writer,
+        batch_sn,
+        first_sample_sn,
+        offset_to_last_sample_sn,
+        sample_count,
+        inline_qos,
+        samples,
+    })
+}

@@ -1,0 +1,238 @@
+//! The DATA family: DATA, DATA_FRAG and RTI's DATA_SESSION (their fixed fields, inline
+//! QoS and serialized payload) and the sample pieces they carry.
+
+use crate::bytes::Bytes;
+use crate::error::{Layer, Result};
+use crate::plist::ParameterList;
+use crate::types::{EntityId, Guid, SequenceNumber};
+
+use super::*;
+
+/// The serialized payload of a DATA: encapsulation header + body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SerializedPayload<'a> {
+    /// Representation id (CDR_BE 0x0000, CDR_LE 0x0001, PL_CDR_BE 0x0002, PL_CDR_LE 0x0003,
+    /// CDR2_*, ...); `None` when the payload is shorter than the encapsulation header.
+    pub representation: Option<u16>,
+    pub options: Option<u16>,
+    /// Everything after the submessage's inline QoS, encapsulation header included.
+    pub bytes: &'a [u8],
+}
+
+impl<'a> SerializedPayload<'a> {
+    /// A payload from its bytes, encapsulation header first.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        let b = Bytes::big(bytes, Layer::Submessage);
+        Self {
+            representation: b.be_u16(0).ok(),
+            options: b.be_u16(2).ok(),
+            bytes,
+        }
+    }
+
+    /// The body after the 4-byte encapsulation header.
+    pub fn body(&self) -> &'a [u8] {
+        self.bytes.get(4..).unwrap_or_default()
+    }
+
+    /// Payload of a ParameterList representation (PL_CDR_BE / PL_CDR_LE), if it is one.
+    pub fn parameter_list(&self) -> Option<ParameterList<'a>> {
+        match self.representation {
+            Some(0x0002) | Some(0x000a) => Some(ParameterList::new(self.body(), false)),
+            Some(0x0003) | Some(0x000b) => Some(ParameterList::new(self.body(), true)),
+            _ => None,
+        }
+    }
+}
+
+/// Where a DATA_FRAG's fragments sit in their sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentRange {
+    /// fragmentStartingNum (1-based).
+    pub start: u32,
+    /// fragmentsInSubmessage.
+    pub count: u16,
+    pub fragment_size: u16,
+    pub sample_size: u32,
+}
+
+impl FragmentRange {
+    /// Fragments the whole sample is cut into; `None` when fragmentSize is 0.
+    pub fn total(&self) -> Option<u64> {
+        (self.fragment_size > 0)
+            .then(|| u64::from(self.sample_size).div_ceil(u64::from(self.fragment_size)))
+    }
+
+    /// Numbers that make sense: 1-based start, at least one fragment, and the last one
+    /// within the sample.
+    pub fn is_consistent(&self) -> bool {
+        let last = u64::from(self.start).saturating_add(u64::from(self.count));
+        self.start >= 1
+            && self.count >= 1
+            && self.sample_size > 0
+            && self.total().is_some_and(|t| last.saturating_sub(1) <= t)
+    }
+}
+
+/// What one DATA or DATA_FRAG carries of a writer's sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplePiece {
+    pub writer: Guid,
+    pub sn: SequenceNumber,
+    /// `None` for DATA (the whole sample in one submessage).
+    pub fragments: Option<FragmentRange>,
+    /// Size of the whole sample: DATA_FRAG's sampleSize, DATA's serialized payload.
+    pub sample_size: u64,
+    /// Serialized bytes in this submessage, on the wire ([`Submessage::payload_size`]).
+    pub payload_size: u64,
+}
+
+/// The sample pieces of one submessage ([`Submessage::sample_pieces`]).
+#[derive(Debug, Clone)]
+pub struct SamplePieces<'a> {
+    pub(super) one: Option<SamplePiece>,
+    pub(super) batch: Option<(Guid, BatchSampleIter<'a>)>,
+}
+
+impl Iterator for SamplePieces<'_> {
+    type Item = SamplePiece;
+
+    #[inline]
+    fn next(&mut self) -> Option<SamplePiece> {
+        if let Some(piece) = self.one.take() {
+            return Some(piece);
+        }
+        let (writer, samples) = self.batch.as_mut()?;
+        let sample = samples.next()?;
+        Some(SamplePiece {
+            writer: *writer,
+            sn: sample.sn,
+            fragments: None,
+            sample_size: u64::from(sample.size),
+            payload_size: u64::from(sample.size),
+        })
+    }
+}
+
+/// Inline QoS of DATA/DATA_FRAG: a ParameterList starting at `offset`, ending at its
+/// sentinel. Returns it and the offset just after it.
+pub(super) fn read_inline_qos<'a>(
+    b: &Bytes<'a>,
+    offset: usize,
+) -> Result<(ParameterList<'a>, usize)> {
+    let rest = b.rest(offset)?;
+    let plist = ParameterList::new(rest, b.little_endian());
+    let used = plist.byte_len()?;
+    let list = ParameterList::new(rest.get(..used).unwrap_or(rest), b.little_endian());
+    Ok((list, offset.saturating_add(used)))
+}
+
+/// The inline QoS of a DATA/DATA_FRAG (when its Q flag is set) and the offset where
+/// what follows it (payload, fragments) starts; `otiq` is octetsToInlineQos.
+pub(super) fn inline_qos_and_end<'a>(
+    b: &Bytes<'a>,
+    otiq: usize,
+    has_inline_qos: bool,
+) -> Result<(Option<ParameterList<'a>>, usize)> {
+    let start = field::data::INLINE_QOS_BASE.saturating_add(otiq);
+    if !has_inline_qos {
+        return Ok((None, start));
+    }
+    let (q, after) = read_inline_qos(b, start)?;
+    Ok((Some(q), after))
+}
+
+pub(super) const FLAG_DATA_Q: u8 = 0x02;
+pub(super) const FLAG_DATA_D: u8 = 0x04;
+pub(super) const FLAG_DATA_K: u8 = 0x08;
+pub(super) const FLAG_DATAFRAG_Q: u8 = 0x02;
+pub(super) const FLAG_DATAFRAG_K: u8 = 0x04;
+
+/// DATA's octetsToInlineQos, reader, writer and writerSN.
+#[inline(always)]
+pub(super) fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
+    use field::data as f;
+    Ok((
+        usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?),
+        read_entity(b, f::READER)?,
+        read_entity(b, f::WRITER)?,
+        read_sn(b, f::WRITER_SN)?,
+    ))
+}
+
+/// DATA after its ids and SN: the inline QoS and, when D or K is set, the serialized payload.
+/// RTI's DATA_SESSION carries the same after its session SN.
+#[inline]
+fn data_rest<'a>(
+    b: &Bytes<'a>,
+    flags: u8,
+    otiq: usize,
+    reader: EntityId,
+    writer: EntityId,
+    writer_sn: SequenceNumber,
+) -> Result<SubmessageBody<'a>> {
+    let (inline_qos, pos) = inline_qos_and_end(b, otiq, flags & FLAG_DATA_Q != 0)?;
+    let payload = if flags & (FLAG_DATA_D | FLAG_DATA_K) != 0 {
+        Some(SerializedPayload::new(b.rest(pos)?))
+    } else {
+        None
+    };
+    Ok(SubmessageBody::Data {
+        reader,
+        writer,
+        writer_sn,
+        inline_qos,
+        payload,
+        key_flag: flags & FLAG_DATA_K != 0,
+    })
+}
+
+/// DATA: its fixed fields read from a fixed-length prefix when the body holds one (see
+/// `body.rs`), then [`data_rest`].
+#[inline]
+pub(super) fn data<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    let (otiq, reader, writer, writer_sn) =
+        match b.data().first_chunk::<{ field::data::FIXED_LEN }>() {
+            Some(fixed) => data_fixed(&b.with(fixed))?,
+            None => data_fixed(b)?,
+        };
+    data_rest(b, flags, otiq, reader, writer, writer_sn)
+}
+
+/// DATA_FRAG: DATA's first fields, where its fragments sit in the sample, the inline QoS
+/// and the fragment bytes.
+pub(super) fn data_frag<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    use field::data_frag as f;
+    let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
+    let reader = read_entity(b, f::READER)?;
+    let writer = read_entity(b, f::WRITER)?;
+    let writer_sn = read_sn(b, f::WRITER_SN)?;
+    let fragment_starting_num = b.u32(f::FRAGMENT_STARTING_NUM)?;
+    let fragments_in_submessage = b.u16(f::FRAGMENTS_IN_SUBMESSAGE)?;
+    let fragment_size = b.u16(f::FRAGMENT_SIZE)?;
+    let sample_size = b.u32(f::SAMPLE_SIZE)?;
+    let (inline_qos, pos) = inline_qos_and_end(b, otiq, flags & FLAG_DATAFRAG_Q != 0)?;
+    Ok(SubmessageBody::DataFrag {
+        reader,
+        writer,
+        writer_sn,
+        fragment_starting_num,
+        fragments_in_submessage,
+        fragment_size,
+        sample_size,
+        inline_qos,
+        key_flag: flags & FLAG_DATAFRAG_K != 0,
+        fragments: b.rest(pos)?,
+    })
+}
+
+/// RTI's DATA_SESSION: DATA with a session SN before the writer's own ("virtual") SN.
+pub(super) fn data_session<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    use field::data_session as f;
+    let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
+    let reader = read_entity(b, f::READER)?;
+    let writer = read_entity(b, f::WRITER)?;
+    read_sn(b, f::SESSION_SN)?;
+    let writer_sn = read_sn(b, f::VIRTUAL_SN)?;
+    data_rest(b, flags, otiq, reader, writer, writer_sn)
+}
