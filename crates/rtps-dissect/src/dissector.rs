@@ -347,24 +347,7 @@ impl Dissector {
     }
 
     pub fn process<'a>(&'a mut self, frame: &Frame<'a>) -> FrameOutcome<'a> {
-        let Dissector {
-            fragments,
-            tcp,
-            discovery_fragments,
-            decoded,
-            topics,
-            stats,
-            spare,
-        } = self;
-        let outcome = process_frame(
-            (fragments, tcp),
-            (discovery_fragments, decoded),
-            topics,
-            frame,
-            spare,
-        );
-        count_outcome(stats, frame, &outcome);
-        outcome
+        self.process_counted(frame).0
     }
 
     /// [`Dissector::process`] for a caller that only looks at the outcome: `consume`
@@ -376,6 +359,21 @@ impl Dissector {
         frame: &Frame<'_>,
         consume: impl FnOnce(&FrameOutcome<'_>) -> R,
     ) -> R {
+        let (outcome, spare) = self.process_counted(frame);
+        let result = consume(&outcome);
+        if let FrameOutcome::Rtps(d) = outcome {
+            spare.keep(d);
+        }
+        result
+    }
+
+    /// One frame through every layer, counted; with the spare lists, which the outcome
+    /// does not borrow.
+    #[inline]
+    fn process_counted<'a>(
+        &'a mut self,
+        frame: &Frame<'a>,
+    ) -> (FrameOutcome<'a>, &'a mut SpareLists) {
         let Dissector {
             fragments,
             tcp,
@@ -393,11 +391,7 @@ impl Dissector {
             spare,
         );
         count_outcome(stats, frame, &outcome);
-        let result = consume(&outcome);
-        if let FrameOutcome::Rtps(d) = outcome {
-            spare.keep(d);
-        }
-        result
+        (outcome, spare)
     }
 }
 

@@ -85,6 +85,19 @@ pub struct LinkInfo<'a> {
     pub src_mac: Option<[u8; 6]>,
 }
 
+impl<'a> LinkInfo<'a> {
+    /// A link layer that carries no VLAN tag and no MAC address.
+    fn untagged(network: Network, payload: &'a [u8]) -> Self {
+        LinkInfo {
+            network,
+            payload,
+            pcp: None,
+            vlan_id: None,
+            src_mac: None,
+        }
+    }
+}
+
 fn network_of_ethertype(t: u16) -> Network {
     match t {
         ETHERTYPE_IPV4 => Network::Ipv4,
@@ -157,13 +170,7 @@ fn raw_ip(data: &[u8]) -> Result<LinkInfo<'_>> {
         6 => Network::Ipv6,
         v => Network::Other(u16::from(v)),
     };
-    Ok(LinkInfo {
-        network,
-        payload: data,
-        pcp: None,
-        vlan_id: None,
-        src_mac: None,
-    })
+    Ok(LinkInfo::untagged(network, data))
 }
 
 /// Decode the link layer of one captured frame.
@@ -194,39 +201,15 @@ pub fn parse_link(link: LinkType, data: &[u8]) -> Result<LinkInfo<'_>> {
             let le = u32::from_le_bytes(raw);
             let be = u32::from_be_bytes(raw);
             let family = le.min(be);
-            Ok(LinkInfo {
-                network: network_of_family(family),
-                payload: b.rest(4)?,
-                pcp: None,
-                vlan_id: None,
-                src_mac: None,
-            })
+            Ok(LinkInfo::untagged(network_of_family(family), b.rest(4)?))
         }
         LinkType::Loop => {
             let family = b.be_u32(0)?;
-            Ok(LinkInfo {
-                network: network_of_family(family),
-                payload: b.rest(4)?,
-                pcp: None,
-                vlan_id: None,
-                src_mac: None,
-            })
+            Ok(LinkInfo::untagged(network_of_family(family), b.rest(4)?))
         }
         LinkType::Raw => raw_ip(data),
-        LinkType::Ipv4 => Ok(LinkInfo {
-            network: Network::Ipv4,
-            payload: data,
-            pcp: None,
-            vlan_id: None,
-            src_mac: None,
-        }),
-        LinkType::Ipv6 => Ok(LinkInfo {
-            network: Network::Ipv6,
-            payload: data,
-            pcp: None,
-            vlan_id: None,
-            src_mac: None,
-        }),
+        LinkType::Ipv4 => Ok(LinkInfo::untagged(Network::Ipv4, data)),
+        LinkType::Ipv6 => Ok(LinkInfo::untagged(Network::Ipv6, data)),
         LinkType::Other(v) => Err(DissectError::UnsupportedLinkType(v)),
     }
 }
