@@ -139,7 +139,7 @@ enum Control {
 }
 
 /// The producer side: cheap to clone, never blocks.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ExportHandle {
     spans: mpsc::Sender<SpanRecord>,
     metrics: mpsc::Sender<MetricsSnapshot>,
@@ -149,33 +149,34 @@ pub struct ExportHandle {
     runtime: tokio::runtime::Handle,
 }
 
-impl std::fmt::Debug for ExportHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExportHandle")
-            .field("capacity", &self.capacity)
-            .finish_non_exhaustive()
-    }
-}
-
 impl ExportHandle {
     /// Queues one span unless the topic filter excludes it. Never blocks: when the
     /// queue is full the span is dropped and counted. Returns whether it was queued.
     pub fn try_export(&self, rec: SpanRecord) -> bool {
+        self.admit(&rec) && self.count_sent(self.spans.try_send(rec))
+    }
+
+    /// Counts a span offered; `false` (counted as filtered) when the topic filter
+    /// excludes it.
+    fn admit(&self, rec: &SpanRecord) -> bool {
         add(&self.counters.offered, 1);
-        if !self.filter.matches(rec.topic.as_deref()) {
+        let admitted = self.filter.matches(rec.topic.as_deref());
+        if !admitted {
             add(&self.counters.filtered, 1);
-            return false;
         }
-        match self.spans.try_send(rec) {
-            Ok(()) => {
-                add(&self.counters.enqueued, 1);
-                true
-            }
-            Err(_) => {
-                add(&self.counters.dropped, 1);
-                false
-            }
-        }
+        admitted
+    }
+
+    /// Counts a send's outcome, enqueued or dropped; whether it was enqueued.
+    fn count_sent<E>(&self, sent: Result<(), E>) -> bool {
+        let enqueued = sent.is_ok();
+        let counter = if enqueued {
+            &self.counters.enqueued
+        } else {
+            &self.counters.dropped
+        };
+        add(counter, 1);
+        enqueued
     }
 
     /// Like [`ExportHandle::try_export`], but while the collector accepts exports
@@ -188,35 +189,18 @@ impl ExportHandle {
         {
             return self.try_export(rec);
         }
-        add(&self.counters.offered, 1);
-        if !self.filter.matches(rec.topic.as_deref()) {
-            add(&self.counters.filtered, 1);
+        if !self.admit(&rec) {
             return false;
         }
         let rec = match self.spans.try_send(rec) {
-            Ok(()) => {
-                add(&self.counters.enqueued, 1);
-                return true;
-            }
+            Ok(()) => return self.count_sent(Ok::<(), ()>(())),
             Err(mpsc::error::TrySendError::Full(rec)) => rec,
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                add(&self.counters.dropped, 1);
-                return false;
-            }
+            Err(closed) => return self.count_sent(Err(closed)),
         };
-        match self
-            .runtime
-            .block_on(self.spans.send_timeout(rec, max_wait))
-        {
-            Ok(()) => {
-                add(&self.counters.enqueued, 1);
-                true
-            }
-            Err(_) => {
-                add(&self.counters.dropped, 1);
-                false
-            }
-        }
+        self.count_sent(
+            self.runtime
+                .block_on(self.spans.send_timeout(rec, max_wait)),
+        )
     }
 
     /// The last export request succeeded (or none was made yet).
@@ -263,19 +247,12 @@ impl ExportHandle {
 }
 
 /// The running exporter. Drop or [`Exporter::shutdown`] stops it.
+#[derive(Debug)]
 pub struct Exporter {
     handle: ExportHandle,
     control: mpsc::UnboundedSender<Control>,
     runtime: Option<Runtime>,
     resource: Resource,
-}
-
-impl std::fmt::Debug for Exporter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exporter")
-            .field("handle", &self.handle)
-            .finish_non_exhaustive()
-    }
 }
 
 struct Worker {

@@ -151,14 +151,20 @@ pub fn trace_id(writer: &Guid, sn: i64) -> [u8; 16] {
     let mut h = Sha256::new();
     h.update(writer.to_bytes());
     h.update(sn.to_be_bytes());
-    let digest = h.finalize();
-    let mut out = [0u8; 16];
-    for (o, d) in out.iter_mut().zip(digest.iter()) {
+    nonzero_id(&h.finalize())
+}
+
+/// The first `N` bytes of a digest as an id, never all-zero (an invalid trace or span id
+/// in OTLP; astronomically unlikely).
+fn nonzero_id<const N: usize>(digest: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    for (o, d) in out.iter_mut().zip(digest) {
         *o = *d;
     }
-    if out == [0u8; 16] {
-        // All-zero is an invalid trace id in OTLP; astronomically unlikely.
-        out[15] = 1;
+    if out == [0u8; N] {
+        if let Some(last) = out.last_mut() {
+            *last = 1;
+        }
     }
     out
 }
@@ -194,15 +200,7 @@ fn host_span_id(kind: &[u8], host: &str, interface: &str, parts: &[&[u8]]) -> [u
     for p in parts {
         h.update(p);
     }
-    let digest = h.finalize();
-    let mut out = [0u8; 8];
-    for (o, d) in out.iter_mut().zip(digest.iter()) {
-        *o = *d;
-    }
-    if out == [0u8; 8] {
-        out[7] = 1;
-    }
-    out
+    nonzero_id(&h.finalize())
 }
 
 /// Span id of one sample on one host: `SHA-256("ddshark-sample" ‖ host.name ‖ 0 ‖
