@@ -43,11 +43,18 @@
 //!   span of it while its capture ran.
 //! - DATA_FRAG: earliest start on the writer's host, earliest end on each other host.
 //!
-//! Arrival (the sequence of adds and pushes) decides when a sample is joined, capture
-//! time every value: the same spans in the same order give the same points, whatever the
-//! clock. A sample is joined `settle_pushes` pushes after its first span arrived, by when
-//! every host's span has (ddshark sends a SAMPLE span once the sample was quiet for its
-//! sample window; then the batching of ddshark, the collector and Telegraf).
+//! Capture time decides when a sample is joined, as it decides every value: a sample waits
+//! until every other host that saw its writer has sent a SAMPLE span ending at least the
+//! sample window plus the lost grace after the sample's first copy started (each host's
+//! watermark, on its own clock, moved onto the first copy's host's clock when the offset
+//! estimate shows they differ; ddshark sends a host's SAMPLE spans in the order they end).
+//! By then that host's copy, if any, has arrived, whatever the queues delayed (an outage of
+//! the collector), so the outcome is `ddshark latency`'s. Arrival only bounds the wait: at
+//! least `settle_pushes` pushes, at most `max_wait_pushes` (then joined with what is there,
+//! counted `forced`; so is a sample joined without a host none of whose spans came in
+//! `max_wait_pushes` pushes that brought others'). The same spans in the same order give
+//! the same points, whatever the clock. A writer first seen during an outage is not waited
+//! for at hosts whose spans have not named it yet.
 //!
 //! Bounded: `max_pending` samples and as many DATA_FRAGs wait (beyond, the oldest is
 //! joined early, counted); writers and hosts unseen for `forget_pushes` pushes are
@@ -73,8 +80,15 @@ const MAX_INTERNED: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JoinSettings {
-    /// Pushes a sample (or DATA_FRAG) waits after its first span arrived.
+    /// Pushes a sample (or DATA_FRAG) waits at least after its first span arrived; then
+    /// it waits until every other host that saw its writer has sent spans past it in
+    /// capture time ([`JoinSettings::wait_ns`]).
     pub settle_pushes: u64,
+    /// Pushes a sample waits at most (arrival time): beyond, it is joined with what is
+    /// there, and a host none of whose spans arrived in this many pushes with others'
+    /// spans is not waited for any more (its capture ended, or it was replayed under another
+    /// name); both counted `forced`.
+    pub max_wait_pushes: u64,
     /// Samples (and as many DATA_FRAGs) waiting at most; beyond, the oldest is joined early.
     pub max_pending: usize,
     /// Writers and hosts not seen for this many pushes are forgotten.
@@ -93,10 +107,20 @@ pub struct JoinSettings {
     pub lost_grace_ns: i64,
 }
 
+impl JoinSettings {
+    /// Capture time a sample waits for each other host: a copy there starts within the
+    /// sample window of t_send, and the lost rule wants that host's capture to have run the
+    /// grace beyond t_send.
+    pub fn wait_ns(&self) -> i64 {
+        self.sample_window_ns.saturating_add(self.lost_grace_ns)
+    }
+}
+
 impl Default for JoinSettings {
     fn default() -> Self {
         JoinSettings {
             settle_pushes: 3,
+            max_wait_pushes: 30,
             max_pending: 500_000,
             forget_pushes: 360,
             max_participants: 10_000,
@@ -162,6 +186,10 @@ pub struct JoinCounters {
     /// Samples and DATA_FRAGs the writer's host did not see (its capture missed them), so
     /// nothing is known of their sending: no point.
     pub senderless: u64,
+    /// Samples and DATA_FRAGs joined after `max_wait_pushes` before every other host's
+    /// capture had passed them (a host fell silent while the others did too).
+    #[serde(default)]
+    pub forced: u64,
 }
 
 type Str = Arc<str>;
@@ -242,10 +270,6 @@ impl<R> PendingQueue<R> {
             .remove(&(entry.writer.clone(), entry.sn, entry.fragment_starting_num));
         Some(entry)
     }
-
-    fn front_tick(&self) -> Option<u64> {
-        self.entries.front().map(|p| p.first_tick)
-    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -263,6 +287,17 @@ struct Capture {
     first_start: i64,
     last_end: i64,
     seen_tick: u64,
+    /// The host's watermark: the latest end of its SAMPLE spans (ddshark sends them in the
+    /// order they end, a sample window after), on its own clock.
+    #[serde(default = "no_time")]
+    sample_end: i64,
+    /// [`SpanJoin::flows`] when its last span arrived.
+    #[serde(default)]
+    flows_seen: u64,
+}
+
+fn no_time() -> i64 {
+    i64::MIN
 }
 
 /// The latencies of the samples a sender's writers of one topic first sent in one second,
@@ -291,6 +326,11 @@ struct RepairSecond {
 pub struct SpanJoin {
     settings: JoinSettings,
     tick: u64,
+    /// Pushes whose period brought any span (a host is waited for until others' spans
+    /// arrived in more than `settle_pushes` of them without its own).
+    flows: u64,
+    /// A span arrived since the last push.
+    flowing: bool,
     samples: PendingQueue<SampleRow>,
     frags: PendingQueue<FragRow>,
     /// GUID prefix → host → (votes as of the tick of the last vote, that tick); participants
@@ -309,6 +349,15 @@ pub struct SpanJoin {
     early_out: LineWriter,
     early_points: u64,
     pub counters: JoinCounters,
+}
+
+/// Whether every other host's capture has passed a sample ([`SpanJoin::passed_by_all`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Passed {
+    All,
+    /// All but hosts silent for `max_wait_pushes` pushes in which others' spans arrived.
+    AllButSilent,
+    NotYet,
 }
 
 /// Most hosts whose clocks are compared (further hosts' samples are not evidence).
@@ -485,6 +534,10 @@ pub const STATE_FORMAT: u32 = 1;
 pub struct JoinState {
     format: u32,
     tick: u64,
+    #[serde(default)]
+    flows: u64,
+    #[serde(default)]
+    flowing: bool,
     samples: Vec<Pending<SampleRow>>,
     frags: Vec<Pending<FragRow>>,
     votes: Vec<(Str, HostVotes)>,
@@ -502,6 +555,8 @@ pub struct JoinState {
 struct JoinStateView<'a> {
     format: u32,
     tick: u64,
+    flows: u64,
+    flowing: bool,
     samples: Entries<'a, VecDeque<Pending<SampleRow>>>,
     frags: Entries<'a, VecDeque<Pending<FragRow>>>,
     votes: Entries<'a, IndexMap<Str, HostVotes>>,
@@ -559,6 +614,8 @@ impl SpanJoin {
         JoinState {
             format: STATE_FORMAT,
             tick: self.tick,
+            flows: self.flows,
+            flowing: self.flowing,
             samples: self.samples.entries.into(),
             frags: self.frags.entries.into(),
             votes: self.votes.into_iter().collect(),
@@ -579,6 +636,8 @@ impl SpanJoin {
         JoinStateView {
             format: STATE_FORMAT,
             tick: self.tick,
+            flows: self.flows,
+            flowing: self.flowing,
             samples: Entries(&self.samples.entries),
             frags: Entries(&self.frags.entries),
             votes: Entries(&self.votes),
@@ -603,6 +662,8 @@ impl SpanJoin {
         }
         let mut join = SpanJoin::new(settings);
         join.tick = state.tick;
+        join.flows = state.flows;
+        join.flowing = state.flowing;
         join.counters = state.counters;
         join.early_points = state.early_points;
         join.early_out.buf = state.early_out;
@@ -650,16 +711,21 @@ impl SpanJoin {
         shared
     }
 
-    fn note_capture(&mut self, host: &Str, start: i64, end: i64) {
-        let tick = self.tick;
+    fn note_capture(&mut self, host: &Str, start: i64, end: i64) -> &mut Capture {
+        let (tick, flows) = (self.tick, self.flows);
+        self.flowing = true;
         let capture = self.captures.entry(host.clone()).or_insert(Capture {
             first_start: start,
             last_end: end,
             seen_tick: tick,
+            sample_end: i64::MIN,
+            flows_seen: flows,
         });
         capture.first_start = capture.first_start.min(start);
         capture.last_end = capture.last_end.max(end);
         capture.seen_tick = tick;
+        capture.flows_seen = flows;
+        capture
     }
 
     fn note_topic(&mut self, writer: &Str, host: &Str, topic: Option<&str>) {
@@ -683,7 +749,8 @@ impl SpanJoin {
         self.counters.spans = self.counters.spans.saturating_add(1);
         let host = self.intern(span.host);
         let writer = self.intern(span.writer);
-        self.note_capture(&host, span.span_start, span.span_end);
+        let capture = self.note_capture(&host, span.span_start, span.span_end);
+        capture.sample_end = capture.sample_end.max(span.span_end);
         let start = span.start_ns;
         let tick = self.tick;
         let entry = self.writers.entry(writer.clone()).or_default();
@@ -797,17 +864,23 @@ impl SpanJoin {
         self.finish_push(out, points)
     }
 
-    /// A new period: what waited `settle_pushes` pushes (`all`: everything) joined, the
-    /// early points and the changed per-second totals written; returns how many points.
+    /// A new period: what is due (`all`: everything) joined, the early points and the
+    /// changed per-second totals written; returns how many points.
     fn join_due(&mut self, out: &mut LineWriter, all: bool) -> u64 {
         self.tick = self.tick.saturating_add(1);
-        let (tick, settle) = (self.tick, self.settings.settle_pushes);
-        let due = |first_tick: u64| all || tick.saturating_sub(first_tick) >= settle;
+        if std::mem::take(&mut self.flowing) {
+            self.flows = self.flows.saturating_add(1);
+        }
         let mut points = self.take_early(out);
         // samples first: their votes decide the writers' hosts for the DATA_FRAGs; all of
         // them are evidence for the order of events before any is joined
         let mut ready = Vec::new();
-        while self.samples.front_tick().is_some_and(due) {
+        while let Some(p) = self.samples.entries.front() {
+            let rows = p.rows.iter().map(|r| (&r.host, r.start));
+            let passed = self.passed_by_all(&p.writer, p.first_tick, rows);
+            if !self.due(p.first_tick, all, passed) {
+                break;
+            }
             if let Some(p) = self.samples.pop_front() {
                 self.clocks.observe(&p.writer, &p.rows);
                 ready.push(p);
@@ -817,7 +890,12 @@ impl SpanJoin {
         for p in &ready {
             points = points.saturating_add(self.join_sample(p, out));
         }
-        while self.frags.front_tick().is_some_and(due) {
+        while let Some(p) = self.frags.entries.front() {
+            let rows = p.rows.iter().map(|r| (&r.host, r.start));
+            let passed = self.passed_by_all(&p.writer, p.first_tick, rows);
+            if !self.due(p.first_tick, all, passed) {
+                break;
+            }
             if let Some(p) = self.frags.pop_front() {
                 points = points.saturating_add(self.join_frag(&p, out));
             }
@@ -825,6 +903,72 @@ impl SpanJoin {
         points = points.saturating_add(self.write_repairs(out));
         points = points.saturating_add(self.clocks.write(out));
         points.saturating_add(self.write_latency_seconds(out))
+    }
+
+    /// Whether what first arrived at `first_tick` is joined now: once it waited
+    /// `settle_pushes` and every other host passed it in capture time, or after
+    /// `max_wait_pushes` anyway; `all`: the end of the input. Joined before every host
+    /// passed it (backstop, or a host given up as silent): counted `forced`.
+    fn due(&mut self, first_tick: u64, all: bool, passed: Passed) -> bool {
+        let waited = self.tick.saturating_sub(first_tick);
+        let backstop = waited
+            >= self
+                .settings
+                .max_wait_pushes
+                .max(self.settings.settle_pushes);
+        let due = match passed {
+            _ if all => return true,
+            Passed::All => waited >= self.settings.settle_pushes,
+            Passed::AllButSilent => waited >= self.settings.settle_pushes,
+            Passed::NotYet => backstop,
+        };
+        if due && passed != Passed::All {
+            self.counters.forced = self.counters.forced.saturating_add(1);
+        }
+        due
+    }
+
+    /// Whether every host that saw `writer` and has no copy among `rows` (host, start) has
+    /// passed their first start by [`JoinSettings::wait_ns`] of its capture time (read on
+    /// the first copy's host's clock when the traffic shows the clocks differ): nothing of
+    /// it can still arrive from there, whatever the delay in arrival, and the outcome
+    /// (latency, lost, or nothing) depends on capture time alone, as `ddshark latency`'s.
+    /// A host silent while the others' spans arrived in more than `max_wait_pushes` pushes
+    /// is not waited for (its capture ended, or it was replayed under another name).
+    fn passed_by_all<'a>(
+        &self,
+        writer: &Str,
+        first_tick: u64,
+        rows: impl Iterator<Item = (&'a Str, i64)> + Clone,
+    ) -> Passed {
+        if self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
+            // (not due anyway: spare the look)
+            return Passed::NotYet;
+        }
+        let Some((first_host, t)) = rows.clone().min_by_key(|&(_, t)| t) else {
+            return Passed::All;
+        };
+        let Some(w) = self.writers.get(writer) else {
+            return Passed::All;
+        };
+        let horizon = t.saturating_add(self.settings.wait_ns());
+        let mut passed = Passed::All;
+        for host in w.hosts.keys() {
+            let Some(c) = self.captures.get(host) else {
+                continue;
+            };
+            let ahead = self.clocks.receiver_ahead(first_host, host, t);
+            if rows.clone().any(|(h, _)| h == host) || c.sample_end.saturating_sub(ahead) >= horizon
+            {
+                continue;
+            }
+            if self.flows.saturating_sub(c.flows_seen) > self.settings.max_wait_pushes {
+                passed = Passed::AllButSilent;
+                continue;
+            }
+            return Passed::NotYet;
+        }
+        passed
     }
 
     fn take_early(&mut self, out: &mut LineWriter) -> u64 {
@@ -847,6 +991,7 @@ impl SpanJoin {
             .int("points_dropped", as_i64(c.points_dropped))
             .int("forgotten", as_i64(c.forgotten))
             .int("senderless", as_i64(c.senderless))
+            .int("forced", as_i64(c.forced))
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
             .int(
@@ -1309,9 +1454,13 @@ mod tests {
         )
     }
 
+    /// Pushes after 2 periods, once every other host's capture is 3 s past (a sample
+    /// window of 2 s and the 1 s grace).
     fn settings() -> JoinSettings {
         JoinSettings {
             settle_pushes: 2,
+            max_wait_pushes: 4,
+            sample_window_ns: 2_000_000_000,
             ..JoinSettings::default()
         }
     }
@@ -1389,19 +1538,20 @@ mod tests {
         join.push(&mut out);
         join.push(&mut out);
         assert_eq!(points(&out, "dds_latency").len(), 50);
-        // the same writer again a push later, now as a2 -> b2: two samples, one lost at b2
+        // the same writer again a push later, now as a2 -> b2 (spans arriving over a few
+        // pushes, while a1 and b1 send none): two samples, one lost at b2
         let mut out = LineWriter::default();
-        feed(
-            &mut join,
-            &[
-                sample("a2", 1, 1_000_000, 1_000_100, 0),
-                sample("b2", 1, 1_000_500, 1_000_900, 0),
-                sample("a2", 2, 2_000_000, 2_000_100, 0),
-                // b2 captured well past sample 2 (so it was lost there, not uncaptured)
-                sample("b2", 3, 9_000_000_000, 9_000_000_100, 0),
-                sample("a2", 3, 8_999_999_000, 8_999_999_100, 0),
-            ],
-        );
+        for line in [
+            sample("a2", 1, 1_000_000, 1_000_100, 0),
+            sample("b2", 1, 1_000_500, 1_000_900, 0),
+            sample("a2", 2, 2_000_000, 2_000_100, 0),
+            // b2 captured well past sample 2 (so it was lost there, not uncaptured)
+            sample("b2", 3, 9_000_000_000, 9_000_000_100, 0),
+            sample("a2", 3, 8_999_999_000, 8_999_999_100, 0),
+        ] {
+            feed(&mut join, &[line]);
+            join.push(&mut out);
+        }
         join.push(&mut out);
         join.push(&mut out);
         let latency = points(&out, "dds_latency");
@@ -1427,8 +1577,8 @@ mod tests {
             &mut join,
             &[
                 sample("b2", 4, 9_100_000_500, 9_100_000_900, 0),
-                sample("a2", 5, 9_200_000_000, 9_200_000_100, 0),
-                sample("b2", 5, 9_200_000_500, 9_200_000_900, 0),
+                sample("a2", 5, 19_200_000_000, 19_200_000_100, 0),
+                sample("b2", 5, 19_200_000_500, 19_200_000_900, 0),
             ],
         );
         join.push(&mut out);
@@ -1507,7 +1657,7 @@ mod tests {
     #[test]
     fn a_copy_a_whole_window_later_is_not_the_same_sample() {
         let mut join = SpanJoin::new(settings());
-        let window = JoinSettings::default().sample_window_ns;
+        let window = settings().sample_window_ns;
         feed(
             &mut join,
             &[

@@ -2,12 +2,13 @@
 //! [`SpanJoin`] (whose docs hold the definitions). It reads the hosts' SAMPLE and DATA_FRAG spans as InfluxDB line protocol on stdin
 //! (Telegraf's stock `outputs.execd` hands them over as they stream to InfluxDB,
 //! deploy/telegraf/telegraf.conf) and writes, every `--period`, the points of the samples
-//! that waited `--settle-pushes` periods as line protocol to `--output` (Telegraf's
+//! that are due (the join's docs) as line protocol to `--output` (Telegraf's
 //! `inputs.socket_listener`, which writes them to the long bucket), with one
 //! `ddshark_join` point of counters per period.
 //!
-//! The periods are wall-clock time, the only clock here: arrival decides when a sample
-//! is joined, capture time every value. Stdin is read on its own thread and the points
+//! The periods are wall-clock time, the only clock here: arrival bounds when a sample is
+//! joined (`--settle-pushes` to `--max-wait-pushes` periods), capture time decides it and
+//! every value. Stdin is read on its own thread and the points
 //! are written on another, so a slow reader or a missing listener never delays a push.
 //! Output that cannot be delivered is held up to `--max-output-bytes`, then dropped and
 //! counted. At the end of the input everything waiting is joined, unless `--state` names
@@ -61,9 +62,13 @@ pub struct JoinArgs {
     /// How often the join runs: 10s, 500ms, 1m
     #[arg(long, default_value = "10s", value_parser = parse_period)]
     pub period: Duration,
-    /// Periods a sample waits after its first span arrived
+    /// Periods a sample waits at least after its first span arrived; then until every other
+    /// host's capture passed it by the sample window plus --lost-grace (capture time)
     #[arg(long, default_value_t = 3)]
     pub settle_pushes: u64,
+    /// Periods a sample waits at most for a host whose spans stopped (counted as forced)
+    #[arg(long, default_value_t = 30)]
+    pub max_wait_pushes: u64,
     /// Samples (and as many DATA_FRAGs) waiting at most; beyond, the oldest is joined early
     #[arg(long, default_value_t = 500_000)]
     pub max_pending: usize,
@@ -101,6 +106,7 @@ impl JoinArgs {
     pub fn settings(&self) -> JoinSettings {
         JoinSettings {
             settle_pushes: self.settle_pushes,
+            max_wait_pushes: self.max_wait_pushes,
             max_pending: self.max_pending,
             forget_pushes: self.forget_pushes,
             max_participants: self.max_participants,

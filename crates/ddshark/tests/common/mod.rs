@@ -366,17 +366,28 @@ pub fn add_sample_span(
 /// a push every 2 s of capture time and everything flushed at the end: its points, as line
 /// protocol.
 pub fn live_join(hosts: &[(&str, &Path)]) -> String {
+    live_join_arriving(hosts, |_, t| t)
+}
+
+/// [`live_join`] with the spans arriving at `arrival(host index, t_first)` (capture time of
+/// the first host's clock; ties in the order of `hosts`) instead of `t_first`: a push every
+/// 2 s of arrival time, as if the join ran at the capture's speed.
+pub fn live_join_arriving(hosts: &[(&str, &Path)], arrival: impl Fn(usize, i64) -> i64) -> String {
     const PUSH_NS: i64 = 2_000_000_000;
     let mut spans = Vec::new();
-    for (host, path) in hosts {
-        spans.extend(host_samples(path).into_iter().map(|s| (*host, s)));
+    for (i, (host, path)) in hosts.iter().enumerate() {
+        spans.extend(
+            host_samples(path)
+                .into_iter()
+                .map(|s| (arrival(i, s.t_first), *host, s)),
+        );
     }
-    spans.sort_by_key(|(_, s)| s.t_first);
+    spans.sort_by_key(|(at, _, _)| *at);
     let mut join = span_join::SpanJoin::new(span_join::JoinSettings::default());
     let mut out = span_join::LineWriter::default();
-    let mut next_push = spans.first().map_or(0, |(_, s)| s.t_first) + PUSH_NS;
-    for (host, s) in &spans {
-        while s.t_first >= next_push {
+    let mut next_push = spans.first().map_or(0, |(at, _, _)| *at) + PUSH_NS;
+    for (at, host, s) in &spans {
+        while *at >= next_push {
             join.push(&mut out);
             next_push += PUSH_NS;
         }

@@ -1,0 +1,101 @@
+//! The join decides a sample in capture time: it waits until every other host that saw the
+//! writer has sent spans past the sample (by the sample window and the lost grace), however
+//! many pushes that takes, so a host whose spans are held up (an outage of its export) loses
+//! nothing; a host silent for `max_wait_pushes` is waited for no longer (counted `forced`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use span_join::{feed_line, JoinSettings, LineWriter, SpanJoin};
+
+const W: &str = "0110aaaaaaaaaaaaaaaaaaaa000003c2";
+const S: i64 = 1_000_000_000;
+
+fn sample(host: &str, sn: i64, start: i64) -> String {
+    let end = start + 1_000;
+    format!(
+        "spans,host.name={host},slot=0,span.name=SAMPLE,topic_name=rt/chatter,writer_id={W} \
+         end_time_unix_nano={end}i,sn={sn}i,start_ns={start}i,fragments_missing=0i,\
+         sample_size=100i,repairs=0i,submessages=1i {start}"
+    )
+}
+
+fn count(out: &LineWriter, measurement: &str) -> usize {
+    out.buf
+        .lines()
+        .filter(|l| l.starts_with(&format!("{measurement},")))
+        .count()
+}
+
+fn last_counter(out: &LineWriter, name: &str) -> i64 {
+    let line = out
+        .buf
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("ddshark_join "))
+        .unwrap();
+    line.split([' ', ','])
+        .find_map(|f| f.strip_prefix(&format!("{name}="))?.strip_suffix('i'))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// a sends a sample every 100 ms for 20 s; b (its receiver) receives each 1 ms later. b's
+/// spans from second 5 on arrive only after `b_late_pushes` pushes in which a's kept coming.
+fn run(settings: JoinSettings, b_late_pushes: usize) -> LineWriter {
+    let mut join = SpanJoin::new(settings);
+    let mut out = LineWriter::default();
+    let mut held = Vec::new();
+    for sn in 0..200 {
+        let t = 100 + sn * S / 10;
+        feed_line(&mut join, &sample("a", sn, t));
+        let copy = sample("b", sn, t + 1_000_000);
+        if t < 5 * S {
+            feed_line(&mut join, &copy);
+        } else {
+            held.push(copy);
+        }
+        if sn % 10 == 9 {
+            join.push(&mut out);
+        }
+    }
+    for _ in 0..b_late_pushes.saturating_sub(15) {
+        join.push(&mut out);
+    }
+    for copy in &held {
+        feed_line(&mut join, copy);
+    }
+    for _ in 0..4 {
+        join.push(&mut out);
+    }
+    out
+}
+
+#[test]
+fn a_receivers_spans_held_up_for_many_pushes_are_waited_for() {
+    let settings = JoinSettings {
+        settle_pushes: 2,
+        ..JoinSettings::default()
+    };
+    // (a's last 15 pushes plus 10 more: 25 pushes late, 5 times the old 2-push settle)
+    let out = run(settings, 25);
+    assert_eq!(count(&out, "dds_lost"), 0, "{}", out.buf);
+    // (each sample has both copies in the end: none waits for more)
+    assert_eq!(count(&out, "dds_latency"), 200, "{}", out.buf);
+    assert_eq!(last_counter(&out, "forced"), 0);
+}
+
+#[test]
+fn a_host_silent_beyond_the_backstop_is_no_longer_waited_for_and_that_is_counted() {
+    let settings = JoinSettings {
+        settle_pushes: 2,
+        max_wait_pushes: 6,
+        ..JoinSettings::default()
+    };
+    let out = run(settings, 25);
+    // b's late copies came after the samples were joined without them: lost, counted
+    // forced; the copies then stand alone (their sender's were joined): senderless
+    let forced = last_counter(&out, "forced");
+    assert!(forced > 0, "{}", out.buf);
+    assert!(count(&out, "dds_lost") > 0, "{}", out.buf);
+    assert!(last_counter(&out, "pending_samples") < 200);
+}
