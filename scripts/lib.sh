@@ -57,6 +57,33 @@ need_cyclonedds() {
   "$VENV/bin/python" -c 'import cyclonedds' 2>/dev/null || die "cyclonedds is not installed in $VENV (scripts/setup.sh --test)"
 }
 
+# The live tests with DDS traffic (tests/live/), on the traffic generator's network
+# (tests/traffic/netns_lib.sh: namespaces NS_A, NS_B, NS_SW):
+#   live_dds_test NAME BIN TOOL...   need_live_dds; DDSHARK (BIN, or this checkout's release
+#                        build), TRAFFIC_DIR [$REPO_ROOT/tests/traffic], WORK (a new
+#                        /tmp/ddshark-NAME.XXXXXX); sources netns_lib.sh
+#   live_dds_cleanup PID...   SIGINT to those ddshark processes (they write their results),
+#                        the namespaces down, WORK removed unless KEEP=1
+live_dds_test() {
+  DDSHARK=${2:-$REPO_ROOT/target/release/ddshark}
+  TRAFFIC_DIR=${TRAFFIC_DIR:-$REPO_ROOT/tests/traffic}
+  local name=$1
+  shift 2
+  need_live_dds "$DDSHARK" "$@"
+  [ -f "$TRAFFIC_DIR/netns_lib.sh" ] || die "traffic generator not found in $TRAFFIC_DIR"
+  WORK=$(mktemp -d "/tmp/ddshark-$name.XXXXXX")
+  # shellcheck source=tests/traffic/netns_lib.sh
+  source "$TRAFFIC_DIR/netns_lib.sh"
+}
+live_dds_cleanup() {
+  local pid
+  for pid in "$@"; do
+    if [ -n "$pid" ]; then kill -INT "$pid" 2>/dev/null || true; fi
+  done
+  netns_teardown
+  if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+}
+
 # A stack's run dir (scripts/stack/): each process's pid in RUN_DIR/pids/NAME.pid with its start
 # time beside it in NAME.starttime, so that a recycled pid is never taken for the stack's.
 #   stack_options ARG...   RUN_DIR from --run-dir DIR or --run-dir=DIR [DDSHARK_STACK_RUN_DIR];

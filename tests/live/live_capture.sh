@@ -5,29 +5,17 @@
 # tshark finds in that file. Needs root. Never skips: a missing tool is an error.
 #
 # usage: tests/live/live_capture.sh [DDSHARK_BINARY]
-# env:   TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv),
-#        KEEP=1 keeps the work directory.
+# env:   TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv), NS_A, NS_B, NS_SW
+#        (the namespaces: ddsk_hostA, ddsk_hostB, ddsk_sw), KEEP=1 keeps the work directory.
 set -euo pipefail
 
 LIB_TAG="live test"
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
-DDSHARK=${1:-$REPO_ROOT/target/release/ddshark}
-TRAFFIC_DIR=${TRAFFIC_DIR:-$REPO_ROOT/tests/traffic}
-PY=$VENV/bin/python
-need_live_dds "$DDSHARK" tcpdump tshark ip ethtool ping python3
-[ -f "$TRAFFIC_DIR/netns_lib.sh" ] || die "traffic generator not found in $TRAFFIC_DIR"
-
-WORK=$(mktemp -d /tmp/ddshark-live.XXXXXX)
-# shellcheck source=/dev/null
-source "$TRAFFIC_DIR/netns_lib.sh"
+live_dds_test live "${1:-}" tcpdump tshark ip ethtool ping python3
 DD_PID=""
-cleanup() {
-  if [ -n "$DD_PID" ]; then kill -INT "$DD_PID" 2>/dev/null || true; fi
-  netns_teardown
-  if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT INT TERM
+trap 'live_dds_cleanup "$DD_PID"' EXIT
+trap 'exit 130' INT TERM
 
 netns_setup 0 0
 CAPTURE_EXTRA="--immediate-mode" capture_start "$NS_A" vethA "$WORK/tcpdump.pcap"
@@ -39,19 +27,8 @@ NETNS_BG_PIDS+=("$DD_PID")
 sleep 1.5
 kill -0 "$DD_PID" 2>/dev/null || { cat "$WORK/live.err" >&2; die "ddshark -i did not start"; }
 
-# Small reliable topics and large fragmented samples (DATA_FRAG + IP fragments).
-export CYCLONEDDS_URI; CYCLONEDDS_URI=$(cyclone_uri vethB)
-ip netns exec "$NS_B" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" sub small --duration 6 >"$WORK/sub_small.log" 2>&1 &
-S1=$!; NETNS_BG_PIDS+=("$S1")
-ip netns exec "$NS_B" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" sub large --duration 7 >"$WORK/sub_large.log" 2>&1 &
-S2=$!; NETNS_BG_PIDS+=("$S2")
-sleep 0.3
-CYCLONEDDS_URI=$(cyclone_uri vethA)
-ip netns exec "$NS_A" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" pub small --duration 4 >"$WORK/pub_small.log" 2>&1 &
-P1=$!; NETNS_BG_PIDS+=("$P1")
-ip netns exec "$NS_A" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" pub large --duration 3.2 >"$WORK/pub_large.log" 2>&1 &
-P2=$!; NETNS_BG_PIDS+=("$P2")
-wait "$P1" "$P2" "$S1" "$S2" || true
+# Small reliable topics and large fragmented samples (DATA_FRAG + IP fragments), A -> B.
+cyclone_small_large A A "$WORK"
 sleep 1
 
 kill -INT "$DD_PID"; wait "$DD_PID" || { cat "$WORK/live.err" >&2; die "ddshark -i exited with an error"; }

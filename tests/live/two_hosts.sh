@@ -9,29 +9,17 @@
 # offset is applied. Needs root. Never skips: a missing tool is an error.
 #
 # usage: tests/live/two_hosts.sh [DDSHARK_BINARY]     env: KEEP=1 keeps the work directory,
-#        TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv)
+#        TRAFFIC_DIR (default tests/traffic), VENV (/opt/dds-venv), NS_A, NS_B, NS_SW
+#        (the namespaces: record_hostA, record_hostB, record_sw)
 set -euo pipefail
 
 LIB_TAG="two-host test"
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
-DDSHARK=${1:-$REPO_ROOT/target/release/ddshark}
-TRAFFIC_DIR=${TRAFFIC_DIR:-$REPO_ROOT/tests/traffic}
-PY=$VENV/bin/python
-need_live_dds "$DDSHARK" tshark capinfos ip ethtool ping python3
-
-WORK=$(mktemp -d /tmp/ddshark-two-hosts.XXXXXX)
-export NS_A=record_hostA NS_B=record_hostB NS_SW=record_sw
-# shellcheck source=/dev/null
-source "$TRAFFIC_DIR/netns_lib.sh"
+export NS_A=${NS_A:-record_hostA} NS_B=${NS_B:-record_hostB} NS_SW=${NS_SW:-record_sw}
+live_dds_test two-hosts "${1:-}" tshark capinfos ip ethtool ping python3
 DD_A="" DD_B=""
-cleanup() {
-  [ -n "$DD_A" ] && kill -INT "$DD_A" 2>/dev/null || true
-  [ -n "$DD_B" ] && kill -INT "$DD_B" 2>/dev/null || true
-  netns_teardown
-  if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT
+trap 'live_dds_cleanup "$DD_A" "$DD_B"' EXIT
 trap 'exit 130' INT TERM
 
 netns_setup 0 0
@@ -51,19 +39,8 @@ sleep 0.5
 kill -0 "$DD_A" 2>/dev/null || { cat "$WORK/a.err" >&2; die "ddshark on host A did not start"; }
 kill -0 "$DD_B" 2>/dev/null || { cat "$WORK/b.err" >&2; die "ddshark on host B did not start"; }
 
-# Real DDS traffic both ways.
-bg=()
-CYCLONEDDS_URI=$(cyclone_uri vethB) ip netns exec "$NS_B" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" sub small --duration 6 >"$WORK/sub_small.log" 2>&1 &
-bg+=($!)
-CYCLONEDDS_URI=$(cyclone_uri vethA) ip netns exec "$NS_A" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" sub large --duration 7 >"$WORK/sub_large.log" 2>&1 &
-bg+=($!)
-sleep 0.3
-CYCLONEDDS_URI=$(cyclone_uri vethA) ip netns exec "$NS_A" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" pub small --duration 4 >"$WORK/pub_small.log" 2>&1 &
-bg+=($!)
-CYCLONEDDS_URI=$(cyclone_uri vethB) ip netns exec "$NS_B" "$PY" "$TRAFFIC_DIR/cyclone_pubsub.py" pub large --duration 3.2 >"$WORK/pub_large.log" 2>&1 &
-bg+=($!)
-NETNS_BG_PIDS+=("${bg[@]}")
-wait "${bg[@]}" || true
+# Real DDS traffic both ways: small topics A -> B, large samples B -> A.
+cyclone_small_large A B "$WORK"
 sleep 1
 
 kill -INT "$DD_A" "$DD_B"
