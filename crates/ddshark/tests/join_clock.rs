@@ -6,9 +6,9 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use common::{fixtures, latency_args, live_join, shifted_copy};
+use common::{fixtures, latency_args, live_join, replay_into, shifted_copy};
 use ddshark::latency::{join_captures, label, Level};
 
 const S: i64 = 1_000_000_000;
@@ -102,4 +102,72 @@ fn live_join_reports_the_offline_clock_offset() {
         check(fixture, offset, 0);
     }
     check("k_fastdds", 12_345_678, 50_000);
+}
+
+/// Per direction ("sender->receiver"), the dds_latency points; and the last dds_clock_offset
+/// point of the drift-a/drift-b pair (tags and fields, without its time) of `text`.
+fn directions_and_offset(text: &str) -> (BTreeMap<String, usize>, Option<String>) {
+    let mut directions = BTreeMap::new();
+    for l in text.lines().filter(|l| l.starts_with("dds_latency,")) {
+        let key = format!(
+            "{}->{}",
+            tag(l, "sender").unwrap(),
+            tag(l, "receiver").unwrap()
+        );
+        *directions.entry(key).or_default() += 1;
+    }
+    let offset = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("dds_clock_offset,host_a=drift-"))
+        .map(|l| l.rsplit_once(' ').unwrap().0.to_string());
+    (directions, offset)
+}
+
+/// The same captures exported again under new host names (B's clock now 12.3 ms ahead and
+/// 50 ppm fast), into the join that joined them under other names before: the new pair gets
+/// what a fresh join gives it, latencies both ways and its own clock offset.
+#[test]
+fn a_replay_under_new_host_names_gets_its_own_clock_offset() {
+    let dir = fixtures().join("k_fastdds");
+    let (a, b) = (dir.join("a.pcap"), dir.join("b.pcap"));
+    let drifted = std::env::temp_dir().join(format!(
+        "ddshark-join-clock-{}-renamed.pcap",
+        std::process::id()
+    ));
+    let t0 = shifted_copy(&b, &drifted, |t| t);
+    shifted_copy(&b, &drifted, |t| t + 12_345_678 + (t - t0) / 20_000);
+    let fresh = live_join(&[("drift-a", &a), ("drift-b", &drifted)]);
+
+    let mut join = span_join::SpanJoin::new(span_join::JoinSettings::default());
+    let mut out = span_join::LineWriter::default();
+    replay_into(
+        &mut join,
+        &mut out,
+        &[("old-a", &a), ("old-b", &b)],
+        |_, t| t,
+    );
+    for _ in 0..5 {
+        join.push(&mut out);
+    }
+    let before = out.buf.len();
+    replay_into(
+        &mut join,
+        &mut out,
+        &[("drift-a", &a), ("drift-b", &drifted)],
+        |_, t| t,
+    );
+    join.flush(&mut out);
+    let _ = std::fs::remove_file(&drifted);
+    let again = out.buf.get(before..).unwrap();
+
+    let (want, want_offset) = directions_and_offset(&fresh);
+    assert!(
+        want.len() == 2 && want_offset.is_some(),
+        "a fresh join: {want:?} {want_offset:?}"
+    );
+    let (got, got_offset) = directions_and_offset(again);
+    eprintln!("fresh {want:?} {want_offset:?}\nrenamed {got:?} {got_offset:?}");
+    assert_eq!(got, want, "latency points per direction");
+    assert_eq!(got_offset, want_offset, "the new pair's clock offset");
 }

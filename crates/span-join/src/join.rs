@@ -362,15 +362,25 @@ enum Passed {
 
 /// Most hosts whose clocks are compared (further hosts' samples are not evidence).
 const MAX_CLOCK_HOSTS: usize = 64;
+/// Most (participant, hosts) pairs the host rule tells apart.
+const MAX_CLOCK_PARTICIPANTS: usize = 65_536;
 /// Capture time of evidence kept for hosts and offsets.
 const CLOCK_HORIZON_NS: i64 = 300 * NS;
 
 /// latency_core's host rule and offset estimate, fed with every joined sample.
+///
+/// A participant is the rule's participant per set of hosts that saw its samples: the same
+/// capture exported again under new host names is new evidence, not a contradiction of the
+/// old (one home per participant would stay with the old names, and the new pair would get
+/// samples one way only: no offset).
 #[derive(Debug)]
 struct Clocks {
     rule: HostRule,
     names: Vec<Str>,
     index: HashMap<Str, usize>,
+    /// (GUID prefix, bit set of the host indices that saw the sample) → the rule's
+    /// participant (at most [`MAX_CLOCK_PARTICIPANTS`]; further ones are not evidence).
+    participants: HashMap<([u8; 12], u64), [u8; 12]>,
     decided: Hosts,
     /// Per pair of host indices (X < Y): the estimate of Y's clock minus X's.
     offsets: BTreeMap<(usize, usize), OffsetEstimate>,
@@ -383,6 +393,7 @@ impl Default for Clocks {
             rule: HostRule::new(HostRuleConfig::new(MAX_CLOCK_HOSTS)),
             names: Vec::new(),
             index: HashMap::new(),
+            participants: HashMap::new(),
             decided: Hosts::default(),
             offsets: BTreeMap::new(),
             newest: i64::MIN,
@@ -403,8 +414,33 @@ impl Clocks {
         Some(self.names.len() - 1)
     }
 
+    /// The bit set of the host indices among `rows` (hosts beyond the table: none).
+    fn host_set(&self, rows: &[SampleRow]) -> u64 {
+        rows.iter()
+            .filter_map(|r| self.index.get(&r.host))
+            .fold(0, |set, &i| set | 1u64.checked_shl(i as u32).unwrap_or(0))
+    }
+
+    /// The rule's participant for `writer` seen by `rows`' hosts (a new one if `add`).
+    fn participant(&mut self, writer: &str, rows: &[SampleRow], add: bool) -> Option<[u8; 12]> {
+        let key = (prefix_bytes(writer)?, self.host_set(rows));
+        if let Some(&p) = self.participants.get(&key) {
+            return Some(p);
+        }
+        if !add || self.participants.len() >= MAX_CLOCK_PARTICIPANTS {
+            return None;
+        }
+        let mut id = [0u8; 12];
+        id[..8].copy_from_slice(&(self.participants.len() as u64).to_be_bytes());
+        self.participants.insert(key, id);
+        Some(id)
+    }
+
     fn observe(&mut self, writer: &str, rows: &[SampleRow]) {
-        let Some(participant) = prefix_bytes(writer) else {
+        for r in rows {
+            let _ = self.index_of(&r.host);
+        }
+        let Some(participant) = self.participant(writer, rows, true) else {
             return;
         };
         let mut sightings: Vec<Sighting> = Vec::new();
@@ -430,9 +466,11 @@ impl Clocks {
         });
     }
 
-    /// The writer's host by the order of events, when that decided it.
-    fn home(&self, writer: &str) -> Option<&Str> {
-        let h = self.decided.home(&prefix_bytes(writer)?, None)?;
+    /// The host of `writer` seen by `rows`' hosts by the order of events, when that
+    /// decided it.
+    fn home(&mut self, writer: &str, rows: &[SampleRow]) -> Option<&Str> {
+        let participant = self.participant(writer, rows, false)?;
+        let h = self.decided.home(&participant, None)?;
         if h.basis != Basis::Order {
             return None;
         }
@@ -1015,7 +1053,7 @@ impl SpanJoin {
     fn home_of(&mut self, writer: &str, rows: &[SampleRow]) -> Option<Str> {
         // The order of events (latency_core's host rule), when it decided, among the hosts
         // that saw the sample; else the votes below.
-        if let Some(home) = self.clocks.home(writer) {
+        if let Some(home) = self.clocks.home(writer, rows) {
             if rows.iter().any(|r| r.host == *home) {
                 return Some(home.clone());
             }

@@ -373,6 +373,21 @@ pub fn live_join(hosts: &[(&str, &Path)]) -> String {
 /// the first host's clock; ties in the order of `hosts`) instead of `t_first`: a push every
 /// 2 s of arrival time, as if the join ran at the capture's speed.
 pub fn live_join_arriving(hosts: &[(&str, &Path)], arrival: impl Fn(usize, i64) -> i64) -> String {
+    let mut join = span_join::SpanJoin::new(span_join::JoinSettings::default());
+    let mut out = span_join::LineWriter::default();
+    replay_into(&mut join, &mut out, hosts, arrival);
+    join.flush(&mut out);
+    out.buf
+}
+
+/// One replay of `hosts` into a running `join` (see [`live_join_arriving`]), without the
+/// final flush: replays one after the other, as a stack sees them.
+pub fn replay_into(
+    join: &mut span_join::SpanJoin,
+    out: &mut span_join::LineWriter,
+    hosts: &[(&str, &Path)],
+    arrival: impl Fn(usize, i64) -> i64,
+) {
     const PUSH_NS: i64 = 2_000_000_000;
     let mut spans = Vec::new();
     for (i, (host, path)) in hosts.iter().enumerate() {
@@ -383,18 +398,14 @@ pub fn live_join_arriving(hosts: &[(&str, &Path)], arrival: impl Fn(usize, i64) 
         );
     }
     spans.sort_by_key(|(at, _, _)| *at);
-    let mut join = span_join::SpanJoin::new(span_join::JoinSettings::default());
-    let mut out = span_join::LineWriter::default();
     let mut next_push = spans.first().map_or(0, |(at, _, _)| *at) + PUSH_NS;
     for (at, host, s) in &spans {
         while *at >= next_push {
-            join.push(&mut out);
+            join.push(out);
             next_push += PUSH_NS;
         }
-        add_sample_span(&mut join, host, s);
+        add_sample_span(join, host, s);
     }
-    join.flush(&mut out);
-    out.buf
 }
 
 /// Every fixture directory with captures of two hosts and their latency oracle.
