@@ -38,7 +38,6 @@ LIB_TAG=bench-e2e
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ARGS=("$@")
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
 RATES="1 2 4 8"
 SOAK_SECONDS=300
@@ -65,7 +64,7 @@ while (($#)); do
     --a-ip) A_IP="$2"; shift ;;
     --b-ip) B_IP="$2"; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "bench-e2e: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    *) usage_error "unknown argument $1" ;;
   esac
   shift
 done

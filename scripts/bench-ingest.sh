@@ -31,7 +31,6 @@ SPEEDS="2 4 6"
 DURATION=60
 DDSHARK=""
 EXTRA=()
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case "$1" in
     --a) A="$2"; shift ;;
@@ -41,7 +40,7 @@ while (($#)); do
     --ddshark) DDSHARK="$2"; shift ;;
     --) shift; EXTRA=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "bench-ingest: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    *) usage_error "unknown argument $1" ;;
   esac
   shift
 done

@@ -25,6 +25,9 @@
 # ddshark and the collector share the cores, so their costs per span add up.
 # Needs scripts/stack/build.sh to have run once. Takes ~1-2 minutes (+ a release build).
 set -euo pipefail
+LIB_TAG=bench
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SPANS=1000000
 PER=6
@@ -38,32 +41,28 @@ while (($#)); do
     --sink) SINK="$2"; shift ;;
     --protocol) PROTO="$2"; shift ;;
     --compression) COMP="$2"; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench-otlp.sh: unknown argument $1" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage_error "unknown argument $1" ;;
   esac
   shift
 done
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="$(mktemp -d /tmp/ddshark-bench-otlp.XXXXXX)"
 RUN_DIR="$WORK/stack"
 PCAP="$WORK/bench.pcap"
-LIB_TAG=bench
-# shellcheck source=scripts/lib.sh
-source "$ROOT/scripts/lib.sh"
 
 cleanup() {
-  "$ROOT/scripts/stack/stop.sh" --run-dir "$RUN_DIR" >/dev/null 2>&1 || true
+  "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$RUN_DIR" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 say "building ddshark (release)"
-(cd "$ROOT" && cargo build --release -q -p ddshark)
-DDSHARK="$ROOT/target/release/ddshark"
+(cd "$REPO_ROOT" && cargo build --release -q -p ddshark)
+DDSHARK="$REPO_ROOT/target/release/ddshark"
 
 say "writing $SPANS DATA submessages ($PER per datagram) to $PCAP"
-python3 - "$ROOT/tests/pcaps/a_small_reliable/a.pcap" "$PCAP" "$SPANS" "$PER" <<'EOF'
+python3 - "$REPO_ROOT/tests/pcaps/a_small_reliable/a.pcap" "$PCAP" "$SPANS" "$PER" <<'EOF'
 import struct, sys
 src, dst, spans, per = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 data = open(src, 'rb').read()
@@ -140,14 +139,14 @@ if [ "$SINK" = debug ]; then
   export DDSHARK_OTELCOL_TRACES_EXPORTERS="[debug]" DDSHARK_OTELCOL_DEBUG_VERBOSITY=basic
 fi
 say "starting the stack (traces → $SINK)"
-"$ROOT/scripts/stack/start.sh" --run-dir "$RUN_DIR" >/dev/null 2>"$WORK/start.log" || { cat "$WORK/start.log" >&2; exit 1; }
+"$REPO_ROOT/scripts/stack/start.sh" --run-dir "$RUN_DIR" >/dev/null 2>"$WORK/start.log" || { cat "$WORK/start.log" >&2; exit 1; }
 if [ "$PROTO" = grpc ]; then EP="http://127.0.0.1:$DDSHARK_OTLP_GRPC_PORT"; else EP="http://127.0.0.1:$DDSHARK_OTLP_HTTP_PORT"; fi
 
 RUNS=${RUNS:-1}
-case "$RUNS" in ''|*[!0-9]*|0) echo "bench-otlp.sh: RUNS must be a positive number" >&2; exit 2 ;; esac
+case "$RUNS" in ''|*[!0-9]*|0) usage_error "RUNS must be a positive number" ;; esac
 BEFORE_BIN=${BEFORE_BIN:-}
 if [ -n "$BEFORE_BIN" ] && [ ! -x "$BEFORE_BIN" ]; then
-  echo "bench-otlp.sh: BEFORE_BIN=$BEFORE_BIN is not an executable" >&2; exit 2
+  usage_error "BEFORE_BIN=$BEFORE_BIN is not an executable"
 fi
 COLLECTOR_PID=$(cat "$RUN_DIR/pids/otelcol.pid")
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -24,8 +24,8 @@ while [ $# -gt 0 ]; do
         --save) save=${2:?--save needs a file}; shift 2 ;;
         --against) against=${2:?--against needs a file}; shift 2 ;;
         --bin) bin=${2:?--bin needs a path}; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-        *) die "unknown argument '$1' (see --help)" ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage_error "unknown argument '$1'" ;;
     esac
 done
 [ -n "$base_rev$save$against" ] || die "say what to compare: --base REV, --save FILE or --against FILE"

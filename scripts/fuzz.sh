@@ -10,14 +10,17 @@
 # bug looks like here, and without ASan the same minutes run 2-3x more inputs.
 # cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain take them.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+LIB_TAG=fuzz
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
 secs="" runs="" table=""
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     [0-9]*) secs=$1; shift ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -39,7 +42,7 @@ if [ -n "$table" ]; then
 fi
 mkdir -p target/fuzz-logs
 for target in "${targets[@]}"; do
-  echo "fuzz: $target for $bound" >&2
+  say "$target for $bound"
   log=target/fuzz-logs/$target.log
   mkdir -p "fuzz/corpus/$target"
   status=0 t0=$(date +%s)
@@ -59,11 +62,11 @@ for target in "${targets[@]}"; do
   fi
   if [ "$status" -ne 0 ]; then
     tail -40 "$log" >&2
-    echo "fuzz: $target failed (exit $status); inputs in fuzz/artifacts/$target, log $log" >&2
+    say "$target failed (exit $status); inputs in fuzz/artifacts/$target, log $log"
     [ -n "$runs" ] || exit 1
     failed=1
   fi
 done
 [ -z "$table" ] || cat "$table"
 [ -z "${failed:-}" ] || exit 1
-echo "fuzz: no crash" >&2
+say "no crash"

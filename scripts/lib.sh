@@ -1,5 +1,6 @@
 # Shared by the scripts (source it; set LIB_TAG first to name the script in messages):
 #   say MSG / die MSG    progress and fatal errors on stderr, as "[TAG] MSG"
+#   usage / usage_error MSG   the script's help (its leading comment) / a wrong argument
 #   REPO_ROOT            the repository
 #   FIXTURES             the bundled captures with their oracles ($REPO_ROOT/tests/pcaps)
 #   DDSHARK_CAPTURES     where scripts/make-fixtures.sh writes its captures
@@ -31,6 +32,10 @@ VENV=${VENV:-/opt/dds-venv}
 export PYTHONPATH="$REPO_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}"
 say() { printf '[%s] %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; }
 die() { printf '[%s] ERROR: %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; exit 1; }
+# usage: the script's help, its leading comment (the lines after #! up to the first that is
+# not a comment); usage_error MSG: MSG naming --help on stderr, exit 2 (a wrong argument)
+usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
+usage_error() { printf '[%s] %s (see %s --help)\n' "${LIB_TAG:-ddshark}" "$*" "$0" >&2; exit 2; }
 
 # What a script needs, each a `die` naming how to get it when it is missing:
 #   need_root WHY        root

@@ -34,14 +34,12 @@
 # first RTPS frames (oracle_a_sample.json, not an oracle.py output) is stored gzipped.
 set -euo pipefail
 
-repo() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
-REPO=$(repo)
-TRAFFIC="$REPO/tests/traffic"
-MAKE_CAPTURES="$TRAFFIC/make_captures.sh"
-ORACLE="$TRAFFIC/oracle.py"
 LIB_TAG=make-fixtures
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+TRAFFIC="$REPO_ROOT/tests/traffic"
+MAKE_CAPTURES="$TRAFFIC/make_captures.sh"
+ORACLE="$TRAFFIC/oracle.py"
 DEST="$FIXTURES"
 WORK=$DDSHARK_CAPTURES
 MAX_PCAP_KB=${MAX_PCAP_KB:-4096}  # default size limit per pcap (see pcap_limit_kb)
@@ -62,8 +60,8 @@ while [ $# -gt 0 ]; do
     --no-copy) copy=0; shift ;;
     --bench) bench=1; shift ;;
     --bench-soak) bench_soak=1; shift ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "unknown option $1" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) usage_error "unknown option $1" ;;
     *) SCENARIOS+=("$1"); shift ;;
   esac
 done

@@ -17,7 +17,10 @@
 # a missing or older toolchain is installed with rustup (sh.rustup.rs) into ~/.cargo.
 # Idempotent: what is already there is kept. Needs root (apt-get) or sudo.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+LIB_TAG=setup
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
 
 RUST_MIN=1.88
 
@@ -27,8 +30,8 @@ for a in "$@"; do
   case "$a" in
     --test) want_test=1 ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown option $a (see scripts/setup.sh --help)" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage_error "unknown option $a" ;;
   esac
 done
 
@@ -55,7 +58,7 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
+  say "installing ${missing[*]}"
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
@@ -69,8 +72,8 @@ rust_ok() { # the active rustc is at least RUST_MIN
 }
 if ! rust_ok; then
   have=$(rustc_version); have=${have:-none}
-  echo "setup: ddshark needs Rust >= $RUST_MIN; found rustc $have ($(command -v rustc || echo 'not on PATH'))." >&2
-  echo "setup: Debian 12's own rustc (1.63) is too old; installing the stable toolchain with rustup into ~/.cargo" >&2
+  say "ddshark needs Rust >= $RUST_MIN; found rustc $have ($(command -v rustc || echo 'not on PATH'))."
+  say "Debian 12's own rustc (1.63) is too old; installing the stable toolchain with rustup into ~/.cargo"
   if command -v rustup >/dev/null; then
     rustup toolchain install stable --profile minimal && rustup default stable
   else
@@ -78,13 +81,12 @@ if ! rust_ok; then
   fi || true
   export PATH="$HOME/.cargo/bin:$PATH"
   if ! rust_ok; then
-    echo "setup: FAILED: still no Rust >= $RUST_MIN (rustc $(rustc_version || true)). Install it with" >&2
-    echo "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y" >&2
-    echo "and run scripts/setup.sh again." >&2
-    exit 1
+    die "still no Rust >= $RUST_MIN (rustc $(rustc_version || true)). Install it with
+  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y
+and run scripts/setup.sh again."
   fi
 fi
-echo "setup: $(rustc --version)" >&2
+say "$(rustc --version)"
 # rustfmt and clippy: the test suite's format and lint checks.
 if [ "$want_test" -eq 1 ] && command -v rustup >/dev/null; then
   for c in rustfmt clippy; do
@@ -94,22 +96,21 @@ fi
 
 if [ "$want_test" -eq 1 ]; then
   # The traffic generator's Python DDS (Cyclone DDS from PyPI).
-  VENV=${VENV:-/opt/dds-venv}
   if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import cyclonedds' 2>/dev/null; then
-    echo "setup: creating $VENV with cyclonedds" >&2
+    say "creating $VENV with cyclonedds"
     $SUDO python3 -m venv "$VENV"
     $SUDO "$VENV/bin/pip" install -q cyclonedds
   fi
 
   # cargo-fuzz (runs on the stable toolchain with RUSTC_BOOTSTRAP=1, see scripts/fuzz.sh).
   if ! command -v cargo-fuzz >/dev/null; then
-    echo "setup: installing cargo-fuzz" >&2
+    say "installing cargo-fuzz"
     cargo install -q --locked cargo-fuzz
   fi
 
   # cargo-deb: the Debian package the README documents (tests/deb/check.sh builds it).
   if ! command -v cargo-deb >/dev/null; then
-    echo "setup: installing cargo-deb" >&2
+    say "installing cargo-deb"
     cargo install -q --locked cargo-deb
   fi
 
@@ -120,5 +121,5 @@ fi
 
 if [ "$build" -eq 1 ]; then
   cargo build --release -q -p ddshark
-  echo "setup: ddshark built: target/release/ddshark" >&2
+  say "ddshark built: target/release/ddshark"
 fi

@@ -38,7 +38,9 @@ DASHBOARD_LINTER_VERSION=v0.0.0-20241224134444-1765d94aec4a
 DASHBOARD_LINTER_SUM=h1:wpyAYX8+Rqu0LIEE7zXBR/qjBH4t0yXvqlRGa1wD5rg=
 APT_PACKAGES=(build-essential ca-certificates curl python3 prometheus prometheus-node-exporter)
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+LIB_TAG=build
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 FORCE=0
 WITH_APT=1
@@ -51,15 +53,12 @@ while (($#)); do
     --only) ONLY="${2:?--only needs otelcol, influxd, telegraf, dashboard-linter or compose-validate}"; shift ;;
     --with-telemetrygen) WITH_TELEMETRYGEN=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "build.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    *) usage_error "unknown argument: $1" ;;
   esac
   shift
 done
-case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter|compose-validate) ;; *) echo "build.sh: --only takes otelcol, influxd, telegraf, dashboard-linter or compose-validate" >&2; exit 2 ;; esac
+case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter|compose-validate) ;; *) usage_error "--only takes otelcol, influxd, telegraf, dashboard-linter or compose-validate" ;; esac
 
-LIB_TAG=build
-# shellcheck source=scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 STACK_DIR="$DDSHARK_STACK_DIR"
 BIN_DIR="$STACK_DIR/bin"
 TOOLS_DIR="$STACK_DIR/tools"

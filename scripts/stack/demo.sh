@@ -19,7 +19,10 @@
 #                  the receiver's capture ended before completing)
 #   --ddshark BIN  (default: target/release/ddshark if built, else ddshark on PATH)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+LIB_TAG=demo
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+cd "$REPO_ROOT"
 
 otlp=${DDSHARK_OTLP_ENDPOINT:-${OTEL_EXPORTER_OTLP_ENDPOINT:-http://127.0.0.1:4317}}
 capture=tests/pcaps/h_vlan_pcp
@@ -29,19 +32,19 @@ while (($#)); do
     --otlp) otlp="$2"; shift ;;
     --capture) capture="$2"; shift ;;
     --ddshark) bin="$2"; shift ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "demo.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage_error "unknown option $1" ;;
   esac
   shift
 done
 if [ -z "$bin" ]; then
   if [ -x target/release/ddshark ]; then bin=target/release/ddshark
   elif command -v ddshark >/dev/null; then bin=$(command -v ddshark)
-  else echo "demo.sh: no ddshark: run scripts/setup.sh, or give --ddshark BIN" >&2; exit 1
+  else die "no ddshark: run scripts/setup.sh, or give --ddshark BIN"
   fi
 fi
 for f in a.pcap b.pcap; do
-  [ -r "$capture/$f" ] || { echo "demo.sh: $capture/$f not found" >&2; exit 1; }
+  [ -r "$capture/$f" ] || die "$capture/$f not found"
 done
 
 # The capture time of each file's first frame (ns since the epoch).
@@ -52,7 +55,7 @@ first_ns() {
 }
 first_a=$(first_ns "$capture/a.pcap")
 first_b=$(first_ns "$capture/b.pcap")
-[ -n "$first_a" ] && [ -n "$first_b" ] || { echo "demo.sh: no frames in $capture" >&2; exit 1; }
+[ -n "$first_a" ] && [ -n "$first_b" ] || die "no frames in $capture"
 origin=$(( first_a < first_b ? first_a : first_b ))
 now=$(date +%s%N)
 # ns since the epoch → seconds with 9 decimals, as --retime takes them.
@@ -60,7 +63,7 @@ secs() { printf '%d.%09d' $(( $1 / 1000000000 )) $(( $1 % 1000000000 )); }
 at_a=$(secs $(( now + first_a - origin )))
 at_b=$(secs $(( now + first_b - origin )))
 
-echo "demo.sh: replaying $capture as demo-a and demo-b into $otlp, starting at $(date -u -d "@${at_a%.*}" +%H:%M:%S) UTC" >&2
+say "replaying $capture as demo-a and demo-b into $otlp, starting at $(date -u -d "@${at_a%.*}" +%H:%M:%S) UTC"
 status=0
 "$bin" -r "$capture/a.pcap" --no-tui --interval 1h --retime "$at_a" --otlp "$otlp" \
   --host-name demo-a --capture-interface eth0 >/dev/null &
@@ -70,9 +73,6 @@ pid_a=$!
 pid_b=$!
 wait "$pid_a" || status=1
 wait "$pid_b" || status=1
-if [ "$status" -ne 0 ]; then
-  echo "demo.sh: FAILED: a replay did not export every span (messages above)" >&2
-  exit 1
-fi
-echo "demo.sh: done. Grafana: http://127.0.0.1:3000/d/ddshark-latency (sender demo-a, receiver demo-b);" >&2
-echo "demo.sh: the latency panels fill within about 30 s, when the latency join has written them." >&2
+[ "$status" = 0 ] || die "a replay did not export every span (messages above)"
+say "done. Grafana: http://127.0.0.1:3000/d/ddshark-latency (sender demo-a, receiver demo-b);"
+say "the latency panels fill within about 30 s, when the latency join has written them."

@@ -8,7 +8,6 @@
 #   Refused while NAME still runs. Waits until the process has run for a second.
 set -euo pipefail
 
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 LIB_TAG=stack
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
@@ -18,12 +17,12 @@ NAME=""
 while (($#)); do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    -*) echo "relaunch.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
-    *) [ -z "$NAME" ] || { echo "relaunch.sh: one NAME only" >&2; exit 2; }; NAME="$1" ;;
+    -*) usage_error "unknown argument: $1" ;;
+    *) [ -z "$NAME" ] || usage_error "one NAME only"; NAME="$1" ;;
   esac
   shift
 done
-[ -n "$NAME" ] || { usage >&2; exit 2; }
+[ -n "$NAME" ] || usage_error "which component? (influxd, telegraf, otelcol)"
 SCRIPT="$RUN_DIR/launch/$NAME.sh"
 [ -f "$SCRIPT" ] || die "no $SCRIPT: $NAME was not started by scripts/stack/start.sh --run-dir $RUN_DIR"
 if stack_pid_alive "$NAME"; then

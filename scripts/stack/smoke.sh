@@ -12,16 +12,18 @@
 # Needs the binaries from scripts/stack/build.sh. Ports are free ephemeral
 # ones unless set with the DDSHARK_*_PORT variables start.sh reads.
 set -euo pipefail
-
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LIB_TAG=smoke
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$REPO_ROOT/scripts/stack"
 KEEP=0
 START_ARGS=()
 while (($#)); do
   case "$1" in
     --keep) KEEP=1 ;;
     --with-prometheus) START_ARGS+=(--with-prometheus) ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "smoke.sh: unknown argument: $1" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage_error "unknown argument: $1" ;;
   esac
   shift
 done
@@ -32,10 +34,6 @@ done
 export DDSHARK_INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-ddshark-smoke-token}"
 # Short batch timeout: the spans should reach InfluxDB quickly.
 export DDSHARK_OTELCOL_BATCH_TIMEOUT="${DDSHARK_OTELCOL_BATCH_TIMEOUT:-200ms}"
-
-LIB_TAG=smoke
-# shellcheck source=scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/ddshark-smoke.XXXXXX")"
 finish() {

@@ -68,8 +68,6 @@
 # pass through.
 set -euo pipefail
 
-usage() { sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; }
-
 LIB_TAG=stack
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -85,7 +83,7 @@ while (($#)); do
     --build) DO_BUILD=1 ;;
     --auto-ports) AUTO_PORTS=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "start.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    *) usage_error "unknown argument: $1" ;;
   esac
   shift
 done
@@ -120,7 +118,7 @@ case "$OTLP_BIND" in
   127.*|::1|localhost) OTLP_SECURE="${DDSHARK_OTLP_SECURE:-0}" ;;
   *) OTLP_SECURE=1 ;;
 esac
-case "$OTLP_SECURE" in 0|1) ;; *) echo "start.sh: DDSHARK_OTLP_SECURE must be 0 or 1" >&2; exit 2 ;; esac
+case "$OTLP_SECURE" in 0|1) ;; *) usage_error "DDSHARK_OTLP_SECURE must be 0 or 1" ;; esac
 OTLP_GRPC_PORT="${DDSHARK_OTLP_GRPC_PORT:-4317}"
 OTLP_HTTP_PORT="${DDSHARK_OTLP_HTTP_PORT:-4318}"
 HEALTH_PORT="${DDSHARK_OTELCOL_HEALTH_PORT:-13133}"

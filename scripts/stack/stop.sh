@@ -8,7 +8,6 @@
 #   --purge   also delete the run dir (logs, InfluxDB data, credentials, stack.env)
 set -euo pipefail
 
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 LIB_TAG=stack
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -19,7 +18,7 @@ while (($#)); do
   case "$1" in
     --purge) PURGE=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "stop.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    *) usage_error "unknown argument: $1" ;;
   esac
   shift
 done
