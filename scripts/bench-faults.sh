@@ -25,7 +25,6 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 LIB_TAG=bench-faults
 # shellcheck source=scripts/lib.sh
 source "$REPO/scripts/lib.sh"
@@ -51,7 +50,7 @@ while (($#)); do
     --report) REPORT="$2"; shift ;;
     --ddshark) DDSHARK="$2"; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "bench-faults: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    *) usage_error "unknown argument $1" ;;
   esac
   shift
 done
