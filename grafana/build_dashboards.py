@@ -180,6 +180,12 @@ class Board:
             self.y += h
         return p
 
+    def flux_panel(self, title, description, query, unit, **kw):
+        """A panel of one Flux query, flux-queries/QUERY.flux, named at its description's end."""
+        ref = f"flux-queries/{query}.flux"
+        return self.panel(title, f"{description} {ref}" if description else ref,
+                          [influx_target(query)], unit, **kw)
+
     def json(self):
         return {
             "uid": self.uid, "title": self.title, "description": self.description,
@@ -224,30 +230,29 @@ def latency_board():
                         sort=2),
                var_clock(), var_topic(), var_iface()])
     b.row("Latency ${sender} -> ${receiver}")
-    b.panel("DDS-layer latency per topic (max and mean per interval) — ${clock}",
-            "Per sample (writer GUID, SN): first IP fragment of its first datagram on ${sender} "
-            "-> last IP fragment of the last needed datagram on ${receiver}; the largest and "
-            "the mean of the samples sent in each interval. " + CLOCK_NOTE + " flux-queries/dds_latency_summary.flux",
-            [influx_target("dds_latency_summary")], "ns", h=9,
-            legend_calcs=["min", "mean", "max"])
-    b.panel("DDS-layer latency per sample (the slowest per interval) — ${clock}",
-            "The latency of each sample (materialised by the latency join), the largest per "
-            "writer and interval: zoomed in, one point per sample at its send time; wider, the "
-            "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
-            "Autoware's rate. " + CLOCK_NOTE + " Every sample's row: "
-            "flux-queries/dds_latency_materialised.flux. "
-            "flux-queries/dds_latency_peaks.flux",
-            [influx_target("dds_latency_peaks")], "ns", h=9, style="points",
-            legend_calcs=["min", "mean", "max"])
-    b.panel("Clock offset ${receiver} - ${sender} (estimated from the traffic)",
-            "With latency clock = raw the latency panels show receive time on ${receiver}'s "
-            "clock minus send time on ${sender}'s, so they read this offset too high; with "
-            "corrected they subtract its last estimate (drift followed). The latency join "
-            "estimates it from the samples seen on both hosts (NTP's estimate from the smallest "
-            "delay each way over the last 5 minutes, drift followed); the true offset lies "
-            "between lower and upper, where within depends on the path's asymmetry, which "
-            "traffic cannot show. docs/latency.md. flux-queries/clock_offset.flux",
-            [influx_target("clock_offset")], "ns", h=7, legend_calcs=["last"])
+    b.flux_panel("DDS-layer latency per topic (max and mean per interval) — ${clock}",
+                 "Per sample (writer GUID, SN): first IP fragment of its first datagram on ${sender} "
+                 "-> last IP fragment of the last needed datagram on ${receiver}; the largest and "
+                 "the mean of the samples sent in each interval. " + CLOCK_NOTE,
+                 "dds_latency_summary", "ns", h=9,
+                 legend_calcs=["min", "mean", "max"])
+    b.flux_panel("DDS-layer latency per sample (the slowest per interval) — ${clock}",
+                 "The latency of each sample (materialised by the latency join), the largest per "
+                 "writer and interval: zoomed in, one point per sample at its send time; wider, the "
+                 "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
+                 "Autoware's rate. " + CLOCK_NOTE + " Every sample's row: "
+                 "flux-queries/dds_latency_materialised.flux.",
+                 "dds_latency_peaks", "ns", h=9, style="points",
+                 legend_calcs=["min", "mean", "max"])
+    b.flux_panel("Clock offset ${receiver} - ${sender} (estimated from the traffic)",
+                 "With latency clock = raw the latency panels show receive time on ${receiver}'s "
+                 "clock minus send time on ${sender}'s, so they read this offset too high; with "
+                 "corrected they subtract its last estimate (drift followed). The latency join "
+                 "estimates it from the samples seen on both hosts (NTP's estimate from the smallest "
+                 "delay each way over the last 5 minutes, drift followed); the true offset lies "
+                 "between lower and upper, where within depends on the path's asymmetry, which "
+                 "traffic cannot show. docs/latency.md.",
+                 "clock_offset", "ns", h=7, legend_calcs=["last"])
     b.panel("Network bandwidth per interface (node_exporter)",
             "Receive (+) and transmit (-) bit/s of the hosts' interfaces, on the same time axis "
             "as the latency above.",
@@ -256,44 +261,43 @@ def latency_board():
              prom_target('-rate(node_network_transmit_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',
                          "{{instance}} {{device}} tx", "B")],
             "bps", h=8)
-    b.panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — ${clock}",
-            "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
-            "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
-            "${receiver} (materialised by the latency join), the largest per writer and "
-            "interval: zoomed in, one point per DATA_FRAG. " + CLOCK_NOTE + " Every DATA_FRAG's row: "
-            "flux-queries/dds_submessage_latency_materialised.flux. "
-            "flux-queries/dds_submessage_latency_peaks.flux",
-            [influx_target("dds_submessage_latency_peaks")], "ns", h=9, style="points",
-            legend_calcs=["min", "mean", "max"])
-    b.panel("Lost samples ${sender} -> ${receiver}",
-            "Samples of ${sender}'s writers that ${receiver} never completed while capturing "
-            "(lost or incomplete, as `ddshark latency` says), per interval at send time "
-            "(materialised by the latency task). flux-queries/lost_samples_materialised.flux",
-            [influx_target("lost_samples_materialised")], "short", h=7, style="bars", w=12,
-            advance=False, legend_calcs=["sum"])
-    b.panel("Retransmissions on ${sender}",
-            "DATA/DATA_FRAG of ${sender}'s writers re-sent to a destination (or after a "
-            "multicast send) that already had them: repairs, per interval (materialised by the "
-            "latency task). flux-queries/retransmissions_materialised.flux",
-            [influx_target("retransmissions_materialised")], "short", h=7, style="bars", w=12,
-            x=12, legend_calcs=["sum"])
+    b.flux_panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — ${clock}",
+                 "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
+                 "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
+                 "${receiver} (materialised by the latency join), the largest per writer and "
+                 "interval: zoomed in, one point per DATA_FRAG. " + CLOCK_NOTE + " Every DATA_FRAG's row: "
+                 "flux-queries/dds_submessage_latency_materialised.flux.",
+                 "dds_submessage_latency_peaks", "ns", h=9, style="points",
+                 legend_calcs=["min", "mean", "max"])
+    b.flux_panel("Lost samples ${sender} -> ${receiver}",
+                 "Samples of ${sender}'s writers that ${receiver} never completed while capturing "
+                 "(lost or incomplete, as `ddshark latency` says), per interval at send time "
+                 "(materialised by the latency task).",
+                 "lost_samples_materialised", "short", h=7, style="bars", w=12,
+                 advance=False, legend_calcs=["sum"])
+    b.flux_panel("Retransmissions on ${sender}",
+                 "DATA/DATA_FRAG of ${sender}'s writers re-sent to a destination (or after a "
+                 "multicast send) that already had them: repairs, per interval (materialised by the "
+                 "latency task).",
+                 "retransmissions_materialised", "short", h=7, style="bars", w=12,
+                 x=12, legend_calcs=["sum"])
     b.row("Ad-hoc joins over the raw spans (for a window you pick; slower)", collapsed=[
-        b.panel("DDS-layer latency per sample (ad-hoc join) — raw (sender and receiver clocks as captured)",
-                "Joins the raw spans of ${sender} and ${receiver} at query time: the same numbers "
-                "as the materialised panel, for windows the task did not cover (e.g. spans "
-                "written before the task ran). flux-queries/dds_latency.flux",
-                [influx_target("dds_latency")], "ns", h=9, style="points",
-                legend_calcs=["min", "mean", "max", "count"], attach=False),
-        b.panel("DDS submessage latency per DATA_FRAG (ad-hoc join) — raw (sender and receiver clocks as captured)",
-                "flux-queries/dds_submessage_latency.flux",
-                [influx_target("dds_submessage_latency")], "ns", h=9, style="points",
-                legend_calcs=["min", "mean", "max", "count"], attach=False),
-        b.panel("Lost samples ${sender} -> ${receiver} (ad-hoc join)",
-                "flux-queries/lost_samples.flux", [influx_target("lost_samples")], "short", h=7,
-                style="bars", legend_calcs=["sum"], attach=False),
-        b.panel("Retransmissions on ${sender} (ad hoc)",
-                "flux-queries/retransmissions.flux", [influx_target("retransmissions")], "short",
-                h=7, style="bars", legend_calcs=["sum"], attach=False),
+        b.flux_panel("DDS-layer latency per sample (ad-hoc join) — raw (sender and receiver clocks as captured)",
+                     "Joins the raw spans of ${sender} and ${receiver} at query time: the same numbers "
+                     "as the materialised panel, for windows the task did not cover (e.g. spans "
+                     "written before the task ran).",
+                     "dds_latency", "ns", h=9, style="points",
+                     legend_calcs=["min", "mean", "max", "count"], attach=False),
+        b.flux_panel("DDS submessage latency per DATA_FRAG (ad-hoc join) — raw (sender and receiver clocks as captured)",
+                     "",
+                     "dds_submessage_latency", "ns", h=9, style="points",
+                     legend_calcs=["min", "mean", "max", "count"], attach=False),
+        b.flux_panel("Lost samples ${sender} -> ${receiver} (ad-hoc join)",
+                     "", "lost_samples", "short", h=7,
+                     style="bars", legend_calcs=["sum"], attach=False),
+        b.flux_panel("Retransmissions on ${sender} (ad hoc)",
+                     "", "retransmissions", "short",
+                     h=7, style="bars", legend_calcs=["sum"], attach=False),
     ])
     return b
 
@@ -307,39 +311,38 @@ def traffic_board():
                var_host("receiver", "peer host", "host.name of the other capture (loss panel)", sort=2),
                var_topic()])
     b.row("Traffic on ${sender}")
-    b.panel("DDS payload size over time (the largest per interval)",
-            "Serialized sample size of ${sender}'s writers at each sample's first transmission "
-            "(materialised by the latency join), the largest per writer and interval: zoomed "
-            "in, one point per sample. Every sample's row: "
-            "flux-queries/payload_size_materialised.flux. flux-queries/payload_size_peaks.flux",
-            [influx_target("payload_size_peaks")], "decbytes", h=9, style="points")
-    b.panel("Bandwidth per topic",
-            "DDS payload bit/s per topic, retransmissions included. flux-queries/topic_bandwidth.flux",
-            [influx_target("topic_bandwidth")], "bps", h=9, w=12, advance=False)
-    b.panel("Sample rate per topic",
-            "Samples/s per topic (each sample once). flux-queries/message_rate.flux",
-            [influx_target("message_rate")], "short", h=9, w=12, x=12)
+    b.flux_panel("DDS payload size over time (the largest per interval)",
+                 "Serialized sample size of ${sender}'s writers at each sample's first transmission "
+                 "(materialised by the latency join), the largest per writer and interval: zoomed "
+                 "in, one point per sample. Every sample's row: "
+                 "flux-queries/payload_size_materialised.flux.",
+                 "payload_size_peaks", "decbytes", h=9, style="points")
+    b.flux_panel("Bandwidth per topic",
+                 "DDS payload bit/s per topic, retransmissions included.",
+                 "topic_bandwidth", "bps", h=9, w=12, advance=False)
+    b.flux_panel("Sample rate per topic",
+                 "Samples/s per topic (each sample once).",
+                 "message_rate", "short", h=9, w=12, x=12)
     b.row("Loss and repairs")
-    b.panel("Lost samples ${sender} -> ${receiver}",
-            "flux-queries/lost_samples_materialised.flux",
-            [influx_target("lost_samples_materialised")], "short", h=8, w=8, style="bars",
-            advance=False, legend_calcs=["sum"])
-    b.panel("Retransmissions (repairs)", "flux-queries/retransmissions_materialised.flux",
-            [influx_target("retransmissions_materialised")], "short", h=8, w=8, x=8,
-            style="bars", advance=False, legend_calcs=["sum"])
-    b.panel("ddshark per-topic counters (samples, bytes, lost, retransmitted)",
-            "Increase per interval of ddshark's OTLP counters ddshark.topic.*. "
-            "flux-queries/topic_counters.flux",
-            [influx_target("topic_counters")], "short", h=8, w=8, x=16, legend_calcs=["sum"])
+    b.flux_panel("Lost samples ${sender} -> ${receiver}",
+                 "",
+                 "lost_samples_materialised", "short", h=8, w=8, style="bars",
+                 advance=False, legend_calcs=["sum"])
+    b.flux_panel("Retransmissions (repairs)", "",
+                 "retransmissions_materialised", "short", h=8, w=8, x=8,
+                 style="bars", advance=False, legend_calcs=["sum"])
+    b.flux_panel("ddshark per-topic counters (samples, bytes, lost, retransmitted)",
+                 "Increase per interval of ddshark's OTLP counters ddshark.topic.*.",
+                 "topic_counters", "short", h=8, w=8, x=16, legend_calcs=["sum"])
     b.row("Ad hoc over the raw spans (for a window you pick; slower)", collapsed=[
-        b.panel("DDS payload size over time (ad hoc)", "flux-queries/payload_size.flux",
-                [influx_target("payload_size")], "decbytes", h=9, style="points", attach=False),
-        b.panel("Lost samples ${sender} -> ${receiver} (ad-hoc join)",
-                "flux-queries/lost_samples.flux", [influx_target("lost_samples")], "short", h=8,
-                style="bars", legend_calcs=["sum"], attach=False),
-        b.panel("Retransmissions (repairs, ad hoc)", "flux-queries/retransmissions.flux",
-                [influx_target("retransmissions")], "short", h=8, style="bars",
-                legend_calcs=["sum"], attach=False),
+        b.flux_panel("DDS payload size over time (ad hoc)", "",
+                     "payload_size", "decbytes", h=9, style="points", attach=False),
+        b.flux_panel("Lost samples ${sender} -> ${receiver} (ad-hoc join)",
+                     "", "lost_samples", "short", h=8,
+                     style="bars", legend_calcs=["sum"], attach=False),
+        b.flux_panel("Retransmissions (repairs, ad hoc)", "",
+                     "retransmissions", "short", h=8, style="bars",
+                     legend_calcs=["sum"], attach=False),
     ])
     return b
 
@@ -350,10 +353,10 @@ def health_board():
               "pipeline metrics (Prometheus), Telegraf's writer and latency-join counters and "
               "the series cardinality of both buckets.",
               [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket()])
-    b.panel("ddshark spans enqueued / sent / dropped / failed",
-            "Cumulative counters of every ddshark instance, per host. Dropped or failed > 0 "
-            "means spans are missing. flux-queries/exporter_health.flux",
-            [influx_target("exporter_health")], "short", h=9, legend_calcs=["last"])
+    b.flux_panel("ddshark spans enqueued / sent / dropped / failed",
+                 "Cumulative counters of every ddshark instance, per host. Dropped or failed > 0 "
+                 "means spans are missing.",
+                 "exporter_health", "short", h=9, legend_calcs=["last"])
     b.panel("Collector: spans accepted / exported / failed per second",
             "OpenTelemetry Collector pipeline (its own Prometheus metrics).",
             [prom_target("sum(rate(otelcol_receiver_accepted_spans_total[$__rate_interval])) or vector(0)",
@@ -371,23 +374,20 @@ def health_board():
              prom_target("sum by (exporter) (otelcol_exporter_queue_capacity)",
                          "{{exporter}} capacity", "B")],
             "short", h=8, w=12, x=12)
-    b.panel("Telegraf (InfluxDB writer): written / dropped / buffered",
-            "Cumulative metrics (= spans, mostly) written into InfluxDB and dropped because the "
-            "buffer was full, and the buffer's fill level, per output. "
-            "flux-queries/writer_health.flux",
-            [influx_target("writer_health")], "short", h=8, w=12, advance=False,
-            legend_calcs=["last"])
-    b.panel("Series cardinality per bucket",
-            "Series with data in the time range; bounded by the deployment, not the traffic. "
-            "flux-queries/series_cardinality.flux",
-            [influx_target("series_cardinality")], "short", h=8, w=12, x=12, kind="stat")
-    b.panel("Latency join: pending / joined early / points written, dropped / rejected / senderless",
-            "Samples and DATA_FRAGs waiting in the latency join (ddshark join, run by Telegraf), "
-            "samples joined early because it was full (> 0: latencies may be missing), the points "
-            "it wrote and could not deliver, the lines it could not use, and the samples and "
-            "DATA_FRAGs the writer's host did not capture (no point; cumulative). "
-            "flux-queries/join_health.flux",
-            [influx_target("join_health")], "short", h=8, legend_calcs=["last"])
+    b.flux_panel("Telegraf (InfluxDB writer): written / dropped / buffered",
+                 "Cumulative metrics (= spans, mostly) written into InfluxDB and dropped because the "
+                 "buffer was full, and the buffer's fill level, per output.",
+                 "writer_health", "short", h=8, w=12, advance=False,
+                 legend_calcs=["last"])
+    b.flux_panel("Series cardinality per bucket",
+                 "Series with data in the time range; bounded by the deployment, not the traffic.",
+                 "series_cardinality", "short", h=8, w=12, x=12, kind="stat")
+    b.flux_panel("Latency join: pending / joined early / points written, dropped / rejected / senderless",
+                 "Samples and DATA_FRAGs waiting in the latency join (ddshark join, run by Telegraf), "
+                 "samples joined early because it was full (> 0: latencies may be missing), the points "
+                 "it wrote and could not deliver, the lines it could not use, and the samples and "
+                 "DATA_FRAGs the writer's host did not capture (no point; cumulative).",
+                 "join_health", "short", h=8, legend_calcs=["last"])
     return b
 
 
