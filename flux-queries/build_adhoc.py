@@ -132,48 +132,35 @@ def ad_hoc_body(task):
 TOPIC = '        topic_name: if exists r.wtopic then r.wtopic else "",\n'
 PER_TOPIC = '    |> group(columns: ["topic_name"])\n    |> sort(columns: ["_time"])\n'
 PER_WINDOW = "    |> aggregateWindow(every: v.windowPeriod, fn: sum, createEmpty: false)\n"
+
+
+def tail(stream, columns, where=None, per_window=False):
+    """An ad-hoc query's result: rows of one of the task's named streams (filtered by where),
+    mapped to columns (name, Flux expression) and the topic, one table per topic."""
+    text = stream + "\n"
+    if where:
+        text += f"    |> filter(fn: (r) => {where})\n"
+    text += "    |> map(fn: (r) => ({\n"
+    text += "".join(f"        {name}: {expr},\n" for name, expr in columns)
+    text += TOPIC + "    }))\n" + PER_TOPIC
+    return text + PER_WINDOW if per_window else text
+
+
 # What each ad-hoc query returns from the task's named streams (the task writes the same
 # rows into ${long_bucket} in its `// output` blocks).
+SAMPLE = [("writer_id", "r.writer_id"), ("sn", "r.sn")]
 TAILS = {
-    "dds_latency.flux": '''samplesPerReceiver
-    |> filter(fn: (r) => r.complete and r.receiver == "${receiver}")
-    |> map(fn: (r) => ({
-        _time: r._time,
-        _value: r.t_recv - r.t_send,
-        writer_id: r.writer_id,
-        sn: r.sn,
-''' + TOPIC + "    }))\n" + PER_TOPIC,
-    "lost_samples.flux": '''lostSamples
-    |> filter(fn: (r) => r.receiver == "${receiver}")
-    |> map(fn: (r) => ({
-        _time: r._time,
-        _value: 1,
-        writer_id: r.writer_id,
-        sn: r.sn,
-        incomplete: r.incomplete,
-''' + TOPIC + "    }))\n" + PER_TOPIC + PER_WINDOW,
-    "payload_size.flux": '''sent
-    |> map(fn: (r) => ({
-        _time: r._time,
-        _value: r.size,
-        writer_id: r.writer_id,
-        sn: r.sn,
-''' + TOPIC + "    }))\n" + PER_TOPIC,
-    "retransmissions.flux": '''repairsPerSecond
-    |> map(fn: (r) => ({
-        _time: r._time,
-        _value: r.repairs,
-        writer_id: r.writer_id,
-''' + TOPIC + "    }))\n" + PER_TOPIC + PER_WINDOW,
-    "dds_submessage_latency.flux": '''fragsPerReceiver
-    |> filter(fn: (r) => r.receiver == "${receiver}")
-    |> map(fn: (r) => ({
-        _time: r.stime,
-        _value: r.rt - r.sts,
-        writer_id: r.writer_id,
-        sn: r.sn,
-        fragment_starting_num: r.fsn,
-''' + TOPIC + "    }))\n" + PER_TOPIC,
+    "dds_latency.flux": tail("samplesPerReceiver", [("_time", "r._time"), ("_value", "r.t_recv - r.t_send")] + SAMPLE,
+                             where='r.complete and r.receiver == "${receiver}"'),
+    "lost_samples.flux": tail("lostSamples", [("_time", "r._time"), ("_value", "1")] + SAMPLE
+                              + [("incomplete", "r.incomplete")],
+                              where='r.receiver == "${receiver}"', per_window=True),
+    "payload_size.flux": tail("sent", [("_time", "r._time"), ("_value", "r.size")] + SAMPLE),
+    "retransmissions.flux": tail("repairsPerSecond", [("_time", "r._time"), ("_value", "r.repairs"),
+                                                      ("writer_id", "r.writer_id")], per_window=True),
+    "dds_submessage_latency.flux": tail("fragsPerReceiver", [("_time", "r.stime"), ("_value", "r.rt - r.sts")]
+                                        + SAMPLE + [("fragment_starting_num", "r.fsn")],
+                                        where='r.receiver == "${receiver}"'),
 }
 
 
