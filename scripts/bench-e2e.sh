@@ -112,9 +112,7 @@ PIDS=()
 STACK_RUN="$OUT/stack"
 cleanup() {
   local rc=$?
-  # (TERM: background shells ignore INT; ddshark and tcpdump stop cleanly on either)
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_children "${PIDS[@]}"
   if [ -f "$STACK_RUN/stack.env" ] && [ -z "${KEEP_STACK:-}" ]; then
     "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$STACK_RUN" >&2 || true
   fi

@@ -78,8 +78,7 @@ PIDS=()
 STACK_RUN=""
 cleanup() {
   local rc=$?
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_children "${PIDS[@]}"
   [ -n "$STACK_RUN" ] && [ -z "${KEEP_STACK:-}" ] && "$REPO/scripts/stack/stop.sh" --run-dir "$STACK_RUN" >&2 || true
   exit "$rc"
 }

@@ -37,6 +37,14 @@ die() { printf '[%s] ERROR: %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; exit 1; }
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 usage_error() { printf '[%s] %s (see %s --help)\n' "${LIB_TAG:-ddshark}" "$*" "$0" >&2; exit 2; }
 
+# stop_children PID...: SIGTERM to each of this shell's background processes (background shells
+# ignore INT; ddshark and tcpdump stop cleanly on either), then waits for them all
+stop_children() {
+  local p
+  for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "$@"; do wait "$p" 2>/dev/null || true; done
+}
+
 # What a script needs, each a `die` naming how to get it when it is missing:
 #   need_root WHY        root
 #   need_tools TOOL...   the tools (scripts/setup.sh --test installs them)
