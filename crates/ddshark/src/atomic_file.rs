@@ -19,7 +19,7 @@ fn temp_path(path: &Path) -> PathBuf {
 }
 
 /// Writes `contents` to `path` atomically (see the module docs).
-pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> io::Result<()> {
+pub(crate) fn write(path: &Path, contents: impl AsRef<[u8]>) -> io::Result<()> {
     let tmp = temp_path(path);
     let mode = fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)

@@ -44,7 +44,7 @@ pub struct DaemonArgs {
         value_name = "FILE",
         conflicts_with = "interfaces"
     )]
-    pub read: Option<PathBuf>,
+    pub(crate) read: Option<PathBuf>,
     /// No TUI: print a periodic summary on stdout
     #[arg(long)]
     pub no_tui: bool,
@@ -57,22 +57,22 @@ pub struct DaemonArgs {
     /// Replay (-r) at N times the recorded speed (default: as fast as possible with
     /// --no-tui, recorded speed with the TUI; 0 = as fast as possible)
     #[arg(long, value_name = "N", conflicts_with = "interfaces", value_parser = parse_speed)]
-    pub speed: Option<f64>,
+    pub(crate) speed: Option<f64>,
     /// Replay (-r) with timestamps moved: the file's first frame at WHEN (`now`, or Unix
     /// time in seconds with up to 9 decimals), every other frame as far from it as recorded.
     /// For old captures into a live stack, e.g. `--retime now --otlp`
     #[arg(long, value_name = "WHEN", conflicts_with = "interfaces", value_parser = RetimeAt::parse)]
-    pub retime: Option<RetimeAt>,
+    pub(crate) retime: Option<RetimeAt>,
     /// Stop after this long (wall-clock, e.g. 30s, 5m)
     #[arg(long, value_name = "DURATION", value_parser = TimeSpan::positive)]
-    pub duration: Option<TimeSpan>,
+    pub(crate) duration: Option<TimeSpan>,
     /// Stop after COUNT frames (those the filter keeps), like tcpdump -c
     #[arg(short = 'c', long = "count", value_name = "COUNT",
           value_parser = clap::value_parser!(u64).range(1..))]
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
     /// Bytes kept of each packet (live)
     #[arg(long, short = 's', default_value = "262144", conflicts_with = "read")]
-    pub snaplen: i32,
+    pub(crate) snaplen: i32,
     /// Kernel capture buffer, MiB (live)
     #[arg(
         long,
@@ -81,23 +81,23 @@ pub struct DaemonArgs {
         value_name = "MIB",
         conflicts_with = "read"
     )]
-    pub buffer_size: i32,
+    pub(crate) buffer_size: i32,
     /// Deliver packets as soon as they arrive, no kernel batching (live)
     #[arg(long, conflicts_with = "read")]
-    pub immediate: bool,
+    pub(crate) immediate: bool,
     /// Do not put the interface into promiscuous mode (live)
     #[arg(long, short = 'p', conflicts_with = "read")]
-    pub no_promisc: bool,
+    pub(crate) no_promisc: bool,
     /// Timestamp source (live): host, host_lowprec, host_hiprec, adapter, adapter_unsynced
     #[arg(long, short = 'j', value_name = "TYPE", conflicts_with = "read")]
-    pub tstamp_type: Option<String>,
+    pub(crate) tstamp_type: Option<String>,
     /// Run the capture thread with this SCHED_FIFO priority, 1-99 (live)
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99),
           conflicts_with = "read")]
-    pub rt_priority: Option<u8>,
+    pub(crate) rt_priority: Option<u8>,
     /// Pin the capture thread to this CPU (live)
     #[arg(long, value_name = "CPU", conflicts_with = "read")]
-    pub cpu: Option<usize>,
+    pub(crate) cpu: Option<usize>,
     /// Run as USER once the interfaces are open (as tcpdump -Z); -w recordings and other
     /// files are then created as USER. Live capture always drops its capabilities then
     #[arg(
@@ -106,25 +106,25 @@ pub struct DaemonArgs {
         value_name = "USER",
         conflicts_with = "read"
     )]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Batches of 256 frames queued between capture and state before dropping
     #[arg(long, default_value = "64", value_name = "BATCHES")]
-    pub queue: usize,
+    pub(crate) queue: usize,
     /// Load discovery from FILE at start and save it at the end
     #[arg(long, value_name = "FILE")]
-    pub discovery_cache: Option<PathBuf>,
+    pub(crate) discovery_cache: Option<PathBuf>,
     /// Show ROS 2 names demangled
     #[arg(long)]
-    pub ros: bool,
+    pub(crate) ros: bool,
     /// Sliding window for rates (capture time, e.g. 10s)
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
     pub window: TimeSpan,
     /// Print the interfaces that can be captured and exit
     #[arg(long, short = 'D')]
-    pub list_interfaces: bool,
+    pub(crate) list_interfaces: bool,
     /// Print the final snapshot as JSON (like `ddshark stats`) at the end
     #[arg(long, value_name = "FILE")]
-    pub final_json: Option<PathBuf>,
+    pub(crate) final_json: Option<PathBuf>,
     /// Also record what is captured to FILE (pcapng, ns timestamps, host and interface
     /// names; written as FILE.part, renamed when complete)
     #[arg(
@@ -133,11 +133,11 @@ pub struct DaemonArgs {
         value_name = "FILE",
         conflicts_with = "read"
     )]
-    pub write: Option<PathBuf>,
+    pub(crate) write: Option<PathBuf>,
     /// With -w: start a new file before one exceeds MB million bytes (FILE, FILE1, …)
     #[arg(short = 'C', long = "file-size", value_name = "MB", requires = "write", group = "rotation",
           value_parser = clap::value_parser!(u64).range(1..))]
-    pub file_size: Option<u64>,
+    pub(crate) file_size: Option<u64>,
     /// With -w: start a new file every DURATION of capture time, e.g. 60s (strftime
     /// %Y%m%d%H%M%S in FILE is expanded, UTC; else FILE, FILE1, …)
     #[arg(
@@ -148,12 +148,12 @@ pub struct DaemonArgs {
         group = "rotation",
         value_parser = TimeSpan::positive
     )]
-    pub rotate: Option<TimeSpan>,
+    pub(crate) rotate: Option<TimeSpan>,
     /// With -w: MiB of captured frames held for the writer (a slow disk, a busy CPU)
     /// before frames are dropped, counted
     #[arg(long, value_name = "MIB", default_value = "256", requires = "write",
           value_parser = clap::value_parser!(u64).range(1..))]
-    pub write_queue: u64,
+    pub(crate) write_queue: u64,
     /// With -C: a ring of COUNT files (FILE0…); with -G: stop after COUNT files
     #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "rotation",
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -186,7 +186,7 @@ fn parse_speed(s: &str) -> Result<f64, String> {
 
 /// Where `--retime` puts a replay's first frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetimeAt {
+pub(crate) enum RetimeAt {
     /// The wall clock when the replay starts.
     Now,
     /// Nanoseconds since the Unix epoch.
@@ -195,7 +195,7 @@ pub enum RetimeAt {
 
 impl RetimeAt {
     /// `now`, or seconds since the Unix epoch with up to 9 decimals (read exactly, no float).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let s = s.trim();
         if s == "now" {
             return Ok(Self::Now);
@@ -222,7 +222,7 @@ impl RetimeAt {
     }
 
     /// The instant in ns since the Unix epoch (`now` read from the wall clock).
-    pub fn resolve(self) -> Result<u64> {
+    pub(crate) fn resolve(self) -> Result<u64> {
         match self {
             Self::UnixNs(ns) => Ok(ns),
             Self::Now => {
@@ -243,7 +243,7 @@ impl DaemonArgs {
     }
 
     /// The capture filter the user gave (words after the options, or -F FILE), if any.
-    pub fn user_filter(&self) -> Result<Option<String>> {
+    pub(crate) fn user_filter(&self) -> Result<Option<String>> {
         let text = match &self.filter_file {
             Some(p) => read_filter_file(p)?,
             None => self.filter.join(" "),
@@ -261,7 +261,7 @@ struct JsonLine<'a> {
 }
 
 /// Prints every snapshot on stdout.
-pub struct ReportSink {
+pub(crate) struct ReportSink {
     format: DaemonFormat,
     report: ReportOptions,
     out: io::Stdout,

@@ -34,7 +34,7 @@ use crate::state::Snapshot;
 use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OtlpProtocol {
+pub(crate) enum OtlpProtocol {
     Grpc,
     /// HTTP/protobuf
     Http,
@@ -43,7 +43,7 @@ pub enum OtlpProtocol {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OtlpCompression {
+pub(crate) enum OtlpCompression {
     None,
     Gzip,
 }
@@ -58,89 +58,92 @@ pub struct OtlpArgs {
     /// Export spans and metrics over OTLP to ENDPOINT (gRPC: http://host:4317,
     /// HTTP: http://host:4318); without a value, from OTEL_EXPORTER_OTLP_ENDPOINT
     #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
-    pub otlp: Option<String>,
+    pub(crate) otlp: Option<String>,
     /// OTLP transport [env: OTEL_EXPORTER_OTLP_PROTOCOL; default grpc]
     #[arg(long, value_enum, value_name = "PROTO")]
-    pub otlp_protocol: Option<OtlpProtocol>,
+    pub(crate) otlp_protocol: Option<OtlpProtocol>,
     /// Header sent with every export, e.g. authorization=Bearer… (repeatable)
     #[arg(long = "otlp-header", value_name = "KEY=VALUE")]
-    pub otlp_headers: Vec<String>,
+    pub(crate) otlp_headers: Vec<String>,
     /// Compression of export requests [env: OTEL_EXPORTER_OTLP_COMPRESSION]
     #[arg(long, value_enum, value_name = "ALG")]
-    pub otlp_compression: Option<OtlpCompression>,
+    pub(crate) otlp_compression: Option<OtlpCompression>,
     /// Timeout of one export request, e.g. 10s [env: OTEL_EXPORTER_OTLP_TIMEOUT, in ms]
     #[arg(long, value_name = "DURATION", value_parser = TimeSpan::positive)]
     pub otlp_timeout: Option<TimeSpan>,
     /// PEM CA certificate to trust for https endpoints [env: OTEL_EXPORTER_OTLP_CERTIFICATE]
     #[arg(long, value_name = "PEM")]
-    pub otlp_certificate: Option<PathBuf>,
+    pub(crate) otlp_certificate: Option<PathBuf>,
     /// PEM client certificate for mutual TLS [env: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE]
     #[arg(long, value_name = "PEM", requires = "otlp_client_key")]
-    pub otlp_client_certificate: Option<PathBuf>,
+    pub(crate) otlp_client_certificate: Option<PathBuf>,
     /// PEM key of the client certificate [env: OTEL_EXPORTER_OTLP_CLIENT_KEY]
     #[arg(long, value_name = "PEM", requires = "otlp_client_certificate")]
-    pub otlp_client_key: Option<PathBuf>,
+    pub(crate) otlp_client_key: Option<PathBuf>,
     /// Export only topics matching PATTERN (glob, or re:REGEX; repeatable)
     #[arg(long = "otlp-topic", value_name = "PATTERN")]
-    pub otlp_topics: Vec<String>,
+    pub(crate) otlp_topics: Vec<String>,
     /// Extra resource attribute (repeatable) [env: OTEL_RESOURCE_ATTRIBUTES]
     #[arg(long = "otlp-resource", value_name = "KEY=VALUE")]
-    pub otlp_resource: Vec<String>,
+    pub(crate) otlp_resource: Vec<String>,
     /// host.name of the exported spans [default: this machine's host name]
     #[arg(long, value_name = "NAME")]
-    pub host_name: Option<String>,
+    pub(crate) host_name: Option<String>,
     /// capture.interface of the exported spans [default: the interface, or the
     /// replayed file's name]
     #[arg(long, value_name = "NAME")]
-    pub capture_interface: Option<String>,
+    pub(crate) capture_interface: Option<String>,
     /// service.name of the exported spans [env: OTEL_SERVICE_NAME; default ddshark]
     #[arg(long, value_name = "NAME")]
-    pub service_name: Option<String>,
+    pub(crate) service_name: Option<String>,
     /// Spans queued for export before new ones are dropped
     #[arg(long, value_name = "SPANS", default_value = "65536")]
-    pub otlp_queue: usize,
+    pub(crate) otlp_queue: usize,
     /// Spans per export request
     #[arg(long, value_name = "SPANS", default_value = "1024")]
-    pub otlp_batch: usize,
+    pub(crate) otlp_batch: usize,
     /// Try a failed export again for this long (backoff 0.5 s to 5 s) before its spans
     /// count as failed; meanwhile --otlp-queue holds what comes (0s: no retry)
     #[arg(long, value_name = "DURATION", default_value = "0s")]
-    pub otlp_retry: TimeSpan,
+    pub(crate) otlp_retry: TimeSpan,
     /// Do not export per-topic metrics (spans only)
     #[arg(long)]
-    pub otlp_no_metrics: bool,
+    pub(crate) otlp_no_metrics: bool,
     /// How long to wait at exit for queued spans to be sent
     #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub otlp_flush_timeout: TimeSpan,
+    pub(crate) otlp_flush_timeout: TimeSpan,
     /// A sample's SAMPLE span leaves once nothing of it was seen for this long
     /// (capture time; `ddshark latency --window` alike)
     #[arg(long, value_name = "DURATION", default_value_t = TimeSpan::from_ns(span_schema::SAMPLE_WINDOW_NS.unsigned_abs()),
           value_parser = TimeSpan::positive)]
-    pub otlp_sample_window: TimeSpan,
+    pub(crate) otlp_sample_window: TimeSpan,
     /// Most memory the samples awaiting their SAMPLE span may hold (oldest sent early, counted)
     #[arg(long, value_name = "MIB", default_value = "256")]
-    pub otlp_sample_memory: usize,
+    pub(crate) otlp_sample_memory: usize,
     /// Do not export SAMPLE spans (submessage spans only)
     #[arg(long)]
-    pub otlp_no_samples: bool,
+    pub(crate) otlp_no_samples: bool,
     /// Leave out of DATA/DATA_FRAG spans the detail no dashboard or query reads (src, dst,
     /// source_timestamp_ns, frame, frame_first, ip_fragments, submessage_index): less CPU
     /// for the collector, Telegraf and InfluxDB at high rates
     #[arg(long)]
-    pub otlp_lean: bool,
+    pub(crate) otlp_lean: bool,
 }
 
 impl OtlpArgs {
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.otlp.is_some()
     }
 
     /// The exporter configuration these options and the environment give.
-    pub fn config(&self) -> Result<ExporterConfig> {
+    pub(crate) fn config(&self) -> Result<ExporterConfig> {
         self.config_from(|k| std::env::var(k).ok())
     }
 
-    pub fn config_from(&self, env: impl Fn(&str) -> Option<String>) -> Result<ExporterConfig> {
+    pub(crate) fn config_from(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ExporterConfig> {
         let mut resource = Vec::new();
         for kv in &self.otlp_resource {
             resource.push(parse_key_value(kv, "--otlp-resource")?);
@@ -222,7 +225,7 @@ fn endpoint_label(c: &SignalConfig, env: impl Fn(&str) -> Option<String>) -> Str
 }
 
 /// This machine's host name (no libc call: the kernel's, then $HOSTNAME).
-pub fn system_host_name(env: impl Fn(&str) -> Option<String>) -> String {
+pub(crate) fn system_host_name(env: impl Fn(&str) -> Option<String>) -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
@@ -335,7 +338,7 @@ struct SourceExport {
 }
 
 /// The pipeline sink that maps datagrams to spans and snapshots to metrics.
-pub struct OtlpSink {
+pub(crate) struct OtlpSink {
     exporter: Option<Exporter>,
     handle: ExportHandle,
     host: String,
@@ -356,7 +359,7 @@ pub struct OtlpSink {
 
 impl OtlpSink {
     /// Starts the exporter. `live`: the capture must never wait for it.
-    pub fn start(args: &OtlpArgs, live: bool) -> Result<Self> {
+    pub(crate) fn start(args: &OtlpArgs, live: bool) -> Result<Self> {
         if !args.otlp_no_samples && args.otlp_sample_window.ns() == 0 {
             anyhow::bail!(
                 "--otlp-sample-window must be more than 0 seconds (or use --otlp-no-samples)"
@@ -393,7 +396,7 @@ impl OtlpSink {
     }
 
     /// The producer handle (counters for health views).
-    pub fn handle(&self) -> ExportHandle {
+    pub(crate) fn handle(&self) -> ExportHandle {
         self.handle.clone()
     }
 
@@ -524,7 +527,7 @@ impl OtlpSink {
 }
 
 /// One line about what the exporter did, for stderr at exit.
-pub fn summary_line(endpoint: &str, s: &ExportStats) -> String {
+pub(crate) fn summary_line(endpoint: &str, s: &ExportStats) -> String {
     format!(
         "ddshark: otlp {endpoint}: {} spans: {} sent, {} filtered, {} dropped (queue full), {} failed, {} abandoned at exit; {} requests ({} failed after the exporter's retries); metrics {} sent, {} failed",
         s.offered,
@@ -633,7 +636,7 @@ impl Drop for OtlpSink {
 /// An error naming the endpoint when spans were not delivered (the collector refused
 /// them or was not there): the run exits non-zero. Spans dropped on a full queue
 /// (live capture, collector too slow) are counted and reported, not failures.
-pub fn check_delivered(args: &OtlpArgs, s: &ExportStats) -> Result<()> {
+pub(crate) fn check_delivered(args: &OtlpArgs, s: &ExportStats) -> Result<()> {
     let lost = s.failed.saturating_add(s.abandoned);
     if lost == 0 && s.metrics_failed == 0 {
         return Ok(());
@@ -655,7 +658,7 @@ pub fn check_delivered(args: &OtlpArgs, s: &ExportStats) -> Result<()> {
 
 /// The sink for the daemon, when `--otlp` was given, and the exporter's handle, whose
 /// counters the TUI's Health view shows.
-pub fn sink_with_handle(
+pub(crate) fn sink_with_handle(
     args: &OtlpArgs,
     live: bool,
 ) -> Result<Option<(Box<dyn Sink>, ExportHandle)>> {

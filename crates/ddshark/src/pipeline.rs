@@ -35,8 +35,8 @@ use crate::state::{Snapshot, State, StateConfig};
 #[derive(Debug, Clone, Copy)]
 pub struct SourceCtx<'a> {
     /// Index of the packet source (interface or file) in the run.
-    pub source_index: usize,
-    pub source_name: &'a str,
+    pub(crate) source_index: usize,
+    pub(crate) source_name: &'a str,
 }
 
 /// Something that consumes the event stream next to the state (OTLP exporter,
@@ -100,7 +100,7 @@ pub struct EngineConfig {
 /// Dissector + state + extra sinks, driven frame by frame.
 pub struct Engine {
     dissector: Dissector,
-    pub state: State,
+    pub(crate) state: State,
     sinks: Vec<Box<dyn Sink>>,
     hub: Option<SnapshotHub>,
     pipeline: PipelineCounters,
@@ -143,7 +143,7 @@ impl Engine {
     }
 
     /// Load a discovery cache into the state and the dissector's topic map.
-    pub fn import_cache(&mut self, cache: &DiscoveryCache) -> usize {
+    pub(crate) fn import_cache(&mut self, cache: &DiscoveryCache) -> usize {
         self.state.import_cache(cache, self.dissector.topics_mut())
     }
 
@@ -185,7 +185,7 @@ impl Engine {
     /// A live source saw nothing until `now_ns`: let the capture clock move on.
     /// Before the first frame, the capture starts here: a quiet interface still gets
     /// its periodic (empty) summaries.
-    pub fn idle(&mut self, now_ns: u64) {
+    pub(crate) fn idle(&mut self, now_ns: u64) {
         if now_ns > self.state.now_ns {
             self.state.advance(now_ns);
             self.clock();
@@ -211,11 +211,11 @@ impl Engine {
         }
     }
 
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         self.state.snapshot(&self.dissector.stats(), &self.pipeline)
     }
 
-    pub fn pipeline_mut(&mut self) -> &mut PipelineCounters {
+    pub(crate) fn pipeline_mut(&mut self) -> &mut PipelineCounters {
         &mut self.pipeline
     }
 
@@ -338,7 +338,7 @@ impl PaceControl {
         let s = f64::from_bits(self.speed_bits.load(Ordering::Relaxed));
         (s.is_finite() && s > 0.0).then_some(s)
     }
-    pub fn set_speed(&self, speed: Option<f64>) {
+    pub(crate) fn set_speed(&self, speed: Option<f64>) {
         self.speed_bits
             .store(speed.unwrap_or(0.0).to_bits(), Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::Release);
@@ -346,11 +346,11 @@ impl PaceControl {
     pub fn paused(&self) -> bool {
         self.paused.load(Ordering::Relaxed)
     }
-    pub fn set_paused(&self, paused: bool) {
+    pub(crate) fn set_paused(&self, paused: bool) {
         self.paused.store(paused, Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::Release);
     }
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 }

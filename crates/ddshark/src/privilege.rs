@@ -13,13 +13,13 @@ use nix::unistd::{setgid, setgroups, setuid, User};
 /// The account `-Z USER` switches to, looked up before any device is opened so that an
 /// unknown name fails without capturing anything.
 #[derive(Debug, Clone)]
-pub struct RunAs {
+pub(crate) struct RunAs {
     name: String,
     user: User,
 }
 
 impl RunAs {
-    pub fn lookup(name: &str) -> Result<Self> {
+    pub(crate) fn lookup(name: &str) -> Result<Self> {
         let user = User::from_name(name)
             .with_context(|| format!("-Z {name}: cannot look the user up"))?
             .ok_or_else(|| anyhow!("-Z {name}: no such user"))?;
@@ -32,7 +32,7 @@ impl RunAs {
 
 /// Switch to `run_as` (if given) and reduce the capability sets to what the capture still
 /// needs: nothing, or CAP_SYS_NICE with `--rt-priority` (the capture thread's SCHED_FIFO).
-pub fn drop_privileges(run_as: Option<&RunAs>, keep_sys_nice: bool) -> Result<()> {
+pub(crate) fn drop_privileges(run_as: Option<&RunAs>, keep_sys_nice: bool) -> Result<()> {
     let mut keep = CapsHashSet::new();
     if keep_sys_nice {
         keep.insert(Capability::CAP_SYS_NICE);

@@ -19,28 +19,28 @@ pub struct SubmessageRecord {
     pub vendor_submessage: Option<&'static str>,
     /// Frame that completed the datagram (its last IP fragment).
     pub frame: u64,
-    pub frame_first: u64,
+    pub(crate) frame_first: u64,
     pub ts_first_ns: u64,
     pub ts_last_ns: u64,
-    pub ip_fragments: u32,
+    pub(crate) ip_fragments: u32,
     pub src: String,
     pub dst: String,
     pub vendor_id: String,
-    pub version: String,
+    pub(crate) version: String,
     pub guid_prefix: String,
     pub dst_guid_prefix: Option<String>,
     pub sm_index: usize,
-    pub flags: u8,
-    pub length: usize,
+    pub(crate) flags: u8,
+    pub(crate) length: usize,
     pub writer_guid: Option<String>,
     pub reader_entity: Option<String>,
     pub sn: Option<i64>,
     pub first_sn: Option<i64>,
     pub last_sn: Option<i64>,
     /// ACKNACK: the sequence numbers the reader asks for (bitmap bits set).
-    pub requested_sns: Option<Vec<i64>>,
+    pub(crate) requested_sns: Option<Vec<i64>>,
     /// ACKNACK/GAP bitmap base.
-    pub bitmap_base: Option<i64>,
+    pub(crate) bitmap_base: Option<i64>,
     pub count: Option<i32>,
     pub frag_start: Option<u32>,
     pub frags_in_submessage: Option<u16>,
@@ -50,15 +50,15 @@ pub struct SubmessageRecord {
     pub last_frag_num: Option<u32>,
     /// Serialized bytes in this submessage (DATA payload or DATA_FRAG fragments).
     pub payload_size: Option<usize>,
-    pub representation: Option<String>,
-    pub status_info: Option<u32>,
+    pub(crate) representation: Option<String>,
+    pub(crate) status_info: Option<u32>,
     /// Source timestamp from INFO_TS, ns since the epoch.
-    pub info_ts_ns: Option<i64>,
+    pub(crate) info_ts_ns: Option<i64>,
     pub pcp: Option<u8>,
-    pub vlan_id: Option<u16>,
+    pub(crate) vlan_id: Option<u16>,
     pub topic: Option<String>,
     #[serde(rename = "type")]
-    pub type_name: Option<String>,
+    pub(crate) type_name: Option<String>,
     pub truncated: bool,
     pub error: Option<String>,
     /// DATA_SESSION: the SN within the channel's session (`sn` is the writer's own).
@@ -85,8 +85,8 @@ pub struct BatchSampleRecord {
     /// serializedDataLength.
     pub size: u32,
     /// Source timestamp of the sample, ns since the epoch.
-    pub info_ts_ns: Option<i64>,
-    pub key: bool,
+    pub(crate) info_ts_ns: Option<i64>,
+    pub(crate) key: bool,
 }
 
 impl SubmessageRecord {
@@ -118,7 +118,7 @@ impl SubmessageRecord {
     }
 
     /// A submessage that could not be decoded.
-    pub fn from_error(d: &Datagram<'_>, e: &SubmessageError<'_>) -> Self {
+    pub(crate) fn from_error(d: &Datagram<'_>, e: &SubmessageError<'_>) -> Self {
         let writer = e.writer_guid();
         let (first_sn, last_sn) = e.first_last_sns();
         let (topic, type_name) = writer
@@ -147,7 +147,7 @@ impl SubmessageRecord {
         }
     }
 
-    pub fn from_submessage(d: &Datagram<'_>, sm: &Submessage<'_>) -> Self {
+    pub(crate) fn from_submessage(d: &Datagram<'_>, sm: &Submessage<'_>) -> Self {
         let mut r = Self::envelope(d);
         r.kind = sm.kind.name();
         r.submessage_id = sm.id;

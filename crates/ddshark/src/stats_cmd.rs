@@ -16,7 +16,7 @@ use crate::state::StateConfig;
 use crate::units::TimeSpan;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StatsFormat {
+pub(crate) enum StatsFormat {
     Json,
     Text,
 }
@@ -35,28 +35,28 @@ Examples:
 #[command(after_help = EXAMPLES)]
 pub struct StatsArgs {
     /// pcap or pcapng file
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// JSON (participants, writers, readers, topics, secured, health) or a readable report
     #[arg(long, value_enum, default_value = "json")]
-    pub format: StatsFormat,
+    pub(crate) format: StatsFormat,
     /// Show ROS 2 names demangled in the text report (rt/chatter → /chatter)
     #[arg(long)]
-    pub ros: bool,
+    pub(crate) ros: bool,
     /// Load discovery from FILE first and save what this capture discovered into it
     #[arg(long, value_name = "FILE")]
-    pub discovery_cache: Option<PathBuf>,
+    pub(crate) discovery_cache: Option<PathBuf>,
     /// Sliding window for rates, ending at the last frame (e.g. 10s)
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
-    pub window: TimeSpan,
+    pub(crate) window: TimeSpan,
     /// A hole in a writer's sequence numbers older than this (capture time) is lost
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
-    pub loss_timeout: TimeSpan,
+    pub(crate) loss_timeout: TimeSpan,
     /// Include built-in discovery writers (DCPSParticipant, ...) in the text report
     #[arg(long)]
-    pub builtin: bool,
+    pub(crate) builtin: bool,
     /// No progress bar
     #[arg(long, short = 'q')]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 /// Options of a whole-file statistics run.

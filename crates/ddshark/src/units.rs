@@ -4,12 +4,12 @@
 
 const NS_PER_S: u64 = 1_000_000_000;
 
-pub use time_span::TimeSpan;
+pub(crate) use time_span::TimeSpan;
 
 /// A byte count with decimal (SI) prefixes, 1 kB = 1000 B — the same base as the bit
 /// rates (`si`), so a rate in B/s times 8 is the rate in b/s on screen:
 /// `512` → `512B`, `23_040` → `23.0kB`, `230_460` → `230kB`, `2_097_152` → `2.1MB`.
-pub fn bytes(v: f64) -> String {
+pub(crate) fn bytes(v: f64) -> String {
     const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
     if !v.is_finite() || v <= 0.0 {
         return "0B".into();
@@ -30,7 +30,7 @@ pub fn bytes(v: f64) -> String {
 
 /// `seconds.nanoseconds` of a capture time (ns since the epoch) or of a signed
 /// difference: `1795273347497942000` → `1795273347.497942000`, `-1` → `-1.999999999`.
-pub fn timestamp(ns: impl Into<i128>) -> String {
+pub(crate) fn timestamp(ns: impl Into<i128>) -> String {
     let ns: i128 = ns.into();
     let per_s = i128::from(NS_PER_S);
     format!("{}.{:09}", ns.div_euclid(per_s), ns.rem_euclid(per_s))

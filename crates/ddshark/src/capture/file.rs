@@ -21,7 +21,7 @@ const BUFFER: usize = 1 << 20;
 const MAX_BUFFER: usize = 64 << 20;
 
 /// The path that means standard input (`-r -`, `stats -`, `dissect -`).
-pub const STDIN: &str = "-";
+pub(crate) const STDIN: &str = "-";
 
 /// What the frames of one interface need: their link type and timestamp units.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +43,7 @@ pub struct FileSource {
     pending: usize,
     frames: u64,
     /// Total size of the file, for progress (0 for standard input).
-    pub file_size: u64,
+    pub(crate) file_size: u64,
     /// A pcap (not pcapng) file, and its byte order.
     legacy: Option<LegacyFormat>,
     /// pcapng: whether the current section is big-endian.
@@ -213,11 +213,11 @@ impl FileSource {
     /// keeping the distances between frames to the nanosecond.
     /// The host the capture was taken on, when a pcapng section header names it
     /// (`host.name=NAME`, as `ddshark -w` writes).
-    pub fn host_name(&self) -> Option<&str> {
+    pub(crate) fn host_name(&self) -> Option<&str> {
         self.host_name.as_deref()
     }
 
-    pub fn retime_to(&mut self, first_frame_ns: u64) {
+    pub(crate) fn retime_to(&mut self, first_frame_ns: u64) {
         self.retime = Retime::FirstAt(first_frame_ns);
     }
 

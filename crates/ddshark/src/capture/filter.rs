@@ -76,7 +76,7 @@ impl FrameFilter {
 }
 
 /// A filter file as tcpdump's `-F` reads it: the expression, `#` comments dropped.
-pub fn read_filter_file(path: &std::path::Path) -> Result<String, FilterError> {
+pub(crate) fn read_filter_file(path: &std::path::Path) -> Result<String, FilterError> {
     let text = std::fs::read_to_string(path).map_err(|e| FilterError::File {
         path: path.display().to_string(),
         message: e.to_string(),

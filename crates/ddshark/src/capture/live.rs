@@ -9,11 +9,12 @@ use super::{CaptureError, KernelStats, PacketSource};
 
 /// UDP, TCP (RTPS over TCP: Fast DDS' TCP transport) and every IPv4/IPv6 fragment
 /// (fragments after the first have no UDP header).
-pub const DEFAULT_FILTER: &str = "udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)";
+pub(crate) const DEFAULT_FILTER: &str =
+    "udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)";
 
 /// The default filter, also inside one 802.1Q tag, where the link type has VLANs
 /// (`vlan` shifts the offsets of what follows it, so it comes last).
-pub const DEFAULT_FILTER_VLAN: &str =
+pub(crate) const DEFAULT_FILTER_VLAN: &str =
     "udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44) \
      or (vlan and (udp or tcp or (ip[6:2] & 0x3fff != 0) or (ip6 and ip6[6] == 44)))";
 
@@ -42,7 +43,7 @@ pub enum LiveError {
 }
 
 /// The timestamp source, as `tcpdump -j` names it.
-pub fn parse_tstamp_type(s: &str) -> Result<TimestampType, LiveError> {
+pub(crate) fn parse_tstamp_type(s: &str) -> Result<TimestampType, LiveError> {
     Ok(match s.replace('-', "_").as_str() {
         "host" => TimestampType::Host,
         "host_lowprec" => TimestampType::HostLowPrec,
@@ -54,17 +55,17 @@ pub fn parse_tstamp_type(s: &str) -> Result<TimestampType, LiveError> {
 }
 
 #[derive(Debug, Clone)]
-pub struct LiveOptions {
-    pub snaplen: i32,
+pub(crate) struct LiveOptions {
+    pub(crate) snaplen: i32,
     /// Kernel buffer in bytes.
-    pub buffer_size: i32,
-    pub immediate: bool,
-    pub promisc: bool,
-    pub tstamp_type: Option<String>,
+    pub(crate) buffer_size: i32,
+    pub(crate) immediate: bool,
+    pub(crate) promisc: bool,
+    pub(crate) tstamp_type: Option<String>,
     /// BPF expression; empty = capture everything.
-    pub filter: String,
+    pub(crate) filter: String,
     /// Read timeout; the capture thread uses it to flush and report while idle.
-    pub timeout_ms: i32,
+    pub(crate) timeout_ms: i32,
 }
 
 impl Default for LiveOptions {
@@ -81,7 +82,7 @@ impl Default for LiveOptions {
     }
 }
 
-pub struct LiveSource {
+pub(crate) struct LiveSource {
     capture: Capture<Active>,
     name: String,
     link: LinkType,
@@ -106,7 +107,7 @@ fn is_permission(msg: &str) -> bool {
 }
 
 /// Names of the interfaces libpcap can open, one per line.
-pub fn interface_list() -> String {
+pub(crate) fn interface_list() -> String {
     match Device::list() {
         Ok(devs) => devs
             .iter()
@@ -121,7 +122,7 @@ pub fn interface_list() -> String {
 }
 
 impl LiveSource {
-    pub fn open(iface: &str, opts: &LiveOptions) -> Result<Self, LiveError> {
+    pub(crate) fn open(iface: &str, opts: &LiveOptions) -> Result<Self, LiveError> {
         let known = Device::list()
             .map(|l| l.iter().any(|d| d.name == iface))
             .unwrap_or(true);
@@ -217,11 +218,11 @@ impl LiveSource {
         })
     }
 
-    pub fn link_type(&self) -> LinkType {
+    pub(crate) fn link_type(&self) -> LinkType {
         self.link
     }
 
-    pub fn filter(&self) -> &str {
+    pub(crate) fn filter(&self) -> &str {
         &self.filter
     }
 }
@@ -283,7 +284,7 @@ impl PacketSource for LiveSource {
 }
 
 /// libpcap timeval (seconds, nanoseconds with Precision::Nano) → ns since the epoch.
-pub fn timeval_ns(sec: i64, nsec: i64) -> u64 {
+pub(crate) fn timeval_ns(sec: i64, nsec: i64) -> u64 {
     let sec = u64::try_from(sec).unwrap_or(0);
     let nsec = u64::try_from(nsec).unwrap_or(0);
     sec.saturating_mul(1_000_000_000).saturating_add(nsec)

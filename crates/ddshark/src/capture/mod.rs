@@ -3,7 +3,7 @@
 
 pub mod file;
 pub mod filter;
-pub mod live;
+pub(crate) mod live;
 pub mod memory;
 
 use rtps_dissect::Frame;
@@ -12,9 +12,9 @@ use thiserror::Error;
 /// Kernel/libpcap counters of a live capture.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct KernelStats {
-    pub received: u64,
-    pub dropped: u64,
-    pub if_dropped: u64,
+    pub(crate) received: u64,
+    pub(crate) dropped: u64,
+    pub(crate) if_dropped: u64,
 }
 
 #[derive(Debug, Error)]
@@ -51,19 +51,19 @@ pub enum CaptureError {
 
 impl CaptureError {
     /// A truncated last record is reported, not fatal: what came before it stands.
-    pub fn is_truncation(&self) -> bool {
+    pub(crate) fn is_truncation(&self) -> bool {
         matches!(self, CaptureError::Truncated { .. })
     }
 
     /// No packet yet on a live capture; try again.
-    pub fn is_timeout(&self) -> bool {
+    pub(crate) fn is_timeout(&self) -> bool {
         matches!(self, CaptureError::Timeout(_))
     }
 }
 
 /// The link type of a capture, or an error naming it when the dissector cannot read it
 /// (802.11 radiotap, USB, …: every frame would count as malformed).
-pub fn supported_link(name: &str, dlt: u32) -> Result<rtps_dissect::LinkType, CaptureError> {
+pub(crate) fn supported_link(name: &str, dlt: u32) -> Result<rtps_dissect::LinkType, CaptureError> {
     let link = rtps_dissect::LinkType::from_dlt(dlt);
     if let rtps_dissect::LinkType::Other(_) = link {
         let lt = pcap::Linktype(i32::try_from(dlt).unwrap_or(i32::MAX));

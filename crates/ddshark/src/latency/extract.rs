@@ -9,7 +9,7 @@ use super::Level;
 
 /// Most DDS fragments one sample may have to be tracked (8192 × 256 B = 2 MiB RustDDS;
 /// larger counts are counted and skipped rather than allocated).
-pub const MAX_UNITS: u32 = 1 << 17;
+pub(crate) const MAX_UNITS: u32 = 1 << 17;
 
 /// Join key: a sample (fragment start 0) or one DATA_FRAG submessage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -23,42 +23,42 @@ pub struct Key {
 /// One DATA/DATA_FRAG submessage seen in one capture.
 #[derive(Debug, Clone)]
 pub struct Obs {
-    pub key: Key,
+    pub(crate) key: Key,
     /// First unit (1-based) and count of units this submessage carries.
-    pub unit_start: u32,
-    pub unit_count: u32,
+    pub(crate) unit_start: u32,
+    pub(crate) unit_count: u32,
     /// Units that make the whole (sample: DDS fragments; submessage: 1).
-    pub units_total: u32,
-    pub sample_size: u64,
+    pub(crate) units_total: u32,
+    pub(crate) sample_size: u64,
     /// DATA_FRAG (true) or DATA.
-    pub fragmented: bool,
+    pub(crate) fragmented: bool,
     /// Capture times of the datagram's first and last IP fragment, on the first capture's clock.
-    pub ts_first: i64,
-    pub ts_last: i64,
-    pub frame_first: u64,
-    pub frame_last: u64,
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    pub src_mac: Option<[u8; 6]>,
-    pub pcp: Option<u8>,
-    pub topic: Option<Arc<str>>,
+    pub(crate) ts_first: i64,
+    pub(crate) ts_last: i64,
+    pub(crate) frame_first: u64,
+    pub(crate) frame_last: u64,
+    pub(crate) src: SocketAddr,
+    pub(crate) dst: SocketAddr,
+    pub(crate) src_mac: Option<[u8; 6]>,
+    pub(crate) pcp: Option<u8>,
+    pub(crate) topic: Option<Arc<str>>,
     /// Index of the submessage in its RTPS message.
-    pub index: u32,
+    pub(crate) index: u32,
     /// The span's `slot` (see `otel_export::SpanMapper`) when the exporter tracks samples; 0 otherwise.
-    pub slot: u16,
+    pub(crate) slot: u16,
 }
 
 /// Why a DATA/DATA_FRAG submessage was not used.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
 pub struct ExtractStats {
-    pub data_submessages: u64,
-    pub data_frag_submessages: u64,
+    pub(crate) data_submessages: u64,
+    pub(crate) data_frag_submessages: u64,
     /// DATA_FRAG with impossible numbers (Wireshark's oracle ignores those too).
-    pub unusable_data_frag: u64,
+    pub(crate) unusable_data_frag: u64,
     /// Samples with more than [`MAX_UNITS`] fragments.
-    pub too_many_fragments: u64,
+    pub(crate) too_many_fragments: u64,
     /// Datagrams cut by the snaplen (their submessages are not trusted for timing).
-    pub truncated_datagrams: u64,
+    pub(crate) truncated_datagrams: u64,
 }
 
 /// Observations of one datagram. `shift_ns` maps this capture's clock onto the first one's.
@@ -133,7 +133,7 @@ pub fn observations(
 }
 
 /// Capture time (ns since the epoch) moved onto the reference clock.
-pub fn clock(ts_ns: u64, shift_ns: i64) -> i64 {
+pub(crate) fn clock(ts_ns: u64, shift_ns: i64) -> i64 {
     i64::try_from(ts_ns)
         .unwrap_or(i64::MAX)
         .saturating_sub(shift_ns)

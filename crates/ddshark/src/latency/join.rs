@@ -70,7 +70,7 @@ pub struct SampleRow {
     pub t_recv: Option<i64>,
     pub frame_recv: Option<u64>,
     /// Earliest complete datagram carrying any part of it at the receiver.
-    pub t_recv_first: Option<i64>,
+    pub(crate) t_recv_first: Option<i64>,
     pub latency_ns: Option<i64>,
     /// DATA/DATA_FRAG submessages carrying it in the sender's capture.
     pub tx_sender: u32,
@@ -80,10 +80,10 @@ pub struct SampleRow {
     /// The receiver completed it with data from a retransmission.
     pub repaired: bool,
     pub sample_size: u64,
-    pub units: u32,
-    pub src: Option<SocketAddr>,
-    pub dst: Option<SocketAddr>,
-    pub pcp: Option<u8>,
+    pub(crate) units: u32,
+    pub(crate) src: Option<SocketAddr>,
+    pub(crate) dst: Option<SocketAddr>,
+    pub(crate) pcp: Option<u8>,
 }
 
 /// What one capture saw of one sample: the per-host half of a [`SampleRow`]. A join
@@ -93,7 +93,6 @@ pub struct SampleRow {
 pub struct LocalSample {
     pub key: Key,
     pub topic: Option<Arc<str>>,
-    pub fragmented: bool,
     pub sample_size: u64,
     /// DDS fragments that make the sample (DATA: 1).
     pub units: u32,
@@ -102,44 +101,44 @@ pub struct LocalSample {
     /// First IP fragment of the earliest datagram carrying any part of it (`t_send` on
     /// the writer's host).
     pub t_first: i64,
-    pub frame_first: u64,
+    pub(crate) frame_first: u64,
     /// Slot of the span that carried it first.
     pub slot: u16,
     /// When every fragment had arrived in a complete datagram: per fragment the
     /// earliest, then the latest of those (`t_recv` on a receiving host); None while
     /// incomplete.
     pub t_complete: Option<i64>,
-    pub frame_complete: Option<u64>,
+    pub(crate) frame_complete: Option<u64>,
     /// Latest end (last IP fragment) of any datagram carrying part of it.
     pub t_last: i64,
     /// DATA/DATA_FRAG submessages that carried it.
     pub submessages: u32,
     /// Of those, retransmissions (as `repairs_sender`).
     pub repairs: u32,
-    pub src: Option<SocketAddr>,
-    pub dst: Option<SocketAddr>,
-    pub pcp: Option<u8>,
+    pub(crate) src: Option<SocketAddr>,
+    pub(crate) dst: Option<SocketAddr>,
+    pub(crate) pcp: Option<u8>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct JoinStats {
-    pub observations: u64,
-    pub keys: u64,
-    pub pending: u64,
+    pub(crate) observations: u64,
+    pub(crate) keys: u64,
+    pub(crate) pending: u64,
     pub pending_peak: u64,
-    pub bytes_held: u64,
-    pub bytes_peak: u64,
+    pub(crate) bytes_held: u64,
+    pub(crate) bytes_peak: u64,
     /// Finalised after the window of inactivity (the normal way) or at end of input.
-    pub finalised: u64,
+    pub(crate) finalised: u64,
     /// Finalised early because the pending table was full (counted evictions).
     pub evicted_capacity: u64,
     /// Seen only in a capture that is not its writer's (sender capture missed it).
-    pub receiver_only: u64,
+    pub(crate) receiver_only: u64,
     /// Seen only by the writer's capture, by a capture that was not running or never saw
     /// the writer within the receiver window (not one of its receivers).
-    pub not_expected: u64,
+    pub(crate) not_expected: u64,
     /// (capture, writer) pairs beyond the table of sightings: their samples are never lost.
-    pub writers_not_remembered: u64,
+    pub(crate) writers_not_remembered: u64,
 }
 
 #[derive(Debug)]
@@ -300,7 +299,6 @@ fn local_sample(key: Key, p: &Pending, c: &CapObs) -> LocalSample {
     LocalSample {
         key,
         topic: p.topic.clone(),
-        fragmented: p.fragmented,
         sample_size: p.sample_size,
         units: p.units,
         units_seen: c.filled.min(p.units),
@@ -353,27 +351,27 @@ impl Join {
     }
 
     /// Feed every finalised sample to `rule` (see [`Join::take_rule`]).
-    pub fn collect_evidence(&mut self, rule: HostRule) {
+    pub(crate) fn collect_evidence(&mut self, rule: HostRule) {
         self.rule = Some(rule);
     }
 
     /// A participant announced these unicast addresses (SPDP): evidence for its host.
-    pub fn announce(&mut self, participant: [u8; 12], addrs: &[IpAddr]) {
+    pub(crate) fn announce(&mut self, participant: [u8; 12], addrs: &[IpAddr]) {
         if let Some(rule) = self.rule.as_mut() {
             rule.announce(participant, addrs);
         }
     }
 
-    pub fn take_rule(&mut self) -> Option<HostRule> {
+    pub(crate) fn take_rule(&mut self) -> Option<HostRule> {
         self.rule.take()
     }
 
     /// Writers' hosts from here on come from `hosts`.
-    pub fn set_hosts(&mut self, hosts: Hosts) {
+    pub(crate) fn set_hosts(&mut self, hosts: Hosts) {
         self.hosts = Some(hosts);
     }
 
-    pub fn stats(&self) -> JoinStats {
+    pub(crate) fn stats(&self) -> JoinStats {
         JoinStats {
             pending: self.pending.len() as u64,
             ..self.stats
@@ -381,7 +379,7 @@ impl Join {
     }
 
     /// A frame of `capture` was read at `ts` (reference clock): extends its time range.
-    pub fn saw_frame(&mut self, capture: usize, ts: i64) {
+    pub(crate) fn saw_frame(&mut self, capture: usize, ts: i64) {
         if let Some(r) = self.range.get_mut(capture) {
             *r = Some(match *r {
                 None => (ts, ts),

@@ -15,15 +15,14 @@ pub mod extract;
 pub mod html;
 pub mod join;
 pub mod output;
-pub mod stats;
+pub(crate) mod stats;
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use latency_core::{
-    EstimateError, HostRule, HostRuleConfig, HostRuleStats, Hosts, LostRule, OffsetConfig,
-    OffsetEstimate,
+    EstimateError, HostRule, HostRuleConfig, Hosts, LostRule, OffsetConfig, OffsetEstimate,
 };
 use rtps_dissect::Dissector;
 
@@ -165,16 +164,15 @@ pub struct RunSummary {
     pub offsets: Vec<PairOffset>,
     /// Writers' hosts decided from the clocks (one-way traffic), by participant.
     pub hosts_from_clock: Vec<String>,
-    pub host_rule: HostRuleStats,
     /// The receivers' clocks were corrected by the estimate.
-    pub offset_auto: bool,
+    pub(crate) offset_auto: bool,
     /// Rows with a negative latency (after any correction).
     pub negative_latencies: u64,
     pub summary: Summary,
     pub join: JoinStats,
-    pub extract: Vec<ExtractStats>,
-    pub truncated: Vec<String>,
-    pub level: Option<Level>,
+    pub(crate) extract: Vec<ExtractStats>,
+    pub(crate) truncated: Vec<String>,
+    pub(crate) level: Option<Level>,
 }
 
 /// Capture label: A, B, C, ...
@@ -198,7 +196,7 @@ pub fn direction(sender: usize, receiver: usize) -> String {
 /// The captures' names in the output: the host names their pcapng section headers record
 /// (`ddshark -w` writes `host.name=NAME`) when every capture has one and they differ; else
 /// A, B, C, ...
-pub fn capture_labels(paths: &[&Path]) -> Vec<String> {
+pub(crate) fn capture_labels(paths: &[&Path]) -> Vec<String> {
     let names: Option<Vec<String>> = paths
         .iter()
         .map(|p| {
@@ -222,7 +220,7 @@ pub(crate) fn direction_in(labels: &[String], sender: usize, receiver: usize) ->
 
 impl RunSummary {
     /// Capture `i`'s name in the output.
-    pub fn label(&self, i: usize) -> String {
+    pub(crate) fn label(&self, i: usize) -> String {
         self.labels.get(i).cloned().unwrap_or_else(|| label(i))
     }
 
@@ -594,7 +592,6 @@ pub fn join_captures(
         labels,
         offsets,
         hosts_from_clock,
-        host_rule: rule.stats(),
         offset_auto: args.offset == Some(OffsetMode::Auto),
         negative_latencies: negative,
         summary,

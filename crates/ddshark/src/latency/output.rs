@@ -9,7 +9,7 @@ use super::stats::{histogram, human_ns, topic_label, TopicStats};
 use super::{LatencyFormat, Level, RunSummary};
 use crate::units::timestamp;
 
-pub const TSV_COLUMNS: &[&str] = &[
+pub(crate) const TSV_COLUMNS: &[&str] = &[
     "direction",
     "writer_guid",
     "topic",
@@ -68,7 +68,7 @@ fn frag_col(level: Level, r: &SampleRow) -> Option<u32> {
     (level == Level::Submessage && r.fragmented).then_some(r.key.frag_start)
 }
 
-pub fn header(format: LatencyFormat, level: Level, out: &mut String) {
+pub(crate) fn header(format: LatencyFormat, level: Level, out: &mut String) {
     match format {
         LatencyFormat::Tsv => {
             out.push_str(&TSV_COLUMNS.join("\t"));
@@ -91,7 +91,7 @@ pub fn header(format: LatencyFormat, level: Level, out: &mut String) {
     }
 }
 
-pub fn row(
+pub(crate) fn row(
     format: LatencyFormat,
     level: Level,
     r: &SampleRow,
@@ -228,7 +228,7 @@ pub fn offsets_text(run: &RunSummary, out: &mut String) {
 }
 
 /// Per-topic statistics table (and histograms) for people.
-pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
+pub(crate) fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
     let _ = writeln!(out);
     for (i, c) in run.captures.iter().enumerate() {
         let _ = writeln!(out, "capture {} = {c}", run.label(i));
@@ -299,7 +299,7 @@ pub fn summary_text(run: &RunSummary, out: &mut String, histograms: bool) {
 }
 
 /// Counters of the run (join bounds, evictions, what was skipped).
-pub fn stats_text(run: &RunSummary, out: &mut String) {
+pub(crate) fn stats_text(run: &RunSummary, out: &mut String) {
     let j = &run.join;
     let _ = writeln!(
         out,
@@ -397,7 +397,7 @@ fn json_items<T: Serialize>(items: impl Iterator<Item = T>, sep: &str, out: &mut
     }
 }
 
-pub fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
+pub(crate) fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
     let offsets = || run.offsets.iter().map(|o| json_offset(run, o));
     let topics = || {
         run.summary

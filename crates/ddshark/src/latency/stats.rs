@@ -8,30 +8,30 @@ use serde::Serialize;
 use super::join::{SampleRow, Status};
 
 /// Latency values kept per group for percentiles and pictures; beyond it, reservoir sampling.
-pub const RESERVOIR: usize = 1_000_000;
+pub(crate) const RESERVOIR: usize = 1_000_000;
 /// Most groups (direction × topic); further topics fall into "(other topics)".
-pub const MAX_GROUPS: usize = 4_096;
+pub(crate) const MAX_GROUPS: usize = 4_096;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct GroupKey {
-    pub sender: usize,
-    pub receiver: usize,
-    pub topic: String,
+pub(crate) struct GroupKey {
+    pub(crate) sender: usize,
+    pub(crate) receiver: usize,
+    pub(crate) topic: String,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Group {
-    pub ok: u64,
-    pub lost: u64,
-    pub incomplete: u64,
-    pub repaired: u64,
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-    pub sum: i128,
+pub(crate) struct Group {
+    pub(crate) ok: u64,
+    pub(crate) lost: u64,
+    pub(crate) incomplete: u64,
+    pub(crate) repaired: u64,
+    pub(crate) min: Option<i64>,
+    pub(crate) max: Option<i64>,
+    pub(crate) sum: i128,
     /// (t_send, latency) samples, exact while `ok <= RESERVOIR`.
-    pub points: Vec<(i64, i64)>,
+    pub(crate) points: Vec<(i64, i64)>,
     /// t_send of lost/incomplete samples (bounded like `points`).
-    pub lost_at: Vec<i64>,
+    pub(crate) lost_at: Vec<i64>,
     rng: u64,
 }
 
@@ -58,12 +58,12 @@ impl Group {
         }
     }
 
-    pub fn exact(&self) -> bool {
+    pub(crate) fn exact(&self) -> bool {
         self.ok as usize <= RESERVOIR
     }
 
     /// Sorted latencies of the kept points.
-    pub fn sorted(&self) -> Vec<i64> {
+    pub(crate) fn sorted(&self) -> Vec<i64> {
         let mut v: Vec<i64> = self.points.iter().map(|p| p.1).collect();
         v.sort_unstable();
         v
@@ -72,7 +72,7 @@ impl Group {
 
 /// The oracle's percentile: element `round(p/100·(n−1))` of the sorted values,
 /// with Python's round-half-to-even.
-pub fn pct(sorted: &[i64], p: f64) -> Option<i64> {
+pub(crate) fn pct(sorted: &[i64], p: f64) -> Option<i64> {
     if sorted.is_empty() {
         return None;
     }
@@ -94,12 +94,12 @@ pub fn pct(sorted: &[i64], p: f64) -> Option<i64> {
 
 #[derive(Debug, Default)]
 pub struct Summary {
-    pub groups: BTreeMap<GroupKey, Group>,
-    pub groups_overflow: u64,
+    pub(crate) groups: BTreeMap<GroupKey, Group>,
+    pub(crate) groups_overflow: u64,
 }
 
 /// Topic label of a row for grouping.
-pub fn topic_label(r: &SampleRow) -> String {
+pub(crate) fn topic_label(r: &SampleRow) -> String {
     if let Some(t) = &r.topic {
         return t.to_string();
     }
@@ -114,7 +114,7 @@ pub fn topic_label(r: &SampleRow) -> String {
 }
 
 impl Summary {
-    pub fn add(&mut self, r: &SampleRow) {
+    pub(crate) fn add(&mut self, r: &SampleRow) {
         let mut key = GroupKey {
             sender: r.sender,
             receiver: r.receiver,
@@ -153,7 +153,7 @@ impl Summary {
 }
 
 /// Log histogram with 1-2-5 bin edges (ns): the bins between the smallest and largest value.
-pub fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
+pub(crate) fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
     let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
         return Vec::new();
     };
@@ -193,7 +193,7 @@ pub fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
 }
 
 /// "1.234 ms" style for people.
-pub fn human_ns(ns: i64) -> String {
+pub(crate) fn human_ns(ns: i64) -> String {
     let a = ns.unsigned_abs();
     let sign = if ns < 0 { "-" } else { "" };
     if a < 1_000 {
@@ -208,26 +208,26 @@ pub fn human_ns(ns: i64) -> String {
 }
 
 #[derive(Debug, Serialize)]
-pub struct TopicStats {
-    pub kind: &'static str,
-    pub direction: String,
-    pub topic: String,
-    pub count: u64,
-    pub lost: u64,
-    pub incomplete: u64,
-    pub repaired: u64,
-    pub min_ns: Option<i64>,
-    pub p50_ns: Option<i64>,
-    pub p90_ns: Option<i64>,
-    pub p99_ns: Option<i64>,
-    pub max_ns: Option<i64>,
-    pub mean_ns: Option<i64>,
+pub(crate) struct TopicStats {
+    pub(crate) kind: &'static str,
+    pub(crate) direction: String,
+    pub(crate) topic: String,
+    pub(crate) count: u64,
+    pub(crate) lost: u64,
+    pub(crate) incomplete: u64,
+    pub(crate) repaired: u64,
+    pub(crate) min_ns: Option<i64>,
+    pub(crate) p50_ns: Option<i64>,
+    pub(crate) p90_ns: Option<i64>,
+    pub(crate) p99_ns: Option<i64>,
+    pub(crate) max_ns: Option<i64>,
+    pub(crate) mean_ns: Option<i64>,
     /// Percentiles are exact (false: over a reservoir sample).
-    pub exact: bool,
+    pub(crate) exact: bool,
 }
 
 impl TopicStats {
-    pub fn of(direction: String, k: &GroupKey, g: &Group) -> Self {
+    pub(crate) fn of(direction: String, k: &GroupKey, g: &Group) -> Self {
         let s = g.sorted();
         Self {
             kind: "topic",

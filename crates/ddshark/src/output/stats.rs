@@ -10,7 +10,7 @@ use crate::state::timing::{TimingView, MIN_RATE_SPAN_NS};
 use crate::units;
 
 /// The snapshot as one pretty-printed JSON document and a newline.
-pub fn write_json(out: &mut dyn Write, snap: &Snapshot) -> io::Result<()> {
+pub(crate) fn write_json(out: &mut dyn Write, snap: &Snapshot) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, snap)
         .map_err(io::Error::other)
         .and_then(|()| out.write_all(b"\n"))
@@ -103,10 +103,10 @@ fn topics_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReportOptions {
-    pub ros: bool,
-    pub builtin: bool,
+    pub(crate) ros: bool,
+    pub(crate) builtin: bool,
     /// List writers that need attention (loss, no discovery, shared memory).
-    pub writers: bool,
+    pub(crate) writers: bool,
 }
 
 fn trunc(s: &str, n: usize) -> String {

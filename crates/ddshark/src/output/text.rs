@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::record::SubmessageRecord;
 use crate::units::timestamp;
 
-pub fn submessage_line(r: &SubmessageRecord) -> String {
+pub(crate) fn submessage_line(r: &SubmessageRecord) -> String {
     let mut s = String::with_capacity(160);
     let _ = write!(
         s,

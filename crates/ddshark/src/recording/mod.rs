@@ -40,7 +40,7 @@ use thiserror::Error;
 use pcapng::{Interface, PcapngError, Section};
 
 /// Bytes in one `-C` unit: tcpdump's millions of bytes.
-pub const ROTATE_SIZE_UNIT: u64 = 1_000_000;
+pub(crate) const ROTATE_SIZE_UNIT: u64 = 1_000_000;
 
 /// Files are readable by everyone who may read the directory, like tcpdump's.
 const FILE_MODE: u32 = 0o644;
@@ -49,12 +49,12 @@ const WRITE_BUFFER: usize = 1 << 20;
 
 /// Most batches waiting for the writer, whatever their size (the bound that matters is
 /// the bytes, `--write-queue`).
-pub const MAX_QUEUED_BATCHES: usize = 16_384;
+pub(crate) const MAX_QUEUED_BATCHES: usize = 16_384;
 /// Empty batches kept for reuse by the capture threads.
 const POOLED_BATCHES: usize = 256;
 
 #[derive(Debug, Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error("{path}: cannot create the recording: {source}")]
     Create {
         path: String,
@@ -85,29 +85,29 @@ pub enum RecordError {
 
 /// One captured interface: an interface description block in every file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordInterface {
-    pub name: String,
+pub(crate) struct RecordInterface {
+    pub(crate) name: String,
     /// pcap link type (DLT) of the capture.
-    pub link_type: u32,
-    pub snaplen: u32,
+    pub(crate) link_type: u32,
+    pub(crate) snaplen: u32,
     /// The capture filter, recorded in the file (if_filter).
-    pub filter: String,
+    pub(crate) filter: String,
 }
 
 /// What `-w/-C/-G/-W` and the capture ask for.
 #[derive(Debug, Clone)]
-pub struct RecordOptions {
-    pub path: PathBuf,
+pub(crate) struct RecordOptions {
+    pub(crate) path: PathBuf,
     /// `-C`: start a new file before one would grow past this many bytes.
-    pub rotate_bytes: Option<u64>,
+    pub(crate) rotate_bytes: Option<u64>,
     /// `-G`: start a new file once a frame is this much capture time after the file's first.
-    pub rotate_ns: Option<u64>,
+    pub(crate) rotate_ns: Option<u64>,
     /// `-W`: with `-G`, stop after this many files; with `-C` alone, a ring of this many.
-    pub max_files: Option<u32>,
+    pub(crate) max_files: Option<u32>,
     /// Written into the section header (opt_comment `host.name=…`, and each if_description).
-    pub host_name: String,
+    pub(crate) host_name: String,
     /// In source order: interface id = source index.
-    pub interfaces: Vec<RecordInterface>,
+    pub(crate) interfaces: Vec<RecordInterface>,
 }
 
 /// How the next file is named.
@@ -178,7 +178,7 @@ fn is_leap(y: i64) -> bool {
 }
 
 /// strftime's common conversions at `ts_ns` (UTC); others are left as written.
-pub fn strftime_utc(template: &str, ts_ns: u64) -> String {
+pub(crate) fn strftime_utc(template: &str, ts_ns: u64) -> String {
     let secs = ts_ns / 1_000_000_000;
     let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX);
     let sod = secs % 86_400;
@@ -235,7 +235,7 @@ struct OpenFile {
 
 /// Why a frame was not written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
+pub(crate) enum Written {
     Yes,
     /// `-G … -W N`: the N files are complete; the capture should stop.
     FileLimit,
@@ -243,32 +243,32 @@ pub enum Written {
 
 /// Counters of a recording, as the health view shows them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct RecordingHealth {
+pub(crate) struct RecordingHealth {
     /// `-w` as given.
-    pub path: String,
+    pub(crate) path: String,
     /// The file being written (under its final name; on disk as NAME.part until closed).
-    pub current_file: Option<String>,
+    pub(crate) current_file: Option<String>,
     /// Files completed and renamed to their final names.
-    pub files_closed: u64,
-    pub frames_written: u64,
-    pub bytes_written: u64,
+    pub(crate) files_closed: u64,
+    pub(crate) frames_written: u64,
+    pub(crate) bytes_written: u64,
     /// Frames not written because the queue to the writer was full.
-    pub queue_dropped: u64,
+    pub(crate) queue_dropped: u64,
     /// Frames not written for any other reason (after an error, after `-W` files).
-    pub not_written_other: u64,
-    pub error: Option<String>,
+    pub(crate) not_written_other: u64,
+    pub(crate) error: Option<String>,
 }
 
 impl RecordingHealth {
     /// Every frame that was read and is not in a file.
-    pub fn not_written(&self) -> u64 {
+    pub(crate) fn not_written(&self) -> u64 {
         self.queue_dropped.saturating_add(self.not_written_other)
     }
 }
 
 /// pcapng files with rotation. Driven frame by frame on the writer thread (or directly,
 /// in tests).
-pub struct Recorder {
+pub(crate) struct Recorder {
     naming: Naming,
     rotate_bytes: Option<u64>,
     rotate_ns: Option<u64>,
@@ -284,7 +284,8 @@ pub struct Recorder {
     bytes_written: u64,
     /// Frames of a file that failed, not yet counted as not written (see `abandon`).
     frames_lost: u64,
-    /// Closed files in order (for tests and the final message).
+    /// Closed files in order: only the rotation tests read them.
+    #[cfg(test)]
     closed: Vec<PathBuf>,
 }
 
@@ -301,7 +302,7 @@ fn os_release() -> String {
 impl Recorder {
     /// Check the options and create the first file (named at `now_ns`), so that a file
     /// that cannot be created is reported before the capture starts.
-    pub fn create(opts: &RecordOptions, now_ns: u64) -> Result<Self, RecordError> {
+    pub(crate) fn create(opts: &RecordOptions, now_ns: u64) -> Result<Self, RecordError> {
         let label = opts.path.display().to_string();
         if opts.path.file_name().is_none() || label.ends_with('/') {
             return Err(RecordError::NoFileName(label));
@@ -352,6 +353,7 @@ impl Recorder {
             frames_written: 0,
             bytes_written: 0,
             frames_lost: 0,
+            #[cfg(test)]
             closed: Vec::new(),
         };
         r.open(None)?;
@@ -421,6 +423,7 @@ impl Recorder {
             return Err(e);
         }
         self.files_closed = self.files_closed.saturating_add(1);
+        #[cfg(test)]
         self.closed.push(f.path);
         Ok(())
     }
@@ -439,7 +442,7 @@ impl Recorder {
     }
 
     /// Write one frame of interface `interface` (its source index).
-    pub fn write(
+    pub(crate) fn write(
         &mut self,
         interface: u32,
         ts_ns: u64,
@@ -496,7 +499,7 @@ impl Recorder {
     /// After an error: give up the current file (it stays as NAME.part, incomplete) and
     /// return how many frames were in it or in a file that could not be closed; they no
     /// longer count as written.
-    pub fn abandon(&mut self) -> u64 {
+    pub(crate) fn abandon(&mut self) -> u64 {
         if let Some(f) = self.file.take() {
             self.frames_written = self.frames_written.saturating_sub(f.frames);
             self.bytes_written = self.bytes_written.saturating_sub(f.bytes);
@@ -505,23 +508,20 @@ impl Recorder {
         std::mem::take(&mut self.frames_lost)
     }
 
-    pub fn current_file(&self) -> Option<&Path> {
+    pub(crate) fn current_file(&self) -> Option<&Path> {
         self.file.as_ref().map(|f| f.path.as_path())
     }
 
     /// The files completed so far, in order.
-    pub fn closed_files(&self) -> &[PathBuf] {
+    #[cfg(test)]
+    fn closed_files(&self) -> &[PathBuf] {
         &self.closed
-    }
-
-    pub fn frames_written(&self) -> u64 {
-        self.frames_written
     }
 }
 
 /// Frames copied off a capture thread for the writer.
 #[derive(Debug, Default)]
-pub struct FrameBatch {
+pub(crate) struct FrameBatch {
     metas: Vec<(u64, u32, u32)>,
     data: Vec<u8>,
 }
@@ -532,14 +532,14 @@ impl FrameBatch {
         self.metas.push((ts_ns, original_len, len));
         self.data.extend_from_slice(data);
     }
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.metas.len()
     }
     /// Bytes of packet data held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.data.len()
     }
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.metas.is_empty()
     }
     fn clear(&mut self) {
@@ -591,7 +591,7 @@ impl RecordTap {
     /// Start the writer thread on `recorder`; up to `queue_bytes` of packet data (and at
     /// most [`MAX_QUEUED_BATCHES`] batches) wait for it. On an error or after the `-W`
     /// files it sets `stop` (the capture ends).
-    pub fn start(
+    pub(crate) fn start(
         recorder: Recorder,
         path: &Path,
         queue_bytes: u64,
@@ -617,14 +617,14 @@ impl RecordTap {
     }
 
     /// An empty batch: one the writer handed back, or a new one.
-    pub fn empty_batch(&self) -> FrameBatch {
+    pub(crate) fn empty_batch(&self) -> FrameBatch {
         let recycled = self.pool.try_lock().ok().and_then(|p| p.try_recv().ok());
         recycled.unwrap_or_default()
     }
 
     /// Hand a batch over. `wait`: block for room (file replays, the last batch); else a
     /// full queue drops the batch, counted, and returns it for reuse.
-    pub fn send(&self, source: usize, batch: FrameBatch, wait: bool) -> Option<FrameBatch> {
+    pub(crate) fn send(&self, source: usize, batch: FrameBatch, wait: bool) -> Option<FrameBatch> {
         if batch.is_empty() {
             return Some(batch);
         }
@@ -678,7 +678,7 @@ impl RecordTap {
         }
     }
 
-    pub fn health(&self) -> RecordingHealth {
+    pub(crate) fn health(&self) -> RecordingHealth {
         let s = &self.shared;
         RecordingHealth {
             path: self.path.clone(),

@@ -61,7 +61,7 @@ pub struct Interface {
 }
 
 /// Bytes of an enhanced packet block holding `captured` bytes of packet data.
-pub fn epb_len(captured: usize) -> usize {
+pub(crate) fn epb_len(captured: usize) -> usize {
     32usize.saturating_add(padded(captured))
 }
 
@@ -204,7 +204,7 @@ pub fn interface_description(out: &mut Vec<u8>, i: &Interface) -> Result<usize, 
 /// data, then `tail` (padding and the trailing length). The data is not copied, so the
 /// writer hands it to its buffer directly.
 #[derive(Debug, Clone, Copy)]
-pub struct EnhancedPacket {
+pub(crate) struct EnhancedPacket {
     head: [u8; 28],
     tail: [u8; 7],
     tail_len: usize,
@@ -253,11 +253,11 @@ impl EnhancedPacket {
         })
     }
 
-    pub fn head(&self) -> &[u8] {
+    pub(crate) fn head(&self) -> &[u8] {
         &self.head
     }
 
-    pub fn tail(&self) -> &[u8] {
+    pub(crate) fn tail(&self) -> &[u8] {
         self.tail.get(..self.tail_len).unwrap_or(&self.tail)
     }
 }

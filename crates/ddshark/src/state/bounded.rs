@@ -10,12 +10,12 @@ use std::hash::Hash;
 use rtps_dissect::KeyHasher as Hasher;
 
 /// Entries that know when they were last seen (capture time).
-pub trait Aged {
+pub(crate) trait Aged {
     fn last_seen(&self) -> u64;
 }
 
 #[derive(Debug, Clone)]
-pub struct Bounded<K, V> {
+pub(crate) struct Bounded<K, V> {
     /// Key → position of its entry in `entries`.
     index: HashMap<K, usize, Hasher>,
     /// The entries, dense (a removal moves the last one into the hole).
@@ -38,10 +38,6 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
         }
     }
 
-    pub fn cap(&self) -> usize {
-        self.cap
-    }
-
     /// Position of `key`'s entry, the last one looked up first.
     #[inline]
     fn position(&mut self, key: &K) -> Option<usize> {
@@ -53,11 +49,11 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
         Some(pos)
     }
 
-    /// The entry of `key`, made by `make` if absent (after making room as
-    /// [`Bounded::insert`] does). `evicted` is called with each entry that had to go (a
+    /// The entry of `key`, made by `make` if absent (when at the cap, the oldest
+    /// sixteenth, at least one, is evicted first). `evicted` is called with each entry that had to go (a
     /// callback, so that the common case builds nothing). `None` only if the map's
     /// own bookkeeping were broken.
-    pub fn get_or_insert_with(
+    pub(crate) fn get_or_insert_with(
         &mut self,
         key: K,
         make: impl FnOnce() -> V,
@@ -85,8 +81,10 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
     }
 
     /// Insert; when at the cap, first evict the oldest sixteenth (at least one)
-    /// and return what was evicted.
-    pub fn insert(&mut self, key: K, value: V) -> Vec<V> {
+    /// and return what was evicted. The state only uses `get_or_insert_with`; the tests
+    /// drive the eviction through this.
+    #[cfg(test)]
+    fn insert(&mut self, key: K, value: V) -> Vec<V> {
         if let Some(pos) = self.position(&key) {
             if let Some((_, v)) = self.entries.get_mut(pos) {
                 *v = value;
@@ -131,7 +129,7 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
     }
 
     /// Remove and return every entry last seen before `cutoff`.
-    pub fn evict_older_than(&mut self, cutoff: u64) -> Vec<V> {
+    pub(crate) fn evict_older_than(&mut self, cutoff: u64) -> Vec<V> {
         let old: Vec<K> = self
             .entries
             .iter()
@@ -141,27 +139,21 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
         old.into_iter().filter_map(|k| self.remove(&k)).collect()
     }
 
-    pub fn contains(&self, k: &K) -> bool {
-        self.index.contains_key(k)
-    }
-    pub fn get(&self, k: &K) -> Option<&V> {
+    pub(crate) fn get(&self, k: &K) -> Option<&V> {
         let pos = *self.index.get(k)?;
         self.entries.get(pos).map(|(_, v)| v)
     }
-    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, k: &K) -> Option<&mut V> {
         let pos = self.position(k)?;
         self.entries.get_mut(pos).map(|(_, v)| v)
     }
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-    pub fn values(&self) -> impl Iterator<Item = &V> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
     }
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
         self.entries.iter_mut().map(|(_, v)| v)
     }
 }

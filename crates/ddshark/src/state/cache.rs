@@ -15,12 +15,12 @@ use thiserror::Error;
 
 use super::State;
 
-pub const CACHE_VERSION: u32 = 1;
+pub(crate) const CACHE_VERSION: u32 = 1;
 /// Most endpoints a cache file may hold (a hostile or corrupt file stays bounded).
 const MAX_ENTRIES: usize = 100_000;
 
 #[derive(Debug, Error)]
-pub enum CacheError {
+pub(crate) enum CacheError {
     #[error("{path}: cannot read discovery cache: {source}")]
     Read {
         path: String,
@@ -41,43 +41,43 @@ pub enum CacheError {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CachedEndpoint {
-    pub guid: String,
-    pub kind: String,
-    pub topic: String,
+pub(crate) struct CachedEndpoint {
+    pub(crate) guid: String,
+    pub(crate) kind: String,
+    pub(crate) topic: String,
     #[serde(rename = "type")]
-    pub type_name: String,
+    pub(crate) type_name: String,
     #[serde(default)]
-    pub reliability: Option<String>,
+    pub(crate) reliability: Option<String>,
     #[serde(default)]
-    pub durability: Option<String>,
+    pub(crate) durability: Option<String>,
     #[serde(default)]
-    pub ownership: Option<String>,
+    pub(crate) ownership: Option<String>,
     #[serde(default)]
-    pub liveliness: Option<String>,
+    pub(crate) liveliness: Option<String>,
     #[serde(default)]
-    pub partitions: Vec<String>,
+    pub(crate) partitions: Vec<String>,
     #[serde(default)]
-    pub last_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CachedParticipant {
-    pub guid_prefix: String,
+pub(crate) struct CachedParticipant {
+    pub(crate) guid_prefix: String,
     #[serde(default)]
-    pub entity_name: Option<String>,
+    pub(crate) entity_name: Option<String>,
     #[serde(default)]
-    pub last_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DiscoveryCache {
-    pub version: u32,
-    pub participants: Vec<CachedParticipant>,
-    pub endpoints: Vec<CachedEndpoint>,
+pub(crate) struct DiscoveryCache {
+    pub(crate) version: u32,
+    pub(crate) participants: Vec<CachedParticipant>,
+    pub(crate) endpoints: Vec<CachedEndpoint>,
 }
 
-pub fn parse_guid(s: &str) -> Option<Guid> {
+pub(crate) fn parse_guid(s: &str) -> Option<Guid> {
     let bytes = hex::decode(s).ok()?;
     let arr: [u8; 16] = bytes.try_into().ok()?;
     Some(Guid::from_bytes(arr))
@@ -171,7 +171,7 @@ impl Default for DiscoveryCache {
 }
 
 impl DiscoveryCache {
-    pub fn load(path: &Path) -> Result<Self, CacheError> {
+    pub(crate) fn load(path: &Path) -> Result<Self, CacheError> {
         let p = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| CacheError::Read {
             path: p.clone(),
@@ -194,7 +194,7 @@ impl DiscoveryCache {
     }
 
     /// Write atomically (crate::atomic_file).
-    pub fn save(&self, path: &Path) -> Result<(), CacheError> {
+    pub(crate) fn save(&self, path: &Path) -> Result<(), CacheError> {
         let p = path.display().to_string();
         let text = serde_json::to_string_pretty(self).map_err(|e| CacheError::Write {
             path: p.clone(),
@@ -205,7 +205,7 @@ impl DiscoveryCache {
     }
 
     /// Merge a newer cache into this one: entries of `newer` win.
-    pub fn merge(&mut self, newer: DiscoveryCache) {
+    pub(crate) fn merge(&mut self, newer: DiscoveryCache) {
         for e in newer.endpoints {
             match self.endpoints.iter_mut().find(|o| o.guid == e.guid) {
                 Some(o) => *o = e,
@@ -229,7 +229,7 @@ impl DiscoveryCache {
 
 impl State {
     /// What this run discovered (endpoints with a topic, participants with SPDP).
-    pub fn export_cache(&self) -> DiscoveryCache {
+    pub(crate) fn export_cache(&self) -> DiscoveryCache {
         let mut endpoints: Vec<CachedEndpoint> = self
             .writers
             .values()
@@ -265,7 +265,7 @@ impl State {
 
     /// Teach the state (and the dissector's topic map) what a cache knows.
     /// Returns the number of endpoints loaded.
-    pub fn import_cache(&mut self, cache: &DiscoveryCache, topics: &mut TopicMap) -> usize {
+    pub(crate) fn import_cache(&mut self, cache: &DiscoveryCache, topics: &mut TopicMap) -> usize {
         let mut n = 0usize;
         for e in &cache.endpoints {
             let Some(info) = e.to_info() else { continue };

@@ -14,15 +14,15 @@
     clippy::panic
 )]
 
-pub mod bounded;
-pub mod cache;
-pub mod qos;
-pub mod ros;
-pub mod secured;
-pub mod seq;
+pub(crate) mod bounded;
+pub(crate) mod cache;
+pub(crate) mod qos;
+pub(crate) mod ros;
+pub(crate) mod secured;
+pub(crate) mod seq;
 pub mod snapshot;
-pub mod timing;
-pub mod window;
+pub(crate) mod timing;
+pub(crate) mod window;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -80,7 +80,7 @@ impl Default for StateConfig {
 /// Why an entity is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GoneReason {
+pub(crate) enum GoneReason {
     Disposed,
     Unregistered,
     LeaseExpired,
@@ -88,9 +88,9 @@ pub enum GoneReason {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Gone {
-    pub at_ns: u64,
-    pub reason: GoneReason,
+pub(crate) struct Gone {
+    pub(crate) at_ns: u64,
+    pub(crate) reason: GoneReason,
 }
 
 fn gone_reason(status_info: u32) -> GoneReason {
@@ -102,22 +102,22 @@ fn gone_reason(status_info: u32) -> GoneReason {
 }
 
 #[derive(Debug, Clone)]
-pub struct Participant {
-    pub prefix: GuidPrefix,
-    pub info: Option<Arc<ParticipantInfo>>,
-    pub from_cache: bool,
+pub(crate) struct Participant {
+    pub(crate) prefix: GuidPrefix,
+    pub(crate) info: Option<Arc<ParticipantInfo>>,
+    pub(crate) from_cache: bool,
     /// Vendor and version of the RTPS header of its messages.
-    pub vendor: Option<VendorId>,
-    pub version: Option<(u8, u8)>,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub last_spdp_ns: Option<u64>,
-    pub addresses: Vec<IpAddr>,
-    pub datagrams: u64,
-    pub bytes: u64,
-    pub gone: Option<Gone>,
+    pub(crate) vendor: Option<VendorId>,
+    pub(crate) version: Option<(u8, u8)>,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
+    pub(crate) last_spdp_ns: Option<u64>,
+    pub(crate) addresses: Vec<IpAddr>,
+    pub(crate) datagrams: u64,
+    pub(crate) bytes: u64,
+    pub(crate) gone: Option<Gone>,
     /// What it sent secured (DDS Security); `None` until it sends any.
-    pub secured: Option<Box<SecuredOf>>,
+    pub(crate) secured: Option<Box<SecuredOf>>,
 }
 
 const MAX_ADDRESSES: usize = 8;
@@ -129,30 +129,30 @@ impl Aged for Participant {
 }
 
 #[derive(Debug, Clone)]
-pub struct Writer {
-    pub guid: Guid,
-    pub info: Option<Arc<EndpointInfo>>,
-    pub from_cache: bool,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
+pub(crate) struct Writer {
+    pub(crate) guid: Guid,
+    pub(crate) info: Option<Arc<EndpointInfo>>,
+    pub(crate) from_cache: bool,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
     /// Capture time SEDP named it.
-    pub discovered_ns: Option<u64>,
+    pub(crate) discovered_ns: Option<u64>,
     /// Samples seen before discovery named it.
-    pub samples_before_discovery: u64,
-    pub stats: Windowed,
-    pub size_min: Option<u64>,
-    pub size_max: u64,
+    pub(crate) samples_before_discovery: u64,
+    pub(crate) stats: Windowed,
+    pub(crate) size_min: Option<u64>,
+    pub(crate) size_max: u64,
     /// New samples by size, see [`size_bucket`].
-    pub size_hist: [u64; SIZE_BUCKETS],
-    pub seq: SeqTracker,
+    pub(crate) size_hist: [u64; SIZE_BUCKETS],
+    pub(crate) seq: SeqTracker,
     /// Datagrams carrying its DATA/DATA_FRAG by outer 802.1Q PCP; index 8 = untagged.
-    pub pcp: [u64; 9],
-    pub vlan_id: Option<u16>,
-    pub last_src: Option<SocketAddr>,
-    pub gone: Option<Gone>,
-    pub sn_jumps: u64,
-    pub invalid_sn: u64,
-    pub timing: Timing,
+    pub(crate) pcp: [u64; 9],
+    pub(crate) vlan_id: Option<u16>,
+    pub(crate) last_src: Option<SocketAddr>,
+    pub(crate) gone: Option<Gone>,
+    pub(crate) sn_jumps: u64,
+    pub(crate) invalid_sn: u64,
+    pub(crate) timing: Timing,
 }
 
 impl Aged for Writer {
@@ -252,17 +252,17 @@ impl Writer {
 }
 
 #[derive(Debug, Clone)]
-pub struct Reader {
-    pub guid: Guid,
-    pub info: Option<Arc<EndpointInfo>>,
-    pub from_cache: bool,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub discovered_ns: Option<u64>,
-    pub acknacks: u64,
-    pub acknack_requested_sns: u64,
-    pub nackfrags: u64,
-    pub gone: Option<Gone>,
+pub(crate) struct Reader {
+    pub(crate) guid: Guid,
+    pub(crate) info: Option<Arc<EndpointInfo>>,
+    pub(crate) from_cache: bool,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
+    pub(crate) discovered_ns: Option<u64>,
+    pub(crate) acknacks: u64,
+    pub(crate) acknack_requested_sns: u64,
+    pub(crate) nackfrags: u64,
+    pub(crate) gone: Option<Gone>,
 }
 
 impl Aged for Reader {
@@ -274,46 +274,46 @@ impl Aged for Reader {
 /// What the state itself counted; see [`StateCounters::reconciles`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct StateCounters {
-    pub datagrams: u64,
-    pub submessages: u64,
+    pub(crate) datagrams: u64,
+    pub(crate) submessages: u64,
     /// DATA + DATA_FRAG submessages of any writer (built-in ones included).
-    pub data_submessages: u64,
+    pub(crate) data_submessages: u64,
     /// ... of which started a new sample,
-    pub new_samples: u64,
+    pub(crate) new_samples: u64,
     /// ... carried more fragments of a sample already counted,
-    pub more_fragments: u64,
+    pub(crate) more_fragments: u64,
     /// ... repeated something already seen,
-    pub repeat_submessages: u64,
+    pub(crate) repeat_submessages: u64,
     /// ... or had an invalid SN (≤ 0).
-    pub invalid_sn: u64,
+    pub(crate) invalid_sn: u64,
     /// Samples that filled a hole already counted as lost (lost was decremented).
-    pub late_fills: u64,
-    pub discovery_records: u64,
-    pub acknacks_unattributed: u64,
-    pub nackfrags_unattributed: u64,
-    pub participants_evicted_idle: u64,
-    pub participants_evicted_capacity: u64,
-    pub writers_evicted_idle: u64,
+    pub(crate) late_fills: u64,
+    pub(crate) discovery_records: u64,
+    pub(crate) acknacks_unattributed: u64,
+    pub(crate) nackfrags_unattributed: u64,
+    pub(crate) participants_evicted_idle: u64,
+    pub(crate) participants_evicted_capacity: u64,
+    pub(crate) writers_evicted_idle: u64,
     pub writers_evicted_capacity: u64,
-    pub readers_evicted_idle: u64,
-    pub readers_evicted_capacity: u64,
+    pub(crate) readers_evicted_idle: u64,
+    pub(crate) readers_evicted_capacity: u64,
     /// Samples counted by writers that were evicted since (so totals still reconcile).
-    pub samples_of_evicted_writers: u64,
+    pub(crate) samples_of_evicted_writers: u64,
     pub frag_samples_evicted: u64,
-    pub leases_expired: u64,
+    pub(crate) leases_expired: u64,
     /// Capture timestamps that went backwards (tolerated: the clock does not go back).
     pub ts_backwards: u64,
     /// Secured-traffic participant pairs dropped for room or idleness (their traffic
     /// stays in the secured totals).
     pub secured_pairs_evicted_capacity: u64,
-    pub secured_pairs_evicted_idle: u64,
+    pub(crate) secured_pairs_evicted_idle: u64,
     /// Address → participant entries dropped (destinations then name the address).
-    pub hosts_evicted: u64,
+    pub(crate) hosts_evicted: u64,
 }
 
 impl StateCounters {
     /// Every DATA/DATA_FRAG submessage is exactly one of new/more/repeat/invalid.
-    pub fn reconciles(&self) -> bool {
+    pub(crate) fn reconciles(&self) -> bool {
         self.new_samples
             .saturating_add(self.more_fragments)
             .saturating_add(self.repeat_submessages)
@@ -340,11 +340,11 @@ impl StateCounters {
 }
 
 /// Buckets of the sample size histogram (TUI detail pane).
-pub const SIZE_BUCKETS: usize = 18;
+pub(crate) const SIZE_BUCKETS: usize = 18;
 
 /// Sample size histogram bucket: 0 = below 64 B, `i` = [2^(i+5), 2^(i+6)) B, the
 /// last = 4 MiB and more.
-pub fn size_bucket(size: u64) -> usize {
+pub(crate) fn size_bucket(size: u64) -> usize {
     let log2 = 63u32.saturating_sub(size.leading_zeros());
     usize::try_from(log2.saturating_sub(5))
         .unwrap_or(usize::MAX)
@@ -353,7 +353,7 @@ pub fn size_bucket(size: u64) -> usize {
 
 /// Name of a built-in writer's stream, used as its "topic"; built-in writers without a
 /// standard topic count under "DCPSBuiltin".
-pub fn builtin_topic(guid: &Guid) -> Option<&'static str> {
+pub(crate) fn builtin_topic(guid: &Guid) -> Option<&'static str> {
     if !guid.entity.is_builtin() {
         return None;
     }
@@ -361,7 +361,7 @@ pub fn builtin_topic(guid: &Guid) -> Option<&'static str> {
 }
 
 /// A finite DEADLINE period from an endpoint's SEDP QoS.
-pub fn deadline_ns(info: &EndpointInfo) -> Option<u64> {
+pub(crate) fn deadline_ns(info: &EndpointInfo) -> Option<u64> {
     info.qos
         .deadline_ns
         .flatten()
@@ -377,22 +377,22 @@ fn addr_hash(a: &SocketAddr) -> u32 {
 }
 
 /// The whole observed DDS system.
-pub struct State {
-    pub config: StateConfig,
-    pub participants: Bounded<GuidPrefix, Participant>,
-    pub writers: Bounded<Guid, Writer>,
-    pub readers: Bounded<Guid, Reader>,
-    pub counters: StateCounters,
+pub(crate) struct State {
+    pub(crate) config: StateConfig,
+    pub(crate) participants: Bounded<GuidPrefix, Participant>,
+    pub(crate) writers: Bounded<Guid, Writer>,
+    pub(crate) readers: Bounded<Guid, Reader>,
+    pub(crate) counters: StateCounters,
     /// Latest capture time seen (never goes back).
-    pub now_ns: u64,
-    pub first_ts_ns: Option<u64>,
+    pub(crate) now_ns: u64,
+    pub(crate) first_ts_ns: Option<u64>,
     next_sweep_ns: u64,
     /// Writers already credited with this datagram's IP fragments.
     credited: Vec<Guid>,
     /// Endpoints known from the discovery cache, applied when traffic shows them.
     cached: HashMap<Guid, Arc<EndpointInfo>, KeyHasher>,
     /// DDS Security traffic per participant pair.
-    pub secured: SecuredTraffic,
+    pub(crate) secured: SecuredTraffic,
     /// Fragmented samples dropped from tracking by writers evicted since (their part of
     /// `counters.frag_samples_evicted`, which otherwise sums the writers still held).
     frag_evicted_of_evicted_writers: u64,
@@ -575,7 +575,7 @@ impl State {
     }
 
     /// Account for one RTPS datagram.
-    pub fn datagram(&mut self, d: &Datagram<'_>) {
+    pub(crate) fn datagram(&mut self, d: &Datagram<'_>) {
         self.advance(d.ts_last_ns);
         let c = &mut self.counters;
         c.datagrams = c.datagrams.saturating_add(1);
@@ -748,7 +748,7 @@ impl State {
     }
 
     /// An SEDP endpoint (from the wire or from the discovery cache).
-    pub fn endpoint(&mut self, info: Arc<EndpointInfo>, from_cache: bool) {
+    pub(crate) fn endpoint(&mut self, info: Arc<EndpointInfo>, from_cache: bool) {
         let now = self.now_ns;
         let guid = info.guid;
         match info.kind {
@@ -980,7 +980,7 @@ impl State {
     }
 
     /// Periodic work on the capture clock: loss timeouts, leases, idle entities.
-    pub fn sweep(&mut self) {
+    pub(crate) fn sweep(&mut self) {
         let now = self.now_ns;
         let cfg = self.config.seq;
         let mut finals = Vec::new();
@@ -1066,7 +1066,7 @@ impl State {
     }
 
     /// Sum of every writer's samples plus those of evicted writers.
-    pub fn total_samples(&self) -> u64 {
+    pub(crate) fn total_samples(&self) -> u64 {
         self.writers.values().map(|w| w.stats.total.samples).fold(
             self.counters.samples_of_evicted_writers,
             u64::saturating_add,
@@ -1074,7 +1074,7 @@ impl State {
     }
 
     /// Totals over all writers (for summaries).
-    pub fn totals(&self) -> Counts {
+    pub(crate) fn totals(&self) -> Counts {
         let mut c = Counts::default();
         for w in self.writers.values() {
             c.add(&w.stats.total);

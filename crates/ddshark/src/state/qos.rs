@@ -6,10 +6,10 @@ use rtps_dissect::discovery::{Durability, Liveliness, Ownership, Reliability};
 
 /// One incompatible policy between a writer and a reader.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Mismatch {
-    pub policy: &'static str,
-    pub offered: String,
-    pub requested: String,
+pub(crate) struct Mismatch {
+    pub(crate) policy: &'static str,
+    pub(crate) offered: String,
+    pub(crate) requested: String,
 }
 
 fn dur_name(d: Option<i64>) -> String {
@@ -19,7 +19,7 @@ fn dur_name(d: Option<i64>) -> String {
 /// Every incompatibility of a writer's offered QoS with a reader's requested QoS.
 /// Absent policies take the spec defaults (writer reliable, reader best effort,
 /// volatile, shared, infinite deadline, automatic liveliness with infinite lease).
-pub fn mismatches(writer: &EndpointQos, reader: &EndpointQos) -> Vec<Mismatch> {
+pub(crate) fn mismatches(writer: &EndpointQos, reader: &EndpointQos) -> Vec<Mismatch> {
     let mut out = Vec::new();
     let wr = writer.reliability.unwrap_or(Reliability::Reliable);
     let rr = reader.reliability.unwrap_or(Reliability::BestEffort);

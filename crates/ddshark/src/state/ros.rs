@@ -4,7 +4,7 @@
 /// What a DDS topic is in ROS 2 terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RosKind {
+pub(crate) enum RosKind {
     Topic,
     ServiceRequest,
     ServiceReply,
@@ -12,7 +12,7 @@ pub enum RosKind {
 }
 
 /// The ROS 2 name of a DDS topic, if it follows the ROS 2 mangling.
-pub fn demangle_topic(name: &str) -> Option<(String, RosKind)> {
+pub(crate) fn demangle_topic(name: &str) -> Option<(String, RosKind)> {
     if let Some(rest) = name.strip_prefix("rt/") {
         // Actions are topics below `_action/` (feedback, status).
         let kind = if rest.contains("/_action/") {
@@ -34,7 +34,7 @@ pub fn demangle_topic(name: &str) -> Option<(String, RosKind)> {
 }
 
 /// The ROS 2 name of a DDS type, if it follows the ROS 2 mangling.
-pub fn demangle_type(name: &str) -> Option<String> {
+pub(crate) fn demangle_type(name: &str) -> Option<String> {
     let (pkg_kind, ty) = name.rsplit_once("::dds_::")?;
     let ty = ty.strip_suffix('_').unwrap_or(ty);
     if ty.is_empty() || pkg_kind.is_empty() {
@@ -44,7 +44,7 @@ pub fn demangle_type(name: &str) -> Option<String> {
 }
 
 /// The topic's display name: demangled when asked and possible.
-pub fn display_topic(name: &str, ros: bool) -> String {
+pub(crate) fn display_topic(name: &str, ros: bool) -> String {
     if ros {
         if let Some((n, _)) = demangle_topic(name) {
             return n;
@@ -53,7 +53,7 @@ pub fn display_topic(name: &str, ros: bool) -> String {
     name.to_string()
 }
 
-pub fn display_type(name: &str, ros: bool) -> String {
+pub(crate) fn display_type(name: &str, ros: bool) -> String {
     if ros {
         if let Some(n) = demangle_type(name) {
             return n;

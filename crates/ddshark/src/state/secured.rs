@@ -54,7 +54,7 @@ impl Tally for SecuredCounts {
 
 /// Where a secured message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Peer {
+pub(crate) enum Peer {
     Participant(GuidPrefix),
     Multicast,
     /// A unicast address with no single known participant.
@@ -73,12 +73,12 @@ impl std::fmt::Display for Peer {
 
 /// Secured traffic from one participant to one peer.
 #[derive(Debug, Clone)]
-pub struct SecuredPair {
-    pub src: GuidPrefix,
-    pub dst: Peer,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub stats: Windowed<SecuredCounts>,
+pub(crate) struct SecuredPair {
+    pub(crate) src: GuidPrefix,
+    pub(crate) dst: Peer,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
+    pub(crate) stats: Windowed<SecuredCounts>,
 }
 
 impl Aged for SecuredPair {
@@ -88,16 +88,16 @@ impl Aged for SecuredPair {
 }
 
 /// Most distinct transformation key ids kept per participant.
-pub const MAX_KEY_IDS: usize = 256;
+pub(crate) const MAX_KEY_IDS: usize = 256;
 
 /// A participant's secured traffic (what it sent).
 #[derive(Debug, Clone)]
-pub struct SecuredOf {
-    pub stats: Windowed<SecuredCounts>,
+pub(crate) struct SecuredOf {
+    pub(crate) stats: Windowed<SecuredCounts>,
     /// Distinct SEC_PREFIX transformation key ids: its protected endpoints.
-    pub key_ids: Vec<u32>,
+    pub(crate) key_ids: Vec<u32>,
     /// Key ids not kept because `MAX_KEY_IDS` were already.
-    pub key_ids_dropped: u64,
+    pub(crate) key_ids_dropped: u64,
 }
 
 impl SecuredOf {
@@ -109,7 +109,7 @@ impl SecuredOf {
         }
     }
 
-    pub fn note_key(&mut self, key: u32) {
+    pub(crate) fn note_key(&mut self, key: u32) {
         if self.key_ids.contains(&key) {
             return;
         }
@@ -123,10 +123,10 @@ impl SecuredOf {
 
 /// Participants seen sending from one address (to name unicast destinations).
 #[derive(Debug, Clone, Copy)]
-pub struct HostEntry {
+pub(crate) struct HostEntry {
     /// The one participant seen there, `None` once several were.
-    pub only: Option<GuidPrefix>,
-    pub last_seen_ns: u64,
+    pub(crate) only: Option<GuidPrefix>,
+    pub(crate) last_seen_ns: u64,
 }
 
 impl Aged for HostEntry {
@@ -137,13 +137,13 @@ impl Aged for HostEntry {
 
 /// What one message holds of DDS Security, gathered on the submessage walk.
 #[derive(Debug, Clone, Default)]
-pub struct MessageSecurity {
-    pub srtps: bool,
-    pub counts: SecuredCounts,
-    pub dst: Option<GuidPrefix>,
+pub(crate) struct MessageSecurity {
+    pub(crate) srtps: bool,
+    pub(crate) counts: SecuredCounts,
+    pub(crate) dst: Option<GuidPrefix>,
     /// First key ids of its SEC_PREFIXes (a message rarely holds more than a few).
-    pub keys: [u32; 4],
-    pub nkeys: usize,
+    pub(crate) keys: [u32; 4],
+    pub(crate) nkeys: usize,
 }
 
 /// AES-GCM-GMAC transformation kinds (DDS-Security 9.5.2.1.1), last octet.
@@ -155,7 +155,7 @@ const GCM_256: u8 = 4;
 impl MessageSecurity {
     /// Look at one submessage of the walk.
     #[inline]
-    pub fn note(&mut self, sm: &rtps_dissect::Submessage<'_>) {
+    pub(crate) fn note(&mut self, sm: &rtps_dissect::Submessage<'_>) {
         if self.dst.is_none() {
             self.dst = sm.ctx.dst_prefix;
         }
@@ -190,7 +190,7 @@ impl MessageSecurity {
         }
     }
 
-    pub fn is_secured(&self) -> bool {
+    pub(crate) fn is_secured(&self) -> bool {
         self.srtps || self.counts.sec_submessages > 0
     }
 
@@ -205,18 +205,18 @@ impl MessageSecurity {
         self.counts.bytes = bytes as u64;
     }
 
-    pub fn keys(&self) -> &[u32] {
+    pub(crate) fn keys(&self) -> &[u32] {
         self.keys.get(..self.nkeys).unwrap_or(&[])
     }
 }
 
 /// Secured traffic per participant pair, and who sends from which address.
 #[derive(Debug, Clone)]
-pub struct SecuredTraffic {
-    pub pairs: Bounded<(GuidPrefix, Peer), SecuredPair>,
-    pub hosts: Bounded<IpAddr, HostEntry>,
+pub(crate) struct SecuredTraffic {
+    pub(crate) pairs: Bounded<(GuidPrefix, Peer), SecuredPair>,
+    pub(crate) hosts: Bounded<IpAddr, HostEntry>,
     /// Over the whole capture (survives evictions).
-    pub total: Windowed<SecuredCounts>,
+    pub(crate) total: Windowed<SecuredCounts>,
 }
 
 impl SecuredTraffic {
@@ -229,7 +229,7 @@ impl SecuredTraffic {
     }
 
     /// The destination of a message sent to `dst_ip` without an INFO_DST.
-    pub fn peer_at(&self, dst_ip: IpAddr) -> Peer {
+    pub(crate) fn peer_at(&self, dst_ip: IpAddr) -> Peer {
         if dst_ip.is_multicast() {
             return Peer::Multicast;
         }

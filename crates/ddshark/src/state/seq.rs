@@ -22,16 +22,16 @@ use rtps_dissect::SequenceNumber;
 #[derive(Debug, Clone, Copy)]
 pub struct SeqConfig {
     /// Most SNs tracked at once per writer (holes and seen samples).
-    pub window: usize,
+    pub(crate) window: usize,
     /// A hole older than this (capture time) is final.
-    pub final_after_ns: u64,
+    pub(crate) final_after_ns: u64,
     /// Fragmented samples tracked at once per writer.
-    pub max_frag_samples: usize,
+    pub(crate) max_frag_samples: usize,
     /// Most fragments tracked per sample (larger samples are tracked up to this).
-    pub max_fragments: u32,
+    pub(crate) max_fragments: u32,
     /// Recently finalized SNs remembered per writer: lost ones to undo a late fill, seen
     /// ones to judge a copy that comes just after its SN left the window.
-    pub recent_finalized: usize,
+    pub(crate) recent_finalized: usize,
 }
 
 impl Default for SeqConfig {
@@ -119,7 +119,7 @@ impl FragSample {
 
 /// What one DATA/DATA_FRAG submessage turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Observed {
+pub(crate) enum Observed {
     /// First sight of this (writer, SN).
     NewSample {
         /// It fills a hole already counted as lost.
@@ -144,13 +144,13 @@ pub enum Observed {
 
 /// Samples whose fate became final.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Finalized {
-    pub lost: u64,
-    pub incomplete: u64,
+pub(crate) struct Finalized {
+    pub(crate) lost: u64,
+    pub(crate) incomplete: u64,
     /// SNs a GAP declared irrelevant that left the window.
-    pub irrelevant: u64,
+    pub(crate) irrelevant: u64,
     /// SN jumps too large to be losses (counted apart).
-    pub jumps: u64,
+    pub(crate) jumps: u64,
 }
 
 /// Longest run of missing SNs counted as lost; longer jumps are counted apart.
@@ -166,7 +166,7 @@ impl Finalized {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct SeqTracker {
+pub(crate) struct SeqTracker {
     started: bool,
     finalized_any: bool,
     /// SN of `slots[0]`.
@@ -183,9 +183,9 @@ pub struct SeqTracker {
     /// Last SN repeated below the window (to count an old repeat once per sample).
     last_old_repeat: Option<SequenceNumber>,
     /// Fragmented samples dropped from tracking because too many were in progress.
-    pub frag_evicted: u64,
+    pub(crate) frag_evicted: u64,
     /// Highest SN seen in DATA/DATA_FRAG.
-    pub highest_seen: Option<SequenceNumber>,
+    pub(crate) highest_seen: Option<SequenceNumber>,
 }
 
 /// Another copy of a sample already seen (`slot`) towards `dst`: a retransmission when
@@ -324,7 +324,7 @@ impl SeqTracker {
     }
 
     /// A DATA (`frag` = None) or DATA_FRAG of `sn` towards destination `dst`.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         sn: SequenceNumber,
         dst: u32,
@@ -465,7 +465,7 @@ impl SeqTracker {
     }
 
     /// SNs a reader asked for (ACKNACK bitmap, NACK_FRAG).
-    pub fn requested(&mut self, sn: SequenceNumber) {
+    pub(crate) fn requested(&mut self, sn: SequenceNumber) {
         if let Some(i) = self.index(sn) {
             if let Some(s) = self.slots.get_mut(i) {
                 s.flags |= REQUESTED;
@@ -474,7 +474,7 @@ impl SeqTracker {
     }
 
     /// GAP: `[start, end]` are irrelevant (plus the listed SNs, passed one by one).
-    pub fn gap_range(
+    pub(crate) fn gap_range(
         &mut self,
         start: SequenceNumber,
         end: SequenceNumber,
@@ -516,7 +516,7 @@ impl SeqTracker {
     }
 
     /// HEARTBEAT: the writer offers `[first, last]`.
-    pub fn heartbeat(
+    pub(crate) fn heartbeat(
         &mut self,
         first: SequenceNumber,
         last: SequenceNumber,
@@ -540,7 +540,7 @@ impl SeqTracker {
     }
 
     /// Finalize holes older than the timeout (and forget old seen samples).
-    pub fn expire(&mut self, now_ns: u64, cfg: &SeqConfig) -> Finalized {
+    pub(crate) fn expire(&mut self, now_ns: u64, cfg: &SeqConfig) -> Finalized {
         let mut fin = Finalized::default();
         while let Some(front) = self.slots.front() {
             if front.ts_ns.saturating_add(cfg.final_after_ns) <= now_ns {
@@ -558,7 +558,7 @@ impl SeqTracker {
     }
 
     /// Holes currently open (not yet final).
-    pub fn open_holes(&self) -> u64 {
+    pub(crate) fn open_holes(&self) -> u64 {
         self.slots.iter().filter(|s| !s.has(SEEN | GAP)).count() as u64
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// Running count, mean, variance (Welford), min and max of periods in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Moments {
+pub(crate) struct Moments {
     n: u64,
     mean: f64,
     /// Sum of squared differences from the mean.
@@ -29,7 +29,7 @@ impl Moments {
     }
 
     /// Combine two sets of moments (Chan et al.'s parallel form).
-    pub fn merge(&mut self, o: &Moments) {
+    pub(crate) fn merge(&mut self, o: &Moments) {
         if o.n == 0 {
             return;
         }
@@ -47,19 +47,19 @@ impl Moments {
         self.max = self.max.max(o.max);
     }
 
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.n
     }
 
     /// Population standard deviation (what `ros2 topic hz` prints as "std dev").
-    pub fn stddev(&self) -> Option<f64> {
+    pub(crate) fn stddev(&self) -> Option<f64> {
         (self.n > 0).then(|| (self.m2 / self.n as f64).max(0.0).sqrt())
     }
 }
 
 /// Timing of one writer's samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// Capture time of the first and the latest timed sample.
     first_ns: Option<u64>,
     last_ns: u64,
@@ -74,7 +74,7 @@ pub struct Timing {
 impl Timing {
     /// A new sample `sn` seen at capture time `ts_ns`; `deadline_ns` is the writer's
     /// announced DEADLINE period when finite.
-    pub fn sample(&mut self, ts_ns: u64, sn: i64, deadline_ns: Option<u64>) {
+    pub(crate) fn sample(&mut self, ts_ns: u64, sn: i64, deadline_ns: Option<u64>) {
         if sn <= self.last_sn {
             return;
         }
@@ -94,28 +94,28 @@ impl Timing {
         self.samples = self.samples.saturating_add(1);
     }
 
-    pub fn periods(&self) -> &Moments {
+    pub(crate) fn periods(&self) -> &Moments {
         &self.periods
     }
 
-    pub fn deadline_misses(&self) -> u64 {
+    pub(crate) fn deadline_misses(&self) -> u64 {
         self.deadline_misses
     }
 
     /// Capture time from the first to the latest timed sample.
-    pub fn active_ns(&self) -> u64 {
+    pub(crate) fn active_ns(&self) -> u64 {
         self.first_ns
             .map_or(0, |first| self.last_ns.saturating_sub(first))
     }
 
-    pub fn first_ns(&self) -> Option<u64> {
+    pub(crate) fn first_ns(&self) -> Option<u64> {
         self.first_ns
     }
 
     /// Samples per second over the time the writer was active: `n - 1` periods between
     /// the first and the latest sample; none until it was active [`MIN_RATE_SPAN_NS`]
     /// (a burst of discovery samples microseconds apart is not 100 000/s).
-    pub fn rate_hz(&self) -> Option<f64> {
+    pub(crate) fn rate_hz(&self) -> Option<f64> {
         let active = self.active_ns();
         (self.samples >= 2 && active >= MIN_RATE_SPAN_NS)
             .then(|| self.samples.saturating_sub(1) as f64 * 1e9 / active as f64)
@@ -124,15 +124,15 @@ impl Timing {
 
 /// The shortest capture time a rate is computed over: shorter bursts would extrapolate
 /// a few milliseconds to a second.
-pub const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
+pub(crate) const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
 
 /// What `stats`, the TUI and the exporters show of a writer's (or a topic's) timing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TimingView {
     /// Samples timed (new samples in SN order).
-    pub samples: u64,
+    pub(crate) samples: u64,
     /// Seconds from the first to the latest timed sample.
-    pub active_s: f64,
+    pub(crate) active_s: f64,
     /// Mean rate over the active time (a topic: the sum over its writers).
     pub rate_hz: Option<f64>,
     pub period_min_ns: Option<u64>,
@@ -147,7 +147,7 @@ pub struct TimingView {
 }
 
 impl TimingView {
-    pub fn of(t: &Timing, deadline_ns: Option<u64>) -> Self {
+    pub(crate) fn of(t: &Timing, deadline_ns: Option<u64>) -> Self {
         let mut v = Self::from_moments(t.periods(), deadline_ns, t.deadline_misses());
         v.samples = t.samples;
         v.active_s = t.active_ns() as f64 / 1e9;
@@ -173,7 +173,7 @@ impl TimingView {
 
 /// Sums writers' timing into a topic's.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TimingAgg {
+pub(crate) struct TimingAgg {
     samples: u64,
     first_ns: Option<u64>,
     last_ns: u64,
@@ -184,7 +184,7 @@ pub struct TimingAgg {
 }
 
 impl TimingAgg {
-    pub fn add(&mut self, t: &Timing, deadline_ns: Option<u64>) {
+    pub(crate) fn add(&mut self, t: &Timing, deadline_ns: Option<u64>) {
         self.samples = self.samples.saturating_add(t.samples);
         if let Some(f) = t.first_ns {
             self.first_ns = Some(self.first_ns.map_or(f, |a| a.min(f)));
@@ -200,7 +200,7 @@ impl TimingAgg {
         self.deadline_misses = self.deadline_misses.saturating_add(t.deadline_misses());
     }
 
-    pub fn view(&self) -> TimingView {
+    pub(crate) fn view(&self) -> TimingView {
         let mut v = TimingView::from_moments(&self.periods, self.deadline_ns, self.deadline_misses);
         v.samples = self.samples;
         v.active_s = self

@@ -9,30 +9,30 @@ pub struct Counts {
     pub samples: u64,
     /// Whole sample sizes, once per sample.
     pub bytes: u64,
-    pub data_submessages: u64,
+    pub(crate) data_submessages: u64,
     pub data_frag_submessages: u64,
     /// IP fragments of the datagrams that carried this writer's DATA/DATA_FRAGs.
-    pub ip_fragments: u64,
+    pub(crate) ip_fragments: u64,
     /// Bytes on the wire of those datagrams (UDP length).
-    pub wire_bytes: u64,
+    pub(crate) wire_bytes: u64,
     pub retransmitted: u64,
-    pub repaired: u64,
+    pub(crate) repaired: u64,
     pub fanout: u64,
     /// DATA/DATA_FRAG copies of samples already seen.
-    pub repeat_submessages: u64,
+    pub(crate) repeat_submessages: u64,
     pub lost: u64,
-    pub incomplete: u64,
+    pub(crate) incomplete: u64,
     pub heartbeats: u64,
-    pub acknacks: u64,
+    pub(crate) acknacks: u64,
     /// SNs requested by ACKNACK bitmaps.
-    pub acknack_requested_sns: u64,
-    pub nackfrags: u64,
-    pub gaps: u64,
-    pub heartbeat_frags: u64,
+    pub(crate) acknack_requested_sns: u64,
+    pub(crate) nackfrags: u64,
+    pub(crate) gaps: u64,
+    pub(crate) heartbeat_frags: u64,
 }
 
 /// Counters a [`Windowed`] keeps: summed bucket by bucket.
-pub trait Tally: Copy + Default {
+pub(crate) trait Tally: Copy + Default {
     fn add(&mut self, other: &Self);
 }
 
@@ -43,7 +43,7 @@ impl Tally for Counts {
 }
 
 impl Counts {
-    pub fn add(&mut self, o: &Counts) {
+    pub(crate) fn add(&mut self, o: &Counts) {
         let f = |a: &mut u64, b: u64| *a = a.saturating_add(b);
         f(&mut self.samples, o.samples);
         f(&mut self.bytes, o.bytes);
@@ -67,12 +67,12 @@ impl Counts {
 }
 
 /// Number of buckets in a window.
-pub const BUCKETS: usize = 10;
+pub(crate) const BUCKETS: usize = 10;
 
 /// Totals plus a ring of `BUCKETS` time buckets of `width_ns` each.
 #[derive(Debug, Clone)]
-pub struct Windowed<C = Counts> {
-    pub total: C,
+pub(crate) struct Windowed<C = Counts> {
+    pub(crate) total: C,
     width_ns: u64,
     buckets: [(u64, C); BUCKETS],
     latest: u64,
@@ -94,7 +94,7 @@ impl<C: Tally> Windowed<C> {
 
     /// Apply `f` to the totals and to the bucket of capture time `ts_ns`.
     /// A timestamp older than the window lands in the newest bucket.
-    pub fn record(&mut self, ts_ns: u64, f: impl Fn(&mut C)) {
+    pub(crate) fn record(&mut self, ts_ns: u64, f: impl Fn(&mut C)) {
         f(&mut self.total);
         let in_latest = ts_ns
             .checked_sub(self.latest_start_ns)
@@ -121,7 +121,7 @@ impl<C: Tally> Windowed<C> {
     }
 
     /// Sum of the buckets inside the window ending at `now_ns`.
-    pub fn window(&self, now_ns: u64) -> C {
+    pub(crate) fn window(&self, now_ns: u64) -> C {
         let now_idx = now_ns.checked_div(self.width_ns).unwrap_or(0);
         let oldest = now_idx.saturating_sub(BUCKETS.saturating_sub(1) as u64);
         let mut c = C::default();
@@ -132,15 +132,11 @@ impl<C: Tally> Windowed<C> {
         }
         c
     }
-
-    pub fn window_ns(&self) -> u64 {
-        self.width_ns.saturating_mul(BUCKETS as u64)
-    }
 }
 
 impl Windowed {
     /// Where the window ending at `now_ns` begins: the start of its oldest bucket.
-    pub fn window_start_ns(window_ns: u64, now_ns: u64) -> u64 {
+    pub(crate) fn window_start_ns(window_ns: u64, now_ns: u64) -> u64 {
         let width = window_ns.checked_div(BUCKETS as u64).unwrap_or(1).max(1);
         let now_idx = now_ns.checked_div(width).unwrap_or(0);
         now_idx

@@ -11,13 +11,13 @@ use crate::state::snapshot::{ParticipantView, ReaderView, TopicView, WriterView}
 use crate::state::Snapshot;
 
 /// Points kept per topic for the sparklines (one per snapshot).
-pub const HISTORY: usize = 240;
+pub(crate) const HISTORY: usize = 240;
 /// Capture time the Health rates are measured over (at least).
-pub const RATE_SPAN_NS: u64 = 2_000_000_000;
+pub(crate) const RATE_SPAN_NS: u64 = 2_000_000_000;
 /// Topics whose history is kept.
 const MAX_HISTORY_TOPICS: usize = 4096;
 /// Replay speeds the `+`/`-` keys step through; `None` = as fast as possible.
-pub const SPEEDS: [Option<f64>; 12] = [
+pub(crate) const SPEEDS: [Option<f64>; 12] = [
     Some(0.1),
     Some(0.25),
     Some(0.5),
@@ -105,7 +105,7 @@ impl TopicColumn {
         TopicColumn::Retransmitted,
         TopicColumn::Pcp,
     ];
-    pub fn header(self) -> &'static str {
+    pub(crate) fn header(self) -> &'static str {
         match self {
             TopicColumn::Name => "Topic",
             TopicColumn::Type => "Type",
@@ -135,22 +135,22 @@ impl TopicColumn {
 
 /// Per-snapshot history of one topic.
 #[derive(Debug, Clone, Default)]
-pub struct TopicHistory {
+pub(crate) struct TopicHistory {
     /// Sliding-window rate, milli-Hz.
-    pub rate_mhz: VecDeque<u64>,
+    pub(crate) rate_mhz: VecDeque<u64>,
     /// Sliding-window bandwidth, bits/s.
-    pub bps: VecDeque<u64>,
+    pub(crate) bps: VecDeque<u64>,
 }
 
 /// Counter rates between the last two snapshots (capture time).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HealthRates {
-    pub frames_s: f64,
-    pub datagrams_s: f64,
-    pub submessages_s: f64,
-    pub samples_s: f64,
+pub(crate) struct HealthRates {
+    pub(crate) frames_s: f64,
+    pub(crate) datagrams_s: f64,
+    pub(crate) submessages_s: f64,
+    pub(crate) samples_s: f64,
     /// Capture-time span the rates cover.
-    pub over_s: f64,
+    pub(crate) over_s: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -182,20 +182,20 @@ pub struct UiState {
     pub filter: String,
     pub editing_filter: bool,
     pub ros_names: bool,
-    pub show_builtin: bool,
+    pub(crate) show_builtin: bool,
     pub help: bool,
     /// The detail pane takes the whole body.
-    pub zoom: bool,
+    pub(crate) zoom: bool,
     /// The display is frozen on the snapshot it shows.
-    pub frozen: bool,
+    pub(crate) frozen: bool,
     /// Input is a file replay (speed keys apply).
-    pub replay: bool,
+    pub(crate) replay: bool,
     pub speed: Option<f64>,
     pub replay_paused: bool,
     /// Name of the input, for the status line.
-    pub source: String,
-    pub history: HashMap<String, TopicHistory>,
-    pub rates: HealthRates,
+    pub(crate) source: String,
+    pub(crate) history: HashMap<String, TopicHistory>,
+    pub(crate) rates: HealthRates,
     /// Counters of recent snapshots; rates are taken over about [`RATE_SPAN_NS`].
     marks: VecDeque<Mark>,
     /// OTLP exporter counters, when exporting (copied in by the event loop).
@@ -203,9 +203,9 @@ pub struct UiState {
     /// and how many came in all.
     pub log: Vec<String>,
     pub log_total: u64,
-    pub export: Option<otel_export::ExportStats>,
+    pub(crate) export: Option<otel_export::ExportStats>,
     /// Rows the last frame showed per page (Page Up/Down).
-    pub page: usize,
+    pub(crate) page: usize,
 }
 
 impl UiState {
@@ -292,7 +292,7 @@ impl UiState {
     }
 
     /// The name a topic is shown with.
-    pub fn topic_name<'a>(&self, t: &'a TopicView) -> &'a str {
+    pub(crate) fn topic_name<'a>(&self, t: &'a TopicView) -> &'a str {
         match (&t.ros_name, self.ros_names) {
             (Some(n), true) => n,
             _ => &t.name,
@@ -300,7 +300,7 @@ impl UiState {
     }
 
     /// The type name a topic is shown with.
-    pub fn type_name<'a>(&self, t: &'a TopicView) -> &'a str {
+    pub(crate) fn type_name<'a>(&self, t: &'a TopicView) -> &'a str {
         match (&t.ros_type, self.ros_names) {
             (Some(n), true) => n,
             _ => &t.type_name,
@@ -368,7 +368,7 @@ impl UiState {
             .collect()
     }
 
-    pub fn reader_rows<'a>(&self, s: &'a Snapshot) -> Vec<&'a ReaderView> {
+    pub(crate) fn reader_rows<'a>(&self, s: &'a Snapshot) -> Vec<&'a ReaderView> {
         s.readers
             .iter()
             .filter(|r| self.show_builtin || !is_builtin_reader(r))
@@ -399,7 +399,7 @@ impl UiState {
     }
 
     /// Index of the selected row among `keys` (the first row if none).
-    pub fn selected_index<S: AsRef<str>>(&self, keys: &[S]) -> Option<usize> {
+    pub(crate) fn selected_index<S: AsRef<str>>(&self, keys: &[S]) -> Option<usize> {
         if keys.is_empty() {
             return None;
         }
@@ -425,13 +425,6 @@ impl UiState {
             .and_then(|k| names.iter().position(|n| n == k))
             .unwrap_or(0);
         rows.get(i).copied()
-    }
-
-    /// Select a row of `view` by key (topic name, GUID prefix, GUID).
-    pub fn select(&mut self, view: View, key: &str) {
-        if let Some(s) = self.selected.get_mut(view.index()) {
-            *s = Some(key.to_string());
-        }
     }
 
     fn move_selection(&mut self, s: &Snapshot, delta: isize) {

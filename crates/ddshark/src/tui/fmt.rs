@@ -1,7 +1,7 @@
 //! Compact number formatting for narrow table cells.
 
 /// `1234` → `1.2k`, with `unit` appended.
-pub fn si(v: f64, unit: &str) -> String {
+pub(crate) fn si(v: f64, unit: &str) -> String {
     if !v.is_finite() || v <= 0.0 {
         return format!("0{unit}");
     }
@@ -29,12 +29,12 @@ pub fn si(v: f64, unit: &str) -> String {
 }
 
 /// A rate in Hz.
-pub fn hz(v: f64) -> String {
+pub(crate) fn hz(v: f64) -> String {
     si(v, "")
 }
 
 /// A bandwidth given in bits/s, shown in bytes/s as `stats` shows it: `2.4MB/s`.
-pub fn bandwidth(bits_per_s: f64) -> String {
+pub(crate) fn bandwidth(bits_per_s: f64) -> String {
     format!("{}/s", crate::units::bytes(bits_per_s / 8.0))
 }
 
@@ -43,7 +43,12 @@ pub fn bandwidth(bits_per_s: f64) -> String {
 /// (or what it wants, if less), the column `first` (the row's name) then gets what it
 /// wants of the rest, and what remains is shared evenly, a column that wants less than
 /// its share leaving the remainder to the others.
-pub fn share_widths(avail: u16, wants: &[u16], mins: &[u16], first: Option<usize>) -> Vec<u16> {
+pub(crate) fn share_widths(
+    avail: u16,
+    wants: &[u16],
+    mins: &[u16],
+    first: Option<usize>,
+) -> Vec<u16> {
     let mut widths: Vec<u16> = wants
         .iter()
         .enumerate()
@@ -80,12 +85,12 @@ pub fn share_widths(avail: u16, wants: &[u16], mins: &[u16], first: Option<usize
 }
 
 /// Display width of `s` in terminal cells.
-pub fn cells(s: &str) -> u16 {
+pub(crate) fn cells(s: &str) -> u16 {
     u16::try_from(ratatui::text::Line::from(s).width()).unwrap_or(u16::MAX)
 }
 
 /// A counter: exact below 100 000, then `123k`, `1.2M`.
-pub fn count(v: u64) -> String {
+pub(crate) fn count(v: u64) -> String {
     if v < 100_000 {
         v.to_string()
     } else {
@@ -94,7 +99,7 @@ pub fn count(v: u64) -> String {
 }
 
 /// Bucket label of the size histogram (see `state::size_bucket`).
-pub fn size_bucket_label(i: usize, last: usize) -> String {
+pub(crate) fn size_bucket_label(i: usize, last: usize) -> String {
     if i == 0 {
         return "<64".into();
     }
@@ -112,7 +117,7 @@ pub fn size_bucket_label(i: usize, last: usize) -> String {
 
 /// A GUID (32 hex digits) shortened to the last 4 bytes of its prefix and its
 /// entity id, when `width` is too narrow for all of it.
-pub fn guid(g: &str, width: usize) -> String {
+pub(crate) fn guid(g: &str, width: usize) -> String {
     if g.len() <= width {
         return g.to_string();
     }
@@ -123,7 +128,7 @@ pub fn guid(g: &str, width: usize) -> String {
 }
 
 /// Cut `s` to `width` characters, marking the cut with `…`.
-pub fn truncate(s: &str, width: usize) -> String {
+pub(crate) fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
     }
@@ -136,7 +141,7 @@ pub fn truncate(s: &str, width: usize) -> String {
 }
 
 /// Cut `s` to `width` characters from the left (keeps a file name): `…/a.pcap`.
-pub fn truncate_left(s: &str, width: usize) -> String {
+pub(crate) fn truncate_left(s: &str, width: usize) -> String {
     let n = s.chars().count();
     if n <= width {
         return s.to_string();
@@ -150,7 +155,7 @@ pub fn truncate_left(s: &str, width: usize) -> String {
 }
 
 /// A short duration (periods, jitter) from nanoseconds: µs, ms or s, three digits.
-pub fn short_duration(ns: f64) -> String {
+pub(crate) fn short_duration(ns: f64) -> String {
     if !ns.is_finite() || ns < 0.0 {
         "-".into()
     } else if ns < 1e6 {
@@ -170,7 +175,7 @@ pub fn short_duration(ns: f64) -> String {
 }
 
 /// Duration in seconds, human scale.
-pub fn secs(s: f64) -> String {
+pub(crate) fn secs(s: f64) -> String {
     if !s.is_finite() || s < 0.0 {
         "-".into()
     } else if s < 60.0 {

@@ -38,12 +38,12 @@ impl MessageLog {
         }
     }
 
-    pub fn version(&self) -> u64 {
+    pub(crate) fn version(&self) -> u64 {
         self.inner.lock().map_or(0, |l| l.version)
     }
 
     /// The last `n` messages, oldest first, and how many there were in all.
-    pub fn last(&self, n: usize) -> (Vec<String>, u64) {
+    pub(crate) fn last(&self, n: usize) -> (Vec<String>, u64) {
         self.inner.lock().map_or_else(
             |_| (Vec::new(), 0),
             |l| {
@@ -63,14 +63,14 @@ impl MessageLog {
 }
 
 /// stderr redirected into a [`MessageLog`] until [`StderrCapture::restore`].
-pub struct StderrCapture {
+pub(crate) struct StderrCapture {
     saved: OwnedFd,
     reader: Option<JoinHandle<()>>,
     log: MessageLog,
 }
 
 impl StderrCapture {
-    pub fn start(log: MessageLog) -> io::Result<Self> {
+    pub(crate) fn start(log: MessageLog) -> io::Result<Self> {
         let saved = io::stderr().as_fd().try_clone_to_owned()?;
         let (read_end, write_end) = io::pipe()?;
         nix::unistd::dup2_stderr(&write_end).map_err(io::Error::from)?;
@@ -95,7 +95,7 @@ impl StderrCapture {
     }
 
     /// Puts stderr back and writes the messages the UI held to it.
-    pub fn restore(mut self) -> io::Result<()> {
+    pub(crate) fn restore(mut self) -> io::Result<()> {
         self.put_back()
     }
 

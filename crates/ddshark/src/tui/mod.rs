@@ -10,7 +10,7 @@
 //! (a panic hook restores it before the default hook prints the message).
 
 mod app;
-pub mod fmt;
+pub(crate) mod fmt;
 pub mod log;
 mod pane;
 mod render;
@@ -32,7 +32,7 @@ use ratatui::crossterm::terminal::{
 };
 use ratatui::Terminal;
 
-pub use app::{Action, HealthRates, TopicColumn, UiState, View, HISTORY, SPEEDS};
+pub use app::{Action, TopicColumn, UiState, View};
 pub use render::render;
 
 use crate::pipeline::{PaceControl, SnapshotHub};
@@ -45,7 +45,7 @@ const LOG_LINES: usize = 20;
 pub const SNAPSHOT_NS: u64 = 500_000_000;
 
 /// Can the TUI run here (stdin and stdout are terminals)?
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     io::stdout().is_terminal() && io::stdin().is_terminal()
 }
 
@@ -175,11 +175,11 @@ impl Drop for TerminalGuard {
 /// Draws one frame of the UI from a snapshot and the UI state: [`render`] in the
 /// program. Tests hand in their own (one that panics proves that the terminal is
 /// restored after a UI panic, see examples/tui_panic.rs).
-pub type Renderer = fn(&mut ratatui::Frame<'_>, Option<&Snapshot>, &UiState);
+pub(crate) type Renderer = fn(&mut ratatui::Frame<'_>, Option<&Snapshot>, &UiState);
 
 /// Start the TUI on its own thread. `stop` is set when the user quits (the
 /// capture then ends); `pace` carries the replay speed keys.
-pub fn start(
+pub(crate) fn start(
     hub: SnapshotHub,
     stop: Arc<AtomicBool>,
     pace: Option<Arc<PaceControl>>,

@@ -10,15 +10,15 @@ use crate::capture::KernelStats;
 /// One packet source as the pipeline saw it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SourceHealth {
-    pub name: String,
+    pub(crate) name: String,
     /// Frames the capture thread read.
     pub frames: u64,
     /// Frames dropped because the queue to the state thread was full.
-    pub queue_dropped: u64,
+    pub(crate) queue_dropped: u64,
     /// libpcap kernel statistics (live captures).
-    pub kernel: Option<KernelStats>,
-    pub error: Option<String>,
-    pub finished: bool,
+    pub(crate) kernel: Option<KernelStats>,
+    pub(crate) error: Option<String>,
+    pub(crate) finished: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -28,14 +28,14 @@ pub struct PipelineCounters {
     pub frames_processed: u64,
     pub queue_dropped: u64,
     /// `-w`: the recording's files and counters.
-    pub recording: Option<crate::recording::RecordingHealth>,
+    pub(crate) recording: Option<crate::recording::RecordingHealth>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    pub name: &'static str,
-    pub ok: bool,
-    pub detail: String,
+    pub(crate) name: &'static str,
+    pub(crate) ok: bool,
+    pub(crate) detail: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -43,10 +43,10 @@ pub struct Health {
     pub dissector: DissectorStats,
     pub state: StateCounters,
     pub pipeline: PipelineCounters,
-    pub participants: u64,
-    pub writers: u64,
-    pub readers: u64,
-    pub writers_unattributed: u64,
+    pub(crate) participants: u64,
+    pub(crate) writers: u64,
+    pub(crate) readers: u64,
+    pub(crate) writers_unattributed: u64,
     pub reconciles: bool,
     pub checks: Vec<Check>,
 }

@@ -28,16 +28,16 @@ pub use topics::{QosMismatchView, TopicView};
 pub use writers::WriterView;
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct QosView {
-    pub reliability: Option<&'static str>,
-    pub durability: Option<&'static str>,
-    pub history: Option<String>,
-    pub deadline_ns: Option<Option<i64>>,
-    pub liveliness: Option<&'static str>,
-    pub liveliness_lease_ns: Option<Option<i64>>,
-    pub ownership: Option<&'static str>,
-    pub ownership_strength: Option<i32>,
-    pub partitions: Vec<String>,
+pub(crate) struct QosView {
+    pub(crate) reliability: Option<&'static str>,
+    pub(crate) durability: Option<&'static str>,
+    pub(crate) history: Option<String>,
+    pub(crate) deadline_ns: Option<Option<i64>>,
+    pub(crate) liveliness: Option<&'static str>,
+    pub(crate) liveliness_lease_ns: Option<Option<i64>>,
+    pub(crate) ownership: Option<&'static str>,
+    pub(crate) ownership_strength: Option<i32>,
+    pub(crate) partitions: Vec<String>,
 }
 
 impl QosView {
@@ -58,24 +58,24 @@ impl QosView {
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct SizeView {
-    pub min: Option<u64>,
+    pub(crate) min: Option<u64>,
     pub mean: Option<f64>,
-    pub max: Option<u64>,
+    pub(crate) max: Option<u64>,
 }
 
 /// Recent activity over the sliding window.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct WindowView {
     /// Length of the window actually covered (≤ the configured window).
-    pub seconds: f64,
-    pub samples: u64,
-    pub bytes: u64,
+    pub(crate) seconds: f64,
+    pub(crate) samples: u64,
+    pub(crate) bytes: u64,
     pub rate_hz: f64,
     pub bandwidth_bps: f64,
-    pub lost: u64,
-    pub retransmitted: u64,
-    pub heartbeats: u64,
-    pub acknacks: u64,
+    pub(crate) lost: u64,
+    pub(crate) retransmitted: u64,
+    pub(crate) heartbeats: u64,
+    pub(crate) acknacks: u64,
 }
 
 /// The capture time a window covers.
@@ -132,7 +132,7 @@ impl WindowView {
 pub struct PcpCount {
     /// 802.1Q priority; `null` = untagged.
     pub pcp: Option<u8>,
-    pub datagrams: u64,
+    pub(crate) datagrams: u64,
 }
 
 fn pcp_list(p: &[u64; 9]) -> Vec<PcpCount> {
@@ -149,14 +149,14 @@ fn pcp_list(p: &[u64; 9]) -> Vec<PcpCount> {
 /// Whole-capture totals.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    pub first_ts_ns: Option<u64>,
+    pub(crate) first_ts_ns: Option<u64>,
     pub capture_time_ns: u64,
-    pub duration_s: f64,
-    pub window_s: f64,
+    pub(crate) duration_s: f64,
+    pub(crate) window_s: f64,
     #[serde(flatten)]
     pub totals: Counts,
-    pub user_samples: u64,
-    pub user_bytes: u64,
+    pub(crate) user_samples: u64,
+    pub(crate) user_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,7 +164,7 @@ pub struct Snapshot {
     pub summary: Summary,
     pub participants: Vec<ParticipantView>,
     pub writers: Vec<WriterView>,
-    pub readers: Vec<ReaderView>,
+    pub(crate) readers: Vec<ReaderView>,
     pub topics: Vec<TopicView>,
     /// DDS Security traffic (see [`super::secured`]).
     pub secured: SecuredView,
@@ -211,7 +211,11 @@ impl State {
 
     /// Build an immutable view. `dissector` and `pipeline` are the counters of the
     /// stages before the state, so the snapshot can say whether everything reconciles.
-    pub fn snapshot(&self, dissector: &DissectorStats, pipeline: &PipelineCounters) -> Snapshot {
+    pub(crate) fn snapshot(
+        &self,
+        dissector: &DissectorStats,
+        pipeline: &PipelineCounters,
+    ) -> Snapshot {
         let now = self.now_ns;
         let shm_pairs = self.shared_memory_pairs();
         let writers = self.writer_views(&shm_pairs);

@@ -7,25 +7,25 @@ use super::super::{Gone, State};
 #[derive(Debug, Clone, Serialize)]
 pub struct ParticipantView {
     pub guid_prefix: String,
-    pub vendor: Option<String>,
-    pub vendor_name: Option<&'static str>,
-    pub version: Option<String>,
+    pub(crate) vendor: Option<String>,
+    pub(crate) vendor_name: Option<&'static str>,
+    pub(crate) version: Option<String>,
     pub entity_name: Option<String>,
     pub domain_id: Option<u32>,
     /// `pid_domain_id`, or `port_mapping` when SPDP leaves it out (Fast DDS) and it was
     /// derived from the well-known ports of its metatraffic locators.
     pub domain_id_source: Option<&'static str>,
-    pub lease_ns: Option<Option<i64>>,
-    pub addresses: Vec<String>,
-    pub locators: Vec<String>,
-    pub shared_memory_only: bool,
+    pub(crate) lease_ns: Option<Option<i64>>,
+    pub(crate) addresses: Vec<String>,
+    pub(crate) locators: Vec<String>,
+    pub(crate) shared_memory_only: bool,
     pub discovered: bool,
-    pub from_cache: bool,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub datagrams: u64,
-    pub bytes: u64,
-    pub gone: Option<Gone>,
+    pub(crate) from_cache: bool,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
+    pub(crate) datagrams: u64,
+    pub(crate) bytes: u64,
+    pub(crate) gone: Option<Gone>,
 }
 
 impl State {

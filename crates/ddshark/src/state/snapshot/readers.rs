@@ -9,24 +9,24 @@ use super::{locators, QosView};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ReaderView {
-    pub guid: String,
-    pub participant: String,
-    pub topic: Option<String>,
+    pub(crate) guid: String,
+    pub(crate) participant: String,
+    pub(crate) topic: Option<String>,
     #[serde(rename = "type")]
-    pub type_name: Option<String>,
-    pub ros_topic: Option<String>,
-    pub discovered: bool,
-    pub from_cache: bool,
-    pub shared_memory_only: bool,
-    pub shared_memory_peers: Vec<String>,
-    pub qos: Option<QosView>,
-    pub locators: Vec<String>,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub acknacks: u64,
-    pub acknack_requested_sns: u64,
-    pub nackfrags: u64,
-    pub gone: Option<Gone>,
+    pub(crate) type_name: Option<String>,
+    pub(crate) ros_topic: Option<String>,
+    pub(crate) discovered: bool,
+    pub(crate) from_cache: bool,
+    pub(crate) shared_memory_only: bool,
+    pub(crate) shared_memory_peers: Vec<String>,
+    pub(crate) qos: Option<QosView>,
+    pub(crate) locators: Vec<String>,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
+    pub(crate) acknacks: u64,
+    pub(crate) acknack_requested_sns: u64,
+    pub(crate) nackfrags: u64,
+    pub(crate) gone: Option<Gone>,
 }
 
 impl State {

@@ -11,12 +11,12 @@ use super::WindowSpan;
 /// Secured counters over the sliding window, with rates.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct SecuredWindowView {
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     #[serde(flatten)]
-    pub counts: SecuredCounts,
+    pub(crate) counts: SecuredCounts,
     pub messages_per_s: f64,
-    pub sec_submessages_per_s: f64,
-    pub bandwidth_bps: f64,
+    pub(crate) sec_submessages_per_s: f64,
+    pub(crate) bandwidth_bps: f64,
 }
 
 impl SecuredWindowView {
@@ -37,15 +37,15 @@ impl SecuredWindowView {
 /// What one participant sent secured.
 #[derive(Debug, Clone, Serialize)]
 pub struct SecuredParticipantView {
-    pub guid_prefix: String,
-    pub entity_name: Option<String>,
+    pub(crate) guid_prefix: String,
+    pub(crate) entity_name: Option<String>,
     pub totals: SecuredCounts,
-    pub window: SecuredWindowView,
+    pub(crate) window: SecuredWindowView,
     /// Endpoints whose traffic is protected: distinct SEC_PREFIX key ids (their topics,
     /// writers and readers are hidden when discovery is protected too).
     pub protected_endpoints: u64,
     /// Key ids beyond the kept maximum (so `protected_endpoints` is a lower bound).
-    pub protected_endpoints_dropped: u64,
+    pub(crate) protected_endpoints_dropped: u64,
 }
 
 /// Secured traffic from one participant to one destination.
@@ -54,12 +54,12 @@ pub struct SecuredPairView {
     pub src: String,
     /// A GUID prefix, "multicast", or "host:ADDRESS" (no single participant known there).
     pub dst: String,
-    pub src_name: Option<String>,
-    pub dst_name: Option<String>,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
+    pub(crate) src_name: Option<String>,
+    pub(crate) dst_name: Option<String>,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
     pub totals: SecuredCounts,
-    pub window: SecuredWindowView,
+    pub(crate) window: SecuredWindowView,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -71,7 +71,7 @@ pub struct SecuredView {
     pub pairs: Vec<SecuredPairView>,
     /// Endpoints behind protected traffic, summed over participants: shown instead of the
     /// topics a protected discovery hides.
-    pub protected_endpoints: u64,
+    pub(crate) protected_endpoints: u64,
     pub pairs_evicted: u64,
 }
 

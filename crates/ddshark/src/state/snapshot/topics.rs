@@ -18,10 +18,10 @@ use super::{pcp_list, per_sample, size_view, PcpCount, SizeView, WindowView, MAX
 
 #[derive(Debug, Clone, Serialize)]
 pub struct QosMismatchView {
-    pub writer: String,
-    pub reader: String,
+    pub(crate) writer: String,
+    pub(crate) reader: String,
     #[serde(flatten)]
-    pub mismatch: Mismatch,
+    pub(crate) mismatch: Mismatch,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -30,20 +30,20 @@ pub struct TopicView {
     #[serde(rename = "type")]
     pub type_name: String,
     /// Other type names announced for the same topic.
-    pub other_types: Vec<String>,
-    pub ros_name: Option<String>,
-    pub ros_type: Option<String>,
-    pub ros_kind: Option<RosKind>,
+    pub(crate) other_types: Vec<String>,
+    pub(crate) ros_name: Option<String>,
+    pub(crate) ros_type: Option<String>,
+    pub(crate) ros_kind: Option<RosKind>,
     pub builtin: bool,
     pub writers: u64,
     pub readers: u64,
-    pub writer_guids: Vec<String>,
+    pub(crate) writer_guids: Vec<String>,
     pub reader_guids: Vec<String>,
     #[serde(flatten)]
     pub totals: Counts,
     pub size: SizeView,
     /// Samples by size bucket (`state::size_bucket`: < 64 B, then powers of two).
-    pub size_histogram: Vec<u64>,
+    pub(crate) size_histogram: Vec<u64>,
     pub data_frags_per_sample: Option<f64>,
     pub ip_fragments_per_sample: Option<f64>,
     pub window: WindowView,
@@ -52,8 +52,8 @@ pub struct TopicView {
     /// Writers and readers announced, matched, and not one sample on the wire: the topic's
     /// traffic goes by shared memory and is invisible here.
     pub shared_memory_only: bool,
-    pub shared_memory_only_endpoints: u64,
-    pub qos_mismatches: Vec<QosMismatchView>,
+    pub(crate) shared_memory_only_endpoints: u64,
+    pub(crate) qos_mismatches: Vec<QosMismatchView>,
 }
 
 struct TopicAgg {

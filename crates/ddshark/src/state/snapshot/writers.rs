@@ -12,43 +12,43 @@ use super::{locators, pcp_list, per_sample, size_view, PcpCount, QosView, SizeVi
 #[derive(Debug, Clone, Serialize)]
 pub struct WriterView {
     pub guid: String,
-    pub participant: String,
+    pub(crate) participant: String,
     pub topic: Option<String>,
     #[serde(rename = "type")]
-    pub type_name: Option<String>,
-    pub ros_topic: Option<String>,
-    pub ros_type: Option<String>,
+    pub(crate) type_name: Option<String>,
+    pub(crate) ros_topic: Option<String>,
+    pub(crate) ros_type: Option<String>,
     pub builtin: bool,
     /// SEDP named it in this capture (`from_cache`: only the discovery cache did).
-    pub discovered: bool,
+    pub(crate) discovered: bool,
     pub from_cache: bool,
-    pub discovered_ns: Option<u64>,
-    pub samples_before_discovery: u64,
+    pub(crate) discovered_ns: Option<u64>,
+    pub(crate) samples_before_discovery: u64,
     /// Its traffic never reaches the wire: every locator it announced is shared memory,
     /// or a matched reader on the same host (same shared-memory host id) takes its
     /// samples by shared memory and none of them was seen on the wire.
     pub shared_memory_only: bool,
     /// The same-host matched endpoints it talks to by shared memory, unseen.
     pub shared_memory_peers: Vec<String>,
-    pub qos: Option<QosView>,
+    pub(crate) qos: Option<QosView>,
     pub locators: Vec<String>,
-    pub src: Option<String>,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub gone: Option<Gone>,
+    pub(crate) src: Option<String>,
+    pub(crate) first_seen_ns: u64,
+    pub(crate) last_seen_ns: u64,
+    pub(crate) gone: Option<Gone>,
     #[serde(flatten)]
     pub totals: Counts,
-    pub size: SizeView,
-    pub data_frags_per_sample: Option<f64>,
-    pub ip_fragments_per_sample: Option<f64>,
+    pub(crate) size: SizeView,
+    pub(crate) data_frags_per_sample: Option<f64>,
+    pub(crate) ip_fragments_per_sample: Option<f64>,
     pub window: WindowView,
     /// Rate over the time it was active, inter-arrival period and jitter, deadline misses.
     pub timing: TimingView,
-    pub highest_sn: Option<i64>,
-    pub open_holes: u64,
-    pub sn_jumps: u64,
-    pub pcp: Vec<PcpCount>,
-    pub vlan_id: Option<u16>,
+    pub(crate) highest_sn: Option<i64>,
+    pub(crate) open_holes: u64,
+    pub(crate) sn_jumps: u64,
+    pub(crate) pcp: Vec<PcpCount>,
+    pub(crate) vlan_id: Option<u16>,
 }
 
 /// A writer's topic and type (`None`: not discovered), and whether it is built in.
