@@ -8,7 +8,9 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
-use common::{fixtures, latency_args, live_join, replay_into, shifted_copy};
+use common::{
+    add_sample_span, fixtures, host_samples, latency_args, live_join, replay_into, shifted_copy,
+};
 use ddshark::latency::{join_captures, label, Level};
 
 const S: i64 = 1_000_000_000;
@@ -170,4 +172,71 @@ fn a_replay_under_new_host_names_gets_its_own_clock_offset() {
     eprintln!("fresh {want:?} {want_offset:?}\nrenamed {got:?} {got_offset:?}");
     assert_eq!(got, want, "latency points per direction");
     assert_eq!(got_offset, want_offset, "the new pair's clock offset");
+}
+
+/// The live join of `hosts` as [`live_join`] runs it, carried across a restart (its state
+/// through JSON, as `--state` writes it) before span `restart_at` (None: none).
+fn live_join_restarted(hosts: &[(&str, &std::path::Path)], restart_at: Option<usize>) -> String {
+    const PUSH_NS: i64 = 2_000_000_000;
+    let settings = span_join::JoinSettings::default();
+    let mut spans = Vec::new();
+    for (host, path) in hosts {
+        spans.extend(host_samples(path).into_iter().map(|s| (*host, s)));
+    }
+    spans.sort_by_key(|(_, s)| s.t_first);
+    let mut join = span_join::SpanJoin::new(settings);
+    let mut out = span_join::LineWriter::default();
+    let mut next_push = spans.first().map_or(0, |(_, s)| s.t_first) + PUSH_NS;
+    for (at, (host, s)) in spans.iter().enumerate() {
+        while s.t_first >= next_push {
+            join.push(&mut out);
+            next_push += PUSH_NS;
+        }
+        if restart_at == Some(at) {
+            let text = serde_json::to_string(&join.into_state()).unwrap();
+            join = span_join::SpanJoin::from_state(settings, serde_json::from_str(&text).unwrap())
+                .unwrap();
+        }
+        add_sample_span(&mut join, host, s);
+    }
+    join.flush(&mut out);
+    out.buf
+}
+
+/// A restart keeps the clock evidence: the join goes on with the same writers' hosts and
+/// the same offset (B 12.3 ms ahead and drifting), not without one until it gathers again.
+#[test]
+fn a_restart_keeps_the_clock_offset_evidence() {
+    let dir = fixtures().join("k_fastdds");
+    let a = dir.join("a.pcap");
+    let b = std::env::temp_dir().join(format!(
+        "ddshark-join-clock-{}-restart.pcap",
+        std::process::id()
+    ));
+    let t0 = shifted_copy(&dir.join("b.pcap"), &b, |t| t);
+    shifted_copy(&dir.join("b.pcap"), &b, |t| {
+        t + 12_345_678 + (t - t0) / 20_000
+    });
+    let hosts = [("hostA", a.as_path()), ("hostB", b.as_path())];
+    let unbroken = live_join_restarted(&hosts, None);
+    let spans = host_samples(&a).len() + host_samples(&b).len();
+    let offsets = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("dds_clock_offset,"))
+            .count()
+    };
+    assert!(offsets(&unbroken) > 3, "{unbroken}");
+    for at in (1..10).map(|k| spans * k / 10) {
+        let restarted = live_join_restarted(&hosts, Some(at));
+        assert_eq!(
+            offsets(&restarted),
+            offsets(&unbroken),
+            "dds_clock_offset points, restarted before span {at} of {spans}"
+        );
+        assert!(
+            restarted == unbroken,
+            "restarted before span {at}: other points"
+        );
+    }
+    let _ = std::fs::remove_file(&b);
 }

@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
+use serde::{Deserialize, Serialize};
+
 use crate::offset::{Crossing, Direction, OffsetConfig, OffsetEstimator};
 
 /// A participant's GUID prefix.
@@ -126,7 +128,112 @@ pub struct HostRule {
     stats: HostRuleStats,
 }
 
+/// A cell's (lo, t_lo, hi, t_hi, samples, builtin).
+type CellData = (i64, i64, i64, i64, u32, u32);
+
+/// Everything a [`HostRule`] has gathered, as plain data: to carry the evidence across a
+/// restart of the live join ([`HostRule::evidence`], [`HostRule::with_evidence`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostRuleEvidence {
+    participants: Vec<(Participant, u32)>,
+    ips: Vec<(IpAddr, u32)>,
+    macs: Vec<([u8; 6], u32)>,
+    announced: Vec<(IpAddr, Vec<u32>)>,
+    parent: Vec<u32>,
+    cells: Vec<(CellKey, CellData)>,
+    first: Vec<(u32, Vec<u64>)>,
+    seen_by: Vec<(u32, Vec<u64>)>,
+}
+
+impl HostRuleEvidence {
+    /// Cells (pair, window, participant) held: what bounds its size.
+    pub fn cells(&self) -> usize {
+        self.cells.len()
+    }
+}
+
 impl HostRule {
+    /// The evidence gathered so far (in a stable order: the same rule gives the same data).
+    pub fn evidence(&self) -> HostRuleEvidence {
+        fn sorted<K: Ord + Copy, V: Clone>(map: &HashMap<K, V>) -> Vec<(K, V)> {
+            let mut v: Vec<(K, V)> = map.iter().map(|(k, v)| (*k, v.clone())).collect();
+            v.sort_by_key(|(k, _)| *k);
+            v
+        }
+        HostRuleEvidence {
+            participants: sorted(&self.participants),
+            ips: sorted(&self.ips),
+            macs: sorted(&self.macs),
+            announced: sorted(&self.announced),
+            parent: self.parent.clone(),
+            cells: self
+                .cells
+                .iter()
+                .map(|(k, c)| (*k, (c.lo, c.t_lo, c.hi, c.t_hi, c.samples, c.builtin)))
+                .collect(),
+            first: sorted(&self.first),
+            seen_by: sorted(&self.seen_by),
+        }
+    }
+
+    /// A rule that goes on from `evidence` (as [`HostRule::evidence`] gave it) with `cfg`:
+    /// what `cfg` does not hold (nodes, cells) is left out and counted. References to nodes
+    /// that do not exist are harmless (they name no group).
+    pub fn with_evidence(cfg: HostRuleConfig, evidence: HostRuleEvidence) -> Self {
+        let mut rule = HostRule::new(cfg);
+        let nodes = evidence.parent.len().min(rule.cfg.max_nodes);
+        let dropped = evidence.parent.len().saturating_sub(nodes);
+        rule.stats.nodes_not_remembered = dropped as u64;
+        rule.parent = evidence.parent;
+        rule.parent.truncate(nodes);
+        let known = |n: &u32| (*n as usize) < nodes;
+        rule.participants = evidence
+            .participants
+            .into_iter()
+            .filter(|(_, n)| known(n))
+            .collect();
+        rule.ips = evidence.ips.into_iter().filter(|(_, n)| known(n)).collect();
+        rule.macs = evidence
+            .macs
+            .into_iter()
+            .filter(|(_, n)| known(n))
+            .collect();
+        rule.announced = evidence
+            .announced
+            .into_iter()
+            .map(|(ip, v)| (ip, v.into_iter().filter(known).collect()))
+            .collect();
+        let max_cells = rule.cfg.max_cells;
+        for (k, (lo, t_lo, hi, t_hi, samples, builtin)) in evidence.cells {
+            if rule.cells.len() >= max_cells {
+                rule.stats.cells_not_remembered = rule.stats.cells_not_remembered.saturating_add(1);
+                continue;
+            }
+            rule.cells.insert(
+                k,
+                Cell {
+                    lo,
+                    t_lo,
+                    hi,
+                    t_hi,
+                    samples,
+                    builtin,
+                },
+            );
+        }
+        rule.first = evidence
+            .first
+            .into_iter()
+            .filter(|(n, _)| known(n))
+            .collect();
+        rule.seen_by = evidence
+            .seen_by
+            .into_iter()
+            .filter(|(n, _)| known(n))
+            .collect();
+        rule
+    }
+
     pub fn new(cfg: HostRuleConfig) -> Self {
         Self {
             cfg: HostRuleConfig {
@@ -632,6 +739,10 @@ mod tests {
     /// Two hosts: participant 1 on capture 0 (address .1), participant 2 on capture 1 (.2);
     /// capture 1's clock reads `theta` ahead of capture 0's.
     fn rule(theta: i64, ppb: i64, second_host_talks: bool) -> Hosts {
+        observed(theta, ppb, second_host_talks).decide()
+    }
+
+    fn observed(theta: i64, ppb: i64, second_host_talks: bool) -> HostRule {
         let mut r = HostRule::new(HostRuleConfig::new(2));
         let y = |t: i64| t + theta + (i128::from(t) * i128::from(ppb) / 1_000_000_000) as i64;
         for i in 0..100i64 {
@@ -687,7 +798,38 @@ mod tests {
                 src_mac: None,
             }],
         });
-        r.decide()
+        r
+    }
+
+    #[test]
+    fn a_rule_from_its_evidence_decides_and_estimates_as_the_rule() {
+        let r = observed(12 * MS, 50_000, true);
+        let evidence = r.evidence();
+        assert!(evidence.cells() > 0);
+        let again = HostRule::with_evidence(HostRuleConfig::new(2), evidence.clone());
+        assert_eq!(again.evidence(), evidence);
+        let (hosts, hosts_again) = (r.decide(), again.decide());
+        assert_eq!(hosts.participants, hosts_again.participants);
+        assert_eq!(hosts.ips, hosts_again.ips);
+        let estimate = |rule: &HostRule, hosts: &Hosts| {
+            rule.offsets(hosts, OffsetConfig::default())
+                .into_iter()
+                .map(|(pair, e)| (pair, e.estimate().ok()))
+                .collect::<Vec<_>>()
+        };
+        let want = estimate(&r, &hosts);
+        assert!(want.iter().all(|(_, e)| e.is_some()), "{want:?}");
+        assert_eq!(estimate(&again, &hosts_again), want);
+        // a smaller table keeps what fits, counted
+        let small = HostRule::with_evidence(
+            HostRuleConfig {
+                max_cells: 3,
+                ..HostRuleConfig::new(2)
+            },
+            evidence,
+        );
+        assert_eq!(small.evidence().cells(), 3);
+        assert!(small.stats().cells_not_remembered > 0);
     }
 
     #[test]

@@ -50,7 +50,8 @@ pub mod lost;
 pub mod offset;
 
 pub use hosts::{
-    Basis, Home, HostRule, HostRuleConfig, HostRuleStats, Hosts, Participant, Seen, Sighting,
+    Basis, Home, HostRule, HostRuleConfig, HostRuleEvidence, HostRuleStats, Hosts, Participant,
+    Seen, Sighting,
 };
 pub use lost::LostRule;
 pub use offset::{

@@ -67,7 +67,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use latency_core::hosts::Sighting;
 use latency_core::{
-    Basis, HostRule, HostRuleConfig, Hosts, LostRule, OffsetConfig, OffsetEstimate, Seen,
+    Basis, HostRule, HostRuleConfig, HostRuleEvidence, Hosts, LostRule, OffsetConfig,
+    OffsetEstimate, Participant, Seen,
 };
 use serde::{Deserialize, Serialize};
 use span_schema::measurement;
@@ -380,23 +381,52 @@ struct Clocks {
     index: HashMap<Str, usize>,
     /// (GUID prefix, bit set of the host indices that saw the sample) → the rule's
     /// participant (at most [`MAX_CLOCK_PARTICIPANTS`]; further ones are not evidence).
-    participants: HashMap<([u8; 12], u64), [u8; 12]>,
+    participants: HashMap<ParticipantKey, Participant>,
     decided: Hosts,
     /// Per pair of host indices (X < Y): the estimate of Y's clock minus X's.
     offsets: BTreeMap<(usize, usize), OffsetEstimate>,
     newest: i64,
+    /// Samples joined early (the table full) since the last push: evidence from the next
+    /// push on (so that between pushes the rule holds what it decided from, which is what
+    /// the state keeps).
+    queued: Vec<(Str, Vec<SampleRow>)>,
+}
+
+/// A GUID prefix and the bit set of the host indices that saw its sample.
+type ParticipantKey = ([u8; 12], u64);
+
+/// [`Clocks`] in the join's state: the evidence, not what is decided from it.
+#[derive(Debug, Serialize, Deserialize)]
+struct ClocksState {
+    names: Vec<Str>,
+    participants: Vec<(ParticipantKey, Participant)>,
+    newest: i64,
+    evidence: HostRuleEvidence,
+    queued: Vec<(Str, Vec<SampleRow>)>,
+}
+
+/// The live rule's cells (capture pair, 100 ms window, participant): they bound the
+/// evidence kept over [`CLOCK_HORIZON_NS`], in memory and in the state.
+const MAX_CLOCK_CELLS: usize = 250_000;
+
+fn clock_rule_config() -> HostRuleConfig {
+    HostRuleConfig {
+        max_cells: MAX_CLOCK_CELLS,
+        ..HostRuleConfig::new(MAX_CLOCK_HOSTS)
+    }
 }
 
 impl Default for Clocks {
     fn default() -> Self {
         Self {
-            rule: HostRule::new(HostRuleConfig::new(MAX_CLOCK_HOSTS)),
+            rule: HostRule::new(clock_rule_config()),
             names: Vec::new(),
             index: HashMap::new(),
             participants: HashMap::new(),
             decided: Hosts::default(),
             offsets: BTreeMap::new(),
             newest: i64::MIN,
+            queued: Vec::new(),
         }
     }
 }
@@ -414,16 +444,23 @@ impl Clocks {
         Some(self.names.len() - 1)
     }
 
-    /// The bit set of the host indices among `rows` (hosts beyond the table: none).
-    fn host_set(&self, rows: &[SampleRow]) -> u64 {
-        rows.iter()
-            .filter_map(|r| self.index.get(&r.host))
-            .fold(0, |set, &i| set | 1u64.checked_shl(i as u32).unwrap_or(0))
+    /// The bit set of the host indices among `rows` (hosts not in the table: None, or left
+    /// out with `partial`).
+    fn host_set(&self, rows: &[SampleRow], partial: bool) -> Option<u64> {
+        let mut set = 0u64;
+        for r in rows {
+            match self.index.get(&r.host) {
+                Some(&i) => set |= 1u64.checked_shl(u32::try_from(i).ok()?).unwrap_or(0),
+                None if partial => {}
+                None => return None,
+            }
+        }
+        Some(set)
     }
 
     /// The rule's participant for `writer` seen by `rows`' hosts (a new one if `add`).
-    fn participant(&mut self, writer: &str, rows: &[SampleRow], add: bool) -> Option<[u8; 12]> {
-        let key = (prefix_bytes(writer)?, self.host_set(rows));
+    fn participant(&mut self, writer: &str, rows: &[SampleRow], add: bool) -> Option<Participant> {
+        let key = (prefix_bytes(writer)?, self.host_set(rows, add)?);
         if let Some(&p) = self.participants.get(&key) {
             return Some(p);
         }
@@ -477,10 +514,19 @@ impl Clocks {
         self.names.get(h.capture)
     }
 
-    /// New decisions from the evidence of the last [`CLOCK_HORIZON_NS`].
+    /// New decisions from the evidence of the last [`CLOCK_HORIZON_NS`] (the samples
+    /// joined early since the last push included).
     fn decide(&mut self) {
+        for (writer, rows) in std::mem::take(&mut self.queued) {
+            self.observe(&writer, &rows);
+        }
         self.rule
             .forget_before(self.newest.saturating_sub(CLOCK_HORIZON_NS));
+        self.redecide();
+    }
+
+    /// The decisions and estimates from the evidence as it is.
+    fn redecide(&mut self) {
         self.decided = self.rule.decide();
         self.offsets = self
             .rule
@@ -488,6 +534,39 @@ impl Clocks {
             .into_iter()
             .filter_map(|(pair, est)| Some((pair, est.estimate().ok()?)))
             .collect();
+    }
+
+    fn state(&self) -> ClocksState {
+        let mut participants: Vec<_> = self.participants.iter().map(|(k, v)| (*k, *v)).collect();
+        participants.sort();
+        ClocksState {
+            names: self.names.clone(),
+            participants,
+            newest: self.newest,
+            evidence: self.rule.evidence(),
+            queued: self.queued.clone(),
+        }
+    }
+
+    /// The clocks as they were when `state` was taken: the same evidence, so the same
+    /// decisions and estimates as at the push before.
+    fn from_state(state: ClocksState) -> Self {
+        let mut clocks = Clocks {
+            rule: HostRule::with_evidence(clock_rule_config(), state.evidence),
+            newest: state.newest,
+            queued: state.queued,
+            ..Clocks::default()
+        };
+        for name in state.names.into_iter().take(MAX_CLOCK_HOSTS) {
+            let _ = clocks.index_of(&name);
+        }
+        clocks.participants = state
+            .participants
+            .into_iter()
+            .take(MAX_CLOCK_PARTICIPANTS)
+            .collect();
+        clocks.redecide();
+        clocks
     }
 
     /// How far `receiver`'s clock reads ahead of `sender`'s at sender-time `t`, when the
@@ -564,10 +643,11 @@ pub const STATE_FORMAT: u32 = 1;
 /// Everything the join holds between pushes, to carry it across a restart
 /// ([`SpanJoin::into_state`], [`SpanJoin::from_state`]): the waiting samples and DATA_FRAGs,
 /// the hosts' votes, writers and captures, the per-second totals, the points of samples
-/// joined early and the counters. The settings are not in it (they come from the new
-/// process's flags), nor the evidence of latency_core's host rule and clock offsets: that
-/// is gathered again from the samples joined after the restart (until then the votes,
-/// which are in it, decide the writers' hosts, and no clock offset is applied).
+/// joined early, the counters, and the evidence of latency_core's host rule and clock
+/// offsets (bounded by its cells: the last 5 minutes of capture time, at most
+/// 250,000 (host pair, 100 ms, participant) cells), so a restarted join decides hosts and
+/// corrects clocks as before it. The settings are not in it (they come from the new
+/// process's flags).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct JoinState {
     format: u32,
@@ -586,6 +666,8 @@ pub struct JoinState {
     early_out: String,
     early_points: u64,
     counters: JoinCounters,
+    #[serde(default)]
+    clocks: Option<ClocksState>,
 }
 
 /// [`JoinState`] borrowed from a running join (field for field the same serde form).
@@ -605,6 +687,8 @@ struct JoinStateView<'a> {
     early_out: &'a str,
     early_points: u64,
     counters: JoinCounters,
+    #[serde(default)]
+    clocks: Option<ClocksState>,
 }
 
 /// A collection serialized as the sequence of its items (a map's as (key, value) pairs,
@@ -664,6 +748,7 @@ impl SpanJoin {
             early_out: self.early_out.buf,
             early_points: self.early_points,
             counters: self.counters,
+            clocks: Some(self.clocks.state()),
         }
     }
 
@@ -686,6 +771,7 @@ impl SpanJoin {
             early_out: &self.early_out.buf,
             early_points: self.early_points,
             counters: self.counters,
+            clocks: Some(self.clocks.state()),
         }
     }
 
@@ -703,6 +789,9 @@ impl SpanJoin {
         join.flows = state.flows;
         join.flowing = state.flowing;
         join.counters = state.counters;
+        if let Some(clocks) = state.clocks {
+            join.clocks = Clocks::from_state(clocks);
+        }
         join.early_points = state.early_points;
         join.early_out.buf = state.early_out;
         // (strings are shared again, as they were before)
@@ -867,7 +956,7 @@ impl SpanJoin {
 
     fn join_oldest_sample(&mut self) {
         if let Some(p) = self.samples.pop_front() {
-            self.clocks.observe(&p.writer, &p.rows);
+            self.clocks.queued.push((p.writer.clone(), p.rows.clone()));
             self.join_early(|join, out| join.join_sample(&p, out));
         }
     }
