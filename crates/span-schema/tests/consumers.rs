@@ -2,7 +2,8 @@
 //! dimension, converter and join lists and its routing of the join's measurements, the
 //! attribute and measurement tables of docs/span-schema.md, the measurements the Flux
 //! queries, dashboards and Python checks name, and the file the Python checks read
-//! (scripts/stack/span_schema.json; `UPDATE_SCHEMA=1` rewrites it).
+//! (scripts/stack/span_schema.json). `UPDATE_SCHEMA=1` rewrites the Telegraf lists and
+//! that file from the schema.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
@@ -51,45 +52,101 @@ fn toml_list(text: &str, section: &str, key: &str) -> BTreeSet<String> {
     out
 }
 
-#[test]
-fn telegraf_conf_lists_match_the_schema() {
-    let conf = read("deploy/telegraf/telegraf.conf");
-    let mut dims = set(RESOURCE_ATTRIBUTES);
-    dims.extend(set(SPAN_ATTRIBUTES.iter().map(|a| a.key)));
-    dims.extend(set(SDK_RESOURCE_ATTRIBUTES));
-    assert_eq!(
-        toml_list(&conf, "[[inputs.opentelemetry]]", "span_dimensions"),
-        dims,
-        "span_dimensions: every span and resource attribute"
-    );
-    let fields = |ty| {
-        set(SPAN_ATTRIBUTES
+/// The lists of deploy/telegraf/telegraf.conf that the schema gives: (the section they
+/// follow, key, items).
+fn telegraf_lists() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    let fields = |ty| -> Vec<&str> {
+        SPAN_ATTRIBUTES
             .iter()
             .filter(|a| a.stored == Stored::Field && a.ty == ty)
-            .map(|a| a.key))
+            .map(|a| a.key)
+            .collect()
     };
-    assert_eq!(
-        toml_list(&conf, "[processors.converter.tags]", "integer"),
-        fields(ValueType::Int),
-        "converter: integer fields"
-    );
-    let mut strings = fields(ValueType::Str);
-    strings.extend(set([influx::TRACE_ID, influx::SPAN_ID]));
-    assert_eq!(
-        toml_list(&conf, "[processors.converter.tags]", "string"),
-        strings,
-        "converter: string fields"
-    );
-    assert_eq!(
-        toml_list(&conf, "[[outputs.execd]]", "taginclude"),
-        set(JOIN_TAGS),
-        "the join's tags"
-    );
-    assert_eq!(
-        toml_list(&conf, "[[outputs.execd]]", "fieldinclude"),
-        set(JOIN_FIELDS),
-        "the join's fields"
-    );
+    let mut dims: Vec<&str> = RESOURCE_ATTRIBUTES.to_vec();
+    dims.extend(SPAN_ATTRIBUTES.iter().map(|a| a.key));
+    dims.extend(SDK_RESOURCE_ATTRIBUTES);
+    let mut strings = vec![influx::TRACE_ID, influx::SPAN_ID];
+    strings.extend(fields(ValueType::Str));
+    vec![
+        ("[[inputs.opentelemetry]]", "span_dimensions", dims),
+        (
+            "[processors.converter.tags]",
+            "integer",
+            fields(ValueType::Int),
+        ),
+        ("[processors.converter.tags]", "string", strings),
+        ("[[outputs.execd]]", "taginclude", JOIN_TAGS.to_vec()),
+        ("[[outputs.execd]]", "fieldinclude", JOIN_FIELDS.to_vec()),
+    ]
+}
+
+/// Where the array `key = [ … ]` that first follows `section` stands in `text`: the
+/// offsets of its `[` and of the character after its `]`, and its line's indent.
+fn toml_array_span(text: &str, section: &str, key: &str) -> (usize, usize, usize) {
+    let from = text
+        .find(section)
+        .unwrap_or_else(|| panic!("telegraf.conf: no {section}"));
+    let at = from
+        + text[from..]
+            .find(&format!("{key} = ["))
+            .unwrap_or_else(|| panic!("telegraf.conf: no {key} after {section}"));
+    let open = at + key.len() + 3;
+    let close = open + text[open..].find(']').expect("the list ends") + 1;
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    (open, close, at - line_start)
+}
+
+/// `items` as a TOML array whose lines stay within 100 columns, continuation lines
+/// aligned after its `[` (which stands at column `col`).
+fn toml_array(items: &[&str], col: usize) -> String {
+    let mut out = String::from("[");
+    let mut width = col + 1;
+    for (i, item) in items.iter().enumerate() {
+        let word = format!("\"{item}\"{}", if i + 1 < items.len() { "," } else { "]" });
+        if i > 0 && width + 1 + word.len() > 100 {
+            out.push('\n');
+            out.push_str(&" ".repeat(col + 1));
+            width = col + 1;
+        } else if i > 0 {
+            out.push(' ');
+            width += 1;
+        }
+        out.push_str(&word);
+        width += word.len();
+    }
+    out
+}
+
+#[test]
+fn telegraf_conf_lists_are_generated_from_the_schema() {
+    let path = repo("deploy/telegraf/telegraf.conf");
+    let mut conf = read("deploy/telegraf/telegraf.conf");
+    let mut stale = Vec::new();
+    for (section, key, items) in telegraf_lists() {
+        let (open, close, indent) = toml_array_span(&conf, section, key);
+        let want = toml_array(&items, indent + key.len() + 3);
+        if conf[open..close] != want {
+            stale.push(key);
+            conf.replace_range(open..close, &want);
+        }
+    }
+    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+        // (by a rename: the other tests read the file meanwhile)
+        let tmp = path.with_extension("conf.new");
+        std::fs::write(&tmp, &conf).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    } else {
+        assert!(
+            stale.is_empty(),
+            "{}: {stale:?} are not what the schema gives: UPDATE_SCHEMA=1 cargo test -p span-schema rewrites them",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn telegraf_conf_names_the_joins_spans_and_window() {
+    let conf = read("deploy/telegraf/telegraf.conf");
     assert_eq!(
         toml_list(&conf, "[outputs.execd.tagpass]", "\"span.name\""),
         set(JOIN_SPAN_NAMES),
@@ -274,6 +331,31 @@ fn docs_tables_match_the_schema() {
         "SAMPLE attributes"
     );
     assert!(sample_own.is_subset(&typed(&|a| a.on_sample_spans())));
+    let stored_tags: BTreeSet<String> = doc_table(&doc, "| tags (bounded by the deployment)")
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        stored_tags,
+        set(influx_span_tags()),
+        "the tags of measurement spans"
+    );
+    let stored_fields: BTreeSet<(String, String)> = doc_table(&doc, "| fields | type |")
+        .into_iter()
+        .map(|(k, ty)| (k, ty.split(' ').next().unwrap_or("").to_string()))
+        .collect();
+    let influx_type = |t: ValueType| match t {
+        ValueType::Int => "integer",
+        ValueType::Str => "string",
+    };
+    assert_eq!(
+        stored_fields,
+        influx_span_fields()
+            .into_iter()
+            .map(|(k, t)| (k.to_string(), influx_type(t).to_string()))
+            .collect(),
+        "the fields of measurement spans"
+    );
     let join: BTreeSet<String> = doc_table(&doc, "### Materialised latencies")
         .into_iter()
         .map(|(k, _)| k)
