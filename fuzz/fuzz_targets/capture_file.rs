@@ -16,6 +16,9 @@ fuzz_target!(|data: &[u8]| {
             max_participants: 4,
             max_writers: 8,
             max_readers: 8,
+            // Room for about 4 samples of 65,536 fragments: the budget of all writers'
+            // fragmented samples drops some.
+            max_frag_bytes: 1 << 15,
             sweep_every_ns: 1_000_000,
             ..StateConfig::default()
         },

@@ -16,6 +16,7 @@
 
 pub(crate) mod bounded;
 pub(crate) mod cache;
+pub(crate) mod frag_budget;
 pub(crate) mod qos;
 pub(crate) mod ros;
 pub(crate) mod secured;
@@ -39,6 +40,7 @@ use rtps_dissect::{
 use serde::Serialize;
 
 use bounded::{Aged, Bounded};
+use frag_budget::FragBudget;
 use secured::{HostEntry, MessageSecurity, Peer, SecuredOf, SecuredPair, SecuredTraffic};
 use seq::{Finalized, Observed, SeqConfig, SeqTracker};
 pub use snapshot::Snapshot;
@@ -56,6 +58,9 @@ pub struct StateConfig {
     pub max_readers: usize,
     /// Participant pairs whose secured traffic is counted apart.
     pub max_secured_pairs: usize,
+    /// Memory all writers' fragmented samples in progress may hold together (their
+    /// fragment flags); past it the oldest are dropped from tracking.
+    pub max_frag_bytes: usize,
     /// Entities not seen for this long are dropped (`None`: only the caps apply).
     pub idle_timeout_ns: Option<u64>,
     /// How often (capture time) idle entities, leases and loss timeouts are checked.
@@ -71,6 +76,7 @@ impl Default for StateConfig {
             max_writers: 16_384,
             max_readers: 16_384,
             max_secured_pairs: 4096,
+            max_frag_bytes: 64 << 20,
             idle_timeout_ns: Some(600_000_000_000),
             sweep_every_ns: 1_000_000_000,
         }
@@ -396,6 +402,8 @@ pub(crate) struct State {
     /// Fragmented samples dropped from tracking by writers evicted since (their part of
     /// `counters.frag_samples_evicted`, which otherwise sums the writers still held).
     frag_evicted_of_evicted_writers: u64,
+    /// The memory of all writers' fragmented samples in progress.
+    frag_budget: FragBudget,
 }
 
 impl Default for State {
@@ -423,6 +431,7 @@ impl State {
                 config.window_ns,
             ),
             frag_evicted_of_evicted_writers: 0,
+            frag_budget: FragBudget::default(),
         }
     }
 
@@ -490,6 +499,7 @@ impl State {
             cached,
             counters,
             frag_evicted_of_evicted_writers,
+            frag_budget,
             ..
         } = self;
         let w = writers.get_or_insert_with(
@@ -510,6 +520,7 @@ impl State {
                     .saturating_add(old.stats.total.samples);
                 *frag_evicted_of_evicted_writers =
                     frag_evicted_of_evicted_writers.saturating_add(old.seq.frag_evicted);
+                frag_budget.release(old.seq.frag_usage());
             },
         )?;
         w.last_seen_ns = ts;
@@ -862,7 +873,11 @@ impl State {
         let Some(w) = self.writer_mut(guid) else {
             return;
         };
+        let frags_before = w.seq.frag_usage();
+        let newest_before = w.seq.newest_frag();
         let (observed, fin) = w.seq.observe(piece.sn, dst, now, piece.fragments, &seq_cfg);
+        let frags_after = w.seq.frag_usage();
+        let newest = w.seq.newest_frag();
         w.last_src = Some(d.src);
         let link = if credit {
             w.credit_datagram(d);
@@ -890,6 +905,14 @@ impl State {
         });
         w.apply_final(now, fin);
         self.counters.count_observed(observed);
+        self.frag_budget.settle(frags_before, frags_after);
+        if newest != newest_before {
+            if let Some(started) = newest {
+                self.frag_budget.started(guid, started);
+            }
+        }
+        self.frag_budget
+            .enforce(self.config.max_frag_bytes, &mut self.writers);
     }
 
     fn heartbeat(&mut self, writer: Guid, first_sn: SequenceNumber, last_sn: SequenceNumber) {
@@ -900,8 +923,11 @@ impl State {
         };
         w.stats
             .record(now, |c| c.heartbeats = c.heartbeats.saturating_add(1));
+        let frags_before = w.seq.frag_usage();
         let fin = w.seq.heartbeat(first_sn, last_sn, now, &seq_cfg);
+        let frags_after = w.seq.frag_usage();
         w.apply_final(now, fin);
+        self.frag_budget.settle(frags_before, frags_after);
     }
 
     fn heartbeat_frag(&mut self, writer: Guid) {
@@ -922,6 +948,7 @@ impl State {
             return;
         };
         w.stats.record(now, |c| c.gaps = c.gaps.saturating_add(1));
+        let frags_before = w.seq.frag_usage();
         let mut fin = w
             .seq
             .gap_range(gap_start, gap_list.base.saturating_sub(1), now, &seq_cfg);
@@ -931,7 +958,9 @@ impl State {
             fin.incomplete = fin.incomplete.saturating_add(f.incomplete);
             fin.jumps = fin.jumps.saturating_add(f.jumps);
         }
+        let frags_after = w.seq.frag_usage();
         w.apply_final(now, fin);
+        self.frag_budget.settle(frags_before, frags_after);
     }
 
     fn acknack(
@@ -985,7 +1014,9 @@ impl State {
         let cfg = self.config.seq;
         let mut finals = Vec::new();
         for w in self.writers.values_mut() {
+            let frags_before = w.seq.frag_usage();
             let fin = w.seq.expire(now, &cfg);
+            self.frag_budget.settle(frags_before, w.seq.frag_usage());
             if fin != Finalized::default() {
                 finals.push((w.guid, fin));
             }
@@ -1032,6 +1063,7 @@ impl State {
                 self.frag_evicted_of_evicted_writers = self
                     .frag_evicted_of_evicted_writers
                     .saturating_add(w.seq.frag_evicted);
+                self.frag_budget.release(w.seq.frag_usage());
             }
             let n = self.readers.evict_older_than(cutoff).len() as u64;
             self.counters.readers_evicted_idle =
@@ -1058,7 +1090,9 @@ impl State {
         let cfg = self.config.seq;
         let mut finals = Vec::new();
         for w in self.writers.values_mut() {
+            let frags_before = w.seq.frag_usage();
             finals.push((w.guid, w.seq.finish(&cfg)));
+            self.frag_budget.settle(frags_before, w.seq.frag_usage());
         }
         for (g, fin) in finals {
             self.apply_final(&g, fin);

@@ -71,21 +71,33 @@ impl Slot {
 #[derive(Debug, Clone)]
 struct FragSample {
     sn: SequenceNumber,
+    /// Its place among the writer's fragmented samples (the n-th tracked): with the SN it
+    /// names this sample and not a later one of the same SN.
+    birth: u64,
     total: u32,
     received: u32,
     bits: Vec<u64>,
 }
 
 impl FragSample {
-    fn new(sn: SequenceNumber, total: u32, cap: u32) -> Self {
+    fn new(sn: SequenceNumber, birth: u64, total: u32, cap: u32) -> Self {
         let tracked = total.min(cap);
         let words = usize::try_from(tracked.div_ceil(64)).unwrap_or(0);
         Self {
             sn,
+            birth,
             total: tracked,
             received: 0,
             bits: vec![0; words],
         }
+    }
+
+    /// Memory it holds (the fragment flags and itself).
+    fn bytes(&self) -> usize {
+        self.bits
+            .capacity()
+            .saturating_mul(std::mem::size_of::<u64>())
+            .saturating_add(std::mem::size_of::<Self>())
     }
 
     /// Mark fragments `[start, start + count)` (1-based). Returns (new, repeated).
@@ -182,8 +194,13 @@ pub(crate) struct SeqTracker {
     recent_seen: VecDeque<(SequenceNumber, Slot)>,
     /// Last SN repeated below the window (to count an old repeat once per sample).
     last_old_repeat: Option<SequenceNumber>,
-    /// Fragmented samples dropped from tracking because too many were in progress.
+    /// Fragmented samples dropped from tracking because too many were in progress (this
+    /// writer's or, through `drop_frag`, all writers' together).
     pub(crate) frag_evicted: u64,
+    /// What `frags` holds.
+    frag_usage: FragUsage,
+    /// Fragmented samples tracked so far (the next one's `birth`).
+    frags_born: u64,
     /// Highest SN seen in DATA/DATA_FRAG.
     pub(crate) highest_seen: Option<SequenceNumber>,
 }
@@ -211,6 +228,13 @@ fn repeat(slot: &mut Slot, dst: u32) -> Observed {
         fanout,
         was_fanout,
     }
+}
+
+/// Memory held by fragmented samples in progress (`SeqTracker::frag_usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FragUsage {
+    pub(crate) samples: usize,
+    pub(crate) bytes: usize,
 }
 
 /// Appends `item` to a ring of at most `cap` recent items (none when `cap` is 0).
@@ -256,7 +280,7 @@ impl SeqTracker {
                 remember(&mut self.recent_lost, sn, cfg.recent_finalized);
             }
             if slot.has(FRAGMENTED) {
-                self.frags.retain(|s| s.sn != sn);
+                self.remove_frags(|s| s.sn == sn);
             }
             self.low = self.low.saturating_add(1);
         }
@@ -445,11 +469,15 @@ impl SeqTracker {
                     fi.sample_size.div_ceil(u32::from(fi.fragment_size)).max(1)
                 };
                 if self.frags.len() >= cfg.max_frag_samples.max(1) {
-                    self.frags.remove(0);
+                    let oldest = self.frags.first().map(|s| s.birth);
+                    self.remove_frags(|s| Some(s.birth) == oldest);
                     self.frag_evicted = self.frag_evicted.saturating_add(1);
                 }
-                self.frags
-                    .push(FragSample::new(sn, total, cfg.max_fragments));
+                let sample = FragSample::new(sn, self.frags_born, total, cfg.max_fragments);
+                self.frags_born = self.frags_born.saturating_add(1);
+                self.frag_usage.samples = self.frag_usage.samples.saturating_add(1);
+                self.frag_usage.bytes = self.frag_usage.bytes.saturating_add(sample.bytes());
+                self.frags.push(sample);
                 self.frags.len().saturating_sub(1)
             }
         };
@@ -459,9 +487,53 @@ impl SeqTracker {
         let (new, old) = s.mark(fi.start, u32::from(fi.count));
         let complete = s.complete();
         if complete {
-            self.frags.remove(pos);
+            let birth = s.birth;
+            self.remove_frags(|s| s.birth == birth);
         }
         (complete, new, old)
+    }
+
+    /// Drops the fragmented samples `matches` names from tracking (accounted in
+    /// `frag_usage`, not counted as evicted).
+    fn remove_frags(&mut self, matches: impl Fn(&FragSample) -> bool) {
+        let usage = &mut self.frag_usage;
+        self.frags.retain(|s| {
+            let keep = !matches(s);
+            if !keep {
+                usage.samples = usage.samples.saturating_sub(1);
+                usage.bytes = usage.bytes.saturating_sub(s.bytes());
+            }
+            keep
+        });
+    }
+
+    /// Memory held by this writer's fragmented samples in progress.
+    pub(crate) fn frag_usage(&self) -> FragUsage {
+        self.frag_usage
+    }
+
+    /// The fragmented sample tracked last, if still in progress: (SN, birth).
+    pub(crate) fn newest_frag(&self) -> Option<(SequenceNumber, u64)> {
+        self.frags
+            .last()
+            .filter(|s| s.birth.saturating_add(1) == self.frags_born)
+            .map(|s| (s.sn, s.birth))
+    }
+
+    /// Whether the fragmented sample (`sn`, `birth`) is still in progress.
+    pub(crate) fn has_frag(&self, sn: SequenceNumber, birth: u64) -> bool {
+        self.frags.iter().any(|s| s.sn == sn && s.birth == birth)
+    }
+
+    /// Drops the fragmented sample (`sn`, `birth`) from tracking, counted as evicted (the
+    /// budget shared by all writers needs its room); false if it is no longer tracked.
+    pub(crate) fn drop_frag(&mut self, sn: SequenceNumber, birth: u64) -> bool {
+        if !self.has_frag(sn, birth) {
+            return false;
+        }
+        self.remove_frags(|s| s.sn == sn && s.birth == birth);
+        self.frag_evicted = self.frag_evicted.saturating_add(1);
+        true
     }
 
     /// SNs a reader asked for (ACKNACK bitmap, NACK_FRAG).
