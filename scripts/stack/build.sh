@@ -3,7 +3,7 @@
 #   - otelcol-ddshark : OpenTelemetry Collector built with ocb from
 #                       deploy/otelcol/builder-manifest.yaml
 #   - influxd         : InfluxDB v2.7.12 (with Flux) built from the Go module
-#   - telegraf        : Telegraf v1.37.2, only the plugins deploy/telegraf/telegraf.conf
+#   - telegraf        : Telegraf v1.39.3, only the plugins deploy/telegraf/telegraf.conf
 #                       uses (build tags), the InfluxDB writer behind the collector
 #   - dashboard-linter: Grafana's dashboard linter (Go module, pinned pseudo-version),
 #                       run on grafana/dashboards/*.json by tests/flux
@@ -29,7 +29,7 @@ INFLUXDB_VERSION=v2.7.12              # github.com/influxdata/influxdb/v2
 PKG_CONFIG_VERSION=v0.2.14            # github.com/influxdata/pkg-config (pinned by influxdb's go.mod)
 INFLUXDB_BUILD_TAGS=sqlite_foreign_keys,sqlite_json
 TELEMETRYGEN_VERSION=v0.161.0         # contrib cmd/telemetrygen
-TELEGRAF_VERSION=v1.37.2              # github.com/influxdata/telegraf
+TELEGRAF_VERSION=v1.39.3              # github.com/influxdata/telegraf
 # Only the plugins deploy/telegraf/telegraf.conf uses ("custom" leaves out all others).
 TELEGRAF_BUILD_TAGS=custom,inputs.opentelemetry,inputs.internal,inputs.socket_listener,processors.converter,outputs.influxdb_v2,outputs.execd,parsers.influx,serializers.influx
 # github.com/grafana/dashboard-linter has no tagged release; the checksum database has
