@@ -186,6 +186,13 @@ class Board:
         return self.panel(title, f"{description} {ref}" if description else ref,
                           [influx_target(query)], unit, **kw)
 
+    def peaks_panel(self, title, description, base, unit, row):
+        """The points of flux-queries/BASE_peaks.flux (the largest per writer and interval; one
+        point per ROW zoomed in); every ROW's value is in BASE_materialised.flux."""
+        return self.flux_panel(
+            title, f"{description} Every {row}'s row: flux-queries/{base}_materialised.flux.",
+            f"{base}_peaks", unit, h=9, style="points")
+
     def json(self):
         return {
             "uid": self.uid, "title": self.title, "description": self.description,
@@ -236,14 +243,11 @@ def latency_board():
                  "the mean of the samples sent in each interval. " + CLOCK_NOTE,
                  "dds_latency_summary", "ns", h=9,
                  legend_calcs=["min", "mean", "max"])
-    b.flux_panel("DDS-layer latency per sample (the slowest per interval) — ${clock}",
-                 "The latency of each sample (materialised by the latency join), the largest per "
-                 "writer and interval: zoomed in, one point per sample at its send time; wider, the "
-                 "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
-                 "Autoware's rate. " + CLOCK_NOTE + " Every sample's row: "
-                 "flux-queries/dds_latency_materialised.flux.",
-                 "dds_latency_peaks", "ns", h=9, style="points",
-                 legend_calcs=["min", "mean", "max"])
+    b.peaks_panel("DDS-layer latency per sample (the slowest per interval) — ${clock}",
+                  "The latency of each sample (materialised by the latency join), the largest per "
+                  "writer and interval: zoomed in, one point per sample at its send time; wider, the "
+                  "slowest sample of each interval, taken inside InfluxDB so the panel stays fast at "
+                  "Autoware's rate. " + CLOCK_NOTE, "dds_latency", "ns", "sample")
     b.flux_panel("Clock offset ${receiver} - ${sender} (estimated from the traffic)",
                  "With latency clock = raw the latency panels show receive time on ${receiver}'s "
                  "clock minus send time on ${sender}'s, so they read this offset too high; with "
@@ -261,14 +265,12 @@ def latency_board():
              prom_target('-rate(node_network_transmit_bytes_total{device=~"${iface:regex}"}[$__rate_interval]) * 8',
                          "{{instance}} {{device}} tx", "B")],
             "bps", h=8)
-    b.flux_panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — ${clock}",
-                 "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
-                 "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
-                 "${receiver} (materialised by the latency join), the largest per writer and "
-                 "interval: zoomed in, one point per DATA_FRAG. " + CLOCK_NOTE + " Every DATA_FRAG's row: "
-                 "flux-queries/dds_submessage_latency_materialised.flux.",
-                 "dds_submessage_latency_peaks", "ns", h=9, style="points",
-                 legend_calcs=["min", "mean", "max"])
+    b.peaks_panel("DDS submessage latency per DATA_FRAG (the slowest per interval) — ${clock}",
+                  "Per DATA_FRAG (writer GUID, SN, fragment starting number): first IP fragment on "
+                  "${sender} -> last IP fragment of the earliest complete datagram carrying it on "
+                  "${receiver} (materialised by the latency join), the largest per writer and "
+                  "interval: zoomed in, one point per DATA_FRAG. " + CLOCK_NOTE,
+                  "dds_submessage_latency", "ns", "DATA_FRAG")
     b.flux_panel("Lost samples ${sender} -> ${receiver}",
                  "Samples of ${sender}'s writers that ${receiver} never completed while capturing "
                  "(lost or incomplete, as `ddshark latency` says), per interval at send time "
@@ -311,12 +313,10 @@ def traffic_board():
                var_host("receiver", "peer host", "host.name of the other capture (loss panel)", sort=2),
                var_topic()])
     b.row("Traffic on ${sender}")
-    b.flux_panel("DDS payload size over time (the largest per interval)",
-                 "Serialized sample size of ${sender}'s writers at each sample's first transmission "
-                 "(materialised by the latency join), the largest per writer and interval: zoomed "
-                 "in, one point per sample. Every sample's row: "
-                 "flux-queries/payload_size_materialised.flux.",
-                 "payload_size_peaks", "decbytes", h=9, style="points")
+    b.peaks_panel("DDS payload size over time (the largest per interval)",
+                  "Serialized sample size of ${sender}'s writers at each sample's first transmission "
+                  "(materialised by the latency join), the largest per writer and interval: zoomed "
+                  "in, one point per sample.", "payload_size", "decbytes", "sample")
     b.flux_panel("Bandwidth per topic",
                  "DDS payload bit/s per topic, retransmissions included.",
                  "topic_bandwidth", "bps", h=9, w=12, advance=False)
