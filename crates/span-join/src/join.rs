@@ -215,7 +215,7 @@ struct FragRow {
     slot: Str,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pending<R> {
     first_tick: u64,
     rows: Vec<R>,
@@ -334,6 +334,12 @@ pub struct SpanJoin {
     flowing: bool,
     samples: PendingQueue<SampleRow>,
     frags: PendingQueue<FragRow>,
+    /// Samples joined with no span of their sender's host yet, by (writer, SN), with the
+    /// tick they were parked at: the sender's span may come much later than the receivers'
+    /// (its copy stays open while the writer re-sends the sample, to another reader, say),
+    /// then the sample is joined again with it; counted `senderless` after
+    /// `max_wait_pushes` (at most `max_pending` wait).
+    senderless: IndexMap<(Str, i64), Pending<SampleRow>>,
     /// GUID prefix → host → (votes as of the tick of the last vote, that tick); participants
     /// in order of arrival.
     votes: IndexMap<Str, BTreeMap<Str, (u64, u64)>>,
@@ -658,6 +664,8 @@ pub struct JoinState {
     flowing: bool,
     samples: Vec<Pending<SampleRow>>,
     frags: Vec<Pending<FragRow>>,
+    #[serde(default)]
+    senderless: Vec<((Str, i64), Pending<SampleRow>)>,
     votes: Vec<(Str, HostVotes)>,
     writers: Vec<(Str, Writer)>,
     captures: Vec<(Str, Capture)>,
@@ -679,6 +687,7 @@ struct JoinStateView<'a> {
     flowing: bool,
     samples: Entries<'a, VecDeque<Pending<SampleRow>>>,
     frags: Entries<'a, VecDeque<Pending<FragRow>>>,
+    senderless: Entries<'a, IndexMap<(Str, i64), Pending<SampleRow>>>,
     votes: Entries<'a, IndexMap<Str, HostVotes>>,
     writers: Entries<'a, HashMap<Str, Writer>>,
     captures: Entries<'a, HashMap<Str, Capture>>,
@@ -740,6 +749,7 @@ impl SpanJoin {
             flowing: self.flowing,
             samples: self.samples.entries.into(),
             frags: self.frags.entries.into(),
+            senderless: self.senderless.into_iter().collect(),
             votes: self.votes.into_iter().collect(),
             writers: self.writers.into_iter().collect(),
             captures: self.captures.into_iter().collect(),
@@ -763,6 +773,7 @@ impl SpanJoin {
             flowing: self.flowing,
             samples: Entries(&self.samples.entries),
             frags: Entries(&self.frags.entries),
+            senderless: Entries(&self.senderless),
             votes: Entries(&self.votes),
             writers: Entries(&self.writers),
             captures: Entries(&self.captures),
@@ -810,6 +821,14 @@ impl SpanJoin {
                 r.slot = join.intern(&r.slot);
             }
             join.frags.insert(p);
+        }
+        for ((_, sn), mut p) in state.senderless {
+            p.writer = join.intern(&p.writer);
+            for r in &mut p.rows {
+                r.host = join.intern(&r.host);
+                r.slot = join.intern(&r.slot);
+            }
+            join.senderless.insert((p.writer.clone(), sn), p);
         }
         join.votes = state.votes.into_iter().collect();
         join.writers = state.writers.into_iter().collect();
@@ -911,13 +930,21 @@ impl SpanJoin {
         if self.samples.len() >= self.settings.max_pending {
             self.join_oldest_sample();
         }
-        self.samples.insert(Pending {
-            first_tick: tick,
-            rows: vec![row],
-            writer,
-            sn: span.sn,
-            fragment_starting_num: 0,
-        });
+        let entry = match self.senderless.shift_remove(&(writer.clone(), span.sn)) {
+            Some(mut parked) => {
+                parked.rows.push(row);
+                parked.first_tick = tick;
+                parked
+            }
+            None => Pending {
+                first_tick: tick,
+                rows: vec![row],
+                writer,
+                sn: span.sn,
+                fragment_starting_num: 0,
+            },
+        };
+        self.samples.insert(entry);
     }
 
     pub fn add_frag(&mut self, span: &FragSpan<'_>) {
@@ -988,7 +1015,18 @@ impl SpanJoin {
     /// The end of the input: joins everything still waiting (then a last push).
     pub fn flush(&mut self, out: &mut LineWriter) -> u64 {
         let points = self.join_due(out, true);
+        self.give_up_senderless(|_| true);
         self.finish_push(out, points)
+    }
+
+    /// Samples parked without their sender's span that `give_up` picks: joined as they
+    /// are (no point), counted `senderless`.
+    fn give_up_senderless(&mut self, give_up: impl Fn(&Pending<SampleRow>) -> bool) {
+        let before = self.senderless.len();
+        self.senderless.retain(|_, parked| !give_up(parked));
+        let given_up = before.saturating_sub(self.senderless.len()) as u64;
+        self.counters.senderless = self.counters.senderless.saturating_add(given_up);
+        self.counters.samples = self.counters.samples.saturating_add(given_up);
     }
 
     /// A new period: what is due (`all`: everything) joined, the early points and the
@@ -1198,14 +1236,16 @@ impl SpanJoin {
             .is_some_and(|c| c.seen_tick >= since)
     }
 
-    /// The host with most votes for the participant among those that voted within the
-    /// last `vote_pushes` pushes and capture now, each push halving the votes before it (a
-    /// participant's host does not change; host names may, when a capture is replayed under
-    /// other names: the new name outvotes the old within a push or two), among the hosts
-    /// `among` accepts.
+    /// The host with most votes for the participant among those that voted within
+    /// `vote_pushes` pushes of its latest vote and capture now, each push halving the votes
+    /// before it (a participant's host does not change; host names may, when a capture is
+    /// replayed under other names: the new name outvotes the old within a push or two),
+    /// among the hosts `among` accepts. (Counted from its latest vote, not from now: no
+    /// sample may be joined for a while when one waits for a host in capture time.)
     fn best_vote(&self, prefix: &str, among: impl Fn(&Str) -> bool) -> Option<Str> {
         let votes = self.votes.get(prefix)?;
-        let recent = self.tick.checked_sub(self.settings.vote_pushes);
+        let latest = votes.values().map(|v| v.1).max()?;
+        let recent = latest.checked_sub(self.settings.vote_pushes);
         let mut best: Option<(&Str, u64)> = None;
         for (host, &vote) in votes {
             // (a host whose capture fell silent is not the host of a sample joined now: a
@@ -1213,7 +1253,7 @@ impl SpanJoin {
             if recent.is_some_and(|r| vote.1 < r) || !among(host) || !self.capturing_now(host) {
                 continue;
             }
-            let count = decayed(vote, self.tick);
+            let count = decayed(vote, latest);
             if best.is_none_or(|(_, most)| count > most) {
                 best = Some((host, count));
             }
@@ -1247,7 +1287,18 @@ impl SpanJoin {
         let mut sent: Vec<&SampleRow> = p.rows.iter().filter(|r| r.host == home).collect();
         sent.sort_by(|a, b| (a.start, &a.slot).cmp(&(b.start, &b.slot)));
         if sent.is_empty() {
-            self.counters.senderless = self.counters.senderless.saturating_add(1);
+            let key = (p.writer.clone(), p.sn);
+            if self.senderless.len() < self.settings.max_pending
+                && !self.senderless.contains_key(&key)
+            {
+                // (a sample once it is joined with its sender's span, or given up)
+                self.counters.samples = self.counters.samples.saturating_sub(1);
+                let mut parked = p.clone();
+                parked.first_tick = self.tick;
+                self.senderless.insert(key, parked);
+            } else {
+                self.counters.senderless = self.counters.senderless.saturating_add(1);
+            }
             return 0;
         }
         let topic = self.topic_of(&p.writer, &home);
@@ -1474,6 +1525,8 @@ impl SpanJoin {
             keep
         });
         self.repairs.retain(|_, acc| !stale(acc.tick));
+        let given_up = self.tick.checked_sub(self.settings.max_wait_pushes);
+        self.give_up_senderless(|parked| given_up.is_some_and(|t| parked.first_tick <= t));
         self.latency_seconds.retain(|_, acc| !stale(acc.tick));
         let excess = self
             .votes
@@ -1711,6 +1764,11 @@ mod tests {
         join.push(&mut out);
         join.push(&mut out);
         assert_eq!(points(&out, "dds_latency").len(), 1, "{}", out.buf);
+        // (counted once no span of a2 came for it in max_wait_pushes)
+        assert_eq!(join.counters.senderless, 0, "{}", out.buf);
+        for _ in 0..4 {
+            join.push(&mut out);
+        }
         assert_eq!(join.counters.senderless, 1, "{}", out.buf);
     }
 

@@ -99,3 +99,56 @@ fn a_host_silent_beyond_the_backstop_is_no_longer_waited_for_and_that_is_counted
     assert!(count(&out, "dds_lost") > 0, "{}", out.buf);
     assert!(last_counter(&out, "pending_samples") < 200);
 }
+
+/// A sample whose span stays open at its sender for 25 s (the writer re-sent it, to a
+/// reader the receiver does not see), while the receiver's copy closed 1 ms after it was
+/// sent: the receiver's span arrives ~25 s (25 pushes) before the sender's. The sample is
+/// still joined once, with its latency.
+#[test]
+fn a_senders_span_that_comes_long_after_the_receivers_still_gives_the_latency() {
+    const WINDOW: i64 = 10 * S;
+    let settings = JoinSettings {
+        settle_pushes: 2,
+        ..JoinSettings::default()
+    };
+    // (arrival, span): each span arrives a sample window after it ends, as ddshark sends it
+    let mut spans = Vec::new();
+    for sn in 0..300 {
+        let t = 100 + sn * S / 10;
+        let sender_end = if sn == 50 { t + 25 * S } else { t + 1_000 };
+        let line = sample("a", sn, t).replace(
+            &format!("end_time_unix_nano={}i", t + 1_000),
+            &format!("end_time_unix_nano={sender_end}i"),
+        );
+        spans.push((sender_end + WINDOW, line));
+        spans.push((
+            t + 1_000_000 + 1_000 + WINDOW,
+            sample("b", sn, t + 1_000_000),
+        ));
+    }
+    spans.sort_by_key(|(at, _)| *at);
+    let mut join = SpanJoin::new(settings);
+    let mut out = LineWriter::default();
+    let mut next_push = S;
+    for (at, line) in &spans {
+        while *at >= next_push {
+            join.push(&mut out);
+            next_push += S;
+        }
+        feed_line(&mut join, line);
+    }
+    join.flush(&mut out);
+    let latencies: Vec<&str> = out
+        .buf
+        .lines()
+        .filter(|l| l.starts_with("dds_latency,"))
+        .collect();
+    assert_eq!(latencies.len(), 300, "{}", out.buf);
+    assert!(
+        latencies.iter().any(|l| l.contains(",sn=50i ")),
+        "no latency for the sample re-sent"
+    );
+    assert_eq!(count(&out, "dds_lost"), 0, "{}", out.buf);
+    assert_eq!(last_counter(&out, "samples"), 300);
+    assert_eq!(last_counter(&out, "senderless"), 0);
+}
