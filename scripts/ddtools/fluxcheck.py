@@ -27,6 +27,8 @@
    estimate, and `ddshark latency --offset auto` within the estimate's half-width.
 
 usage: tests/flux/run.sh [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
+The private stack's run dir: DDSHARK_FLUX_RUN_DIR, else a new /tmp/ddshark-flux-* that is
+removed at the end (kept with --keep).
 Exit status 0 only if everything passed.
 """
 import argparse
@@ -35,8 +37,10 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 from collections import Counter
@@ -747,11 +751,14 @@ def main():
     ap.add_argument("--ddshark", help="ddshark binary (default: cargo build)")
     args = ap.parse_args()
     t0 = time.time()
-    run_dir = None
+    run_dir, made_run_dir = None, False
     if args.stack_env:
         env = stack.read_env(args.stack_env)
     else:
-        run_dir = os.environ.get("DDSHARK_FLUX_RUN_DIR", "/tmp/ddshark-flux-test")
+        # A run dir of its own unless told (two runs of the suite must not share one).
+        run_dir = os.environ.get("DDSHARK_FLUX_RUN_DIR")
+        if not run_dir:
+            run_dir, made_run_dir = tempfile.mkdtemp(prefix="ddshark-flux-"), True
         log(f"starting the stack in {run_dir}")
         env = stack.start(run_dir, "--with-prometheus", env=STACK_ENV)
     try:
@@ -828,6 +835,8 @@ def main():
     finally:
         if run_dir and not args.keep:
             stack.stop(run_dir)
+            if made_run_dir:
+                shutil.rmtree(run_dir, ignore_errors=True)
     log(f"done in {time.time() - t0:.0f} s: {len(FAILURES)} failure(s)")
     for f in FAILURES:
         print("FAIL: " + f, file=sys.stderr)
