@@ -213,7 +213,7 @@ pub struct SignalConfig {
 }
 
 /// The specification's default export timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl SignalConfig {
     pub fn resolve(

@@ -3,8 +3,8 @@
 //! * [`schema`]: one span per DATA/DATA_FRAG submessage per host ([`SpanMapper`]),
 //!   trace id from (writer GUID, SN), span id from (host, frame, submessage), and the
 //!   span → attribute mapping ([`schema::SpanDataBuilder`]);
-//! * [`metrics`]: per-topic counters as cumulative OTLP sums through the SDK;
-//! * [`exporter`]: ddshark's bounded, never-blocking queue and its counters
+//! * `metrics`: per-topic counters as cumulative OTLP sums through the SDK;
+//! * `exporter`: ddshark's bounded, never-blocking queue and its counters
 //!   ([`ExportStats`]) in front of opentelemetry-otlp's span and metric exporters;
 //! * [`config`]: the flags, and the few `OTEL_EXPORTER_OTLP_*` variables the crate
 //!   does not read itself (transport choice, TLS files).
@@ -12,9 +12,9 @@
 //! The span schema is documented for users in `docs/span-schema.md`.
 
 pub mod config;
-pub mod error;
-pub mod exporter;
-pub mod metrics;
+mod error;
+mod exporter;
+mod metrics;
 pub mod schema;
 
 pub use config::{Compression, ExporterConfig, Overrides, Protocol, Signal, TopicFilter};

@@ -137,7 +137,7 @@ pub const ATTR_TCP_EVICTION_REASON: &str = "reason";
 
 /// The exporter's own counters, reported with each snapshot.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SelfCounters {
+pub(crate) struct SelfCounters {
     pub enqueued: u64,
     pub dropped: u64,
     pub sent: u64,

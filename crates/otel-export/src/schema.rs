@@ -205,7 +205,7 @@ fn host_span_id(kind: &[u8], host: &str, interface: &str, parts: &[&[u8]]) -> [u
 
 /// Span id of one sample on one host: `SHA-256("ddshark-sample" ‖ host.name ‖ 0 ‖
 /// capture.interface ‖ 0 ‖ writer GUID ‖ SN ‖ first_ns)[0..8]`.
-pub fn sample_span_id(
+pub(crate) fn sample_span_id(
     host: &str,
     interface: &str,
     writer: &Guid,
@@ -225,13 +225,13 @@ pub fn sample_span_id(
 }
 
 /// Lower-case hex of a GUID: the `writer_id` attribute (32 characters).
-pub fn guid_hex(g: &Guid) -> String {
+pub(crate) fn guid_hex(g: &Guid) -> String {
     g.to_string()
 }
 
 /// Domain id implied by a UDP port under the RTPS default port mapping
 /// (PB 7400, DG 250, at most 233 domains), if the port is in that range.
-pub fn domain_from_port(port: u16) -> Option<u32> {
+pub(crate) fn domain_from_port(port: u16) -> Option<u32> {
     let p = u32::from(port).checked_sub(7400)?;
     let d = p / 250;
     (d < 233).then_some(d)
@@ -537,7 +537,7 @@ impl SpanDataBuilder {
         Self::with_detail(scope, SpanDetail::Full)
     }
 
-    pub fn with_detail(scope: InstrumentationScope, detail: SpanDetail) -> Self {
+    pub(crate) fn with_detail(scope: InstrumentationScope, detail: SpanDetail) -> Self {
         Self {
             scope,
             detail,

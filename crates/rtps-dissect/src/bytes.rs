@@ -37,14 +37,6 @@ impl<'a> Bytes<'a> {
         Self::new(data, layer, false)
     }
 
-    pub fn len(&self) -> usize {
-        self.data.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
-    }
-
     pub fn data(&self) -> &'a [u8] {
         self.data
     }

@@ -201,22 +201,18 @@ impl DomainIdSource {
 
 /// RTPS 9.6.1.1 well-known ports: PB + DG·domain + offset, PB 7400, DG 250.
 pub mod port_mapping {
-    pub const PORT_BASE: u32 = 7400;
-    pub const DOMAIN_GAIN: u32 = 250;
-    pub const PARTICIPANT_GAIN: u32 = 2;
+    pub(crate) const PORT_BASE: u32 = 7400;
+    pub(crate) const DOMAIN_GAIN: u32 = 250;
+    pub(crate) const PARTICIPANT_GAIN: u32 = 2;
     /// d0: metatraffic multicast.
-    pub const D0: u32 = 0;
+    pub(crate) const D0: u32 = 0;
     /// d1: metatraffic unicast (+ PG · participant id).
-    pub const D1: u32 = 10;
-    /// d2: user traffic multicast.
-    pub const D2: u32 = 1;
-    /// d3: user traffic unicast (+ PG · participant id).
-    pub const D3: u32 = 11;
+    pub(crate) const D1: u32 = 10;
     /// Domains whose ports still fit in 16 bits.
-    pub const MAX_DOMAIN: u32 = 232;
+    pub(crate) const MAX_DOMAIN: u32 = 232;
 
     /// The domain a metatraffic port belongs to: d0 for multicast, d1 + PG·p for unicast.
-    pub fn metatraffic_domain(port: u32, multicast: bool) -> Option<u32> {
+    pub(crate) fn metatraffic_domain(port: u32, multicast: bool) -> Option<u32> {
         let offset = port.checked_sub(PORT_BASE)?;
         let domain = offset.checked_div(DOMAIN_GAIN)?;
         let rest = offset.checked_rem(DOMAIN_GAIN)?;
@@ -258,7 +254,7 @@ impl ParticipantInfo {
 
 /// PID_STATUS_INFO flags.
 pub const STATUS_DISPOSED: u32 = 0x1;
-pub const STATUS_UNREGISTERED: u32 = 0x2;
+pub(crate) const STATUS_UNREGISTERED: u32 = 0x2;
 
 /// What one discovery DATA announced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +279,7 @@ pub enum DiscoveryRecord {
 }
 
 /// Meaning of a vendor-specific PID for the vendor that sent it.
-pub fn vendor_pid_name(vendor: VendorId, pid: u16) -> Option<&'static str> {
+pub(crate) fn vendor_pid_name(vendor: VendorId, pid: u16) -> Option<&'static str> {
     match (vendor.0, pid) {
         ([0x01, 0x10], 0x8007) | ([0x01, 0x02], 0x8007) => Some("ADLINK_PARTICIPANT_VERSION_INFO"),
         ([0x01, 0x10], 0x8019) => Some("CYCLONE_RECEIVE_BUFFER_SIZE"),
@@ -653,7 +649,7 @@ pub struct DiscoveryFragStats {
 
 /// Reassembles discovery samples (SPDP/SEDP) sent as DATA_FRAG.
 #[derive(Default)]
-pub struct DiscoveryReassembly {
+pub(crate) struct DiscoveryReassembly {
     limits: DiscoveryFragLimits,
     samples: HashMap<(Guid, SequenceNumber), PartialSample, KeyHasher>,
     stats: DiscoveryFragStats,
@@ -662,7 +658,7 @@ pub struct DiscoveryReassembly {
 }
 
 /// One DATA_FRAG's facts needed for reassembly.
-pub struct FragmentPiece<'a> {
+pub(crate) struct FragmentPiece<'a> {
     pub writer: Guid,
     pub sn: SequenceNumber,
     pub fragment_starting_num: u32,

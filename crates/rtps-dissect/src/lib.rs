@@ -17,13 +17,13 @@
     )
 )]
 
-pub mod bytes;
+mod bytes;
 pub mod discovery;
-pub mod dissector;
-pub mod error;
-pub mod frag;
-pub mod link;
-pub mod net;
+mod dissector;
+mod error;
+mod frag;
+mod link;
+mod net;
 pub mod plist;
 pub mod rtps;
 pub mod tcp;

@@ -4,36 +4,35 @@ use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
 use crate::types::{Guid, Locator};
 
-pub const PID_PAD: u16 = 0x0000;
-pub const PID_SENTINEL: u16 = 0x0001;
+pub(crate) const PID_SENTINEL: u16 = 0x0001;
 pub const PID_PARTICIPANT_LEASE_DURATION: u16 = 0x0002;
-pub const PID_TOPIC_NAME: u16 = 0x0005;
-pub const PID_OWNERSHIP_STRENGTH: u16 = 0x0006;
-pub const PID_TYPE_NAME: u16 = 0x0007;
+pub(crate) const PID_TOPIC_NAME: u16 = 0x0005;
+pub(crate) const PID_OWNERSHIP_STRENGTH: u16 = 0x0006;
+pub(crate) const PID_TYPE_NAME: u16 = 0x0007;
 pub const PID_DOMAIN_ID: u16 = 0x000f;
 pub const PID_PROTOCOL_VERSION: u16 = 0x0015;
-pub const PID_VENDOR_ID: u16 = 0x0016;
-pub const PID_RELIABILITY: u16 = 0x001a;
-pub const PID_LIVELINESS: u16 = 0x001b;
-pub const PID_DURABILITY: u16 = 0x001d;
-pub const PID_OWNERSHIP: u16 = 0x001f;
-pub const PID_DEADLINE: u16 = 0x0023;
-pub const PID_PARTITION: u16 = 0x0029;
-pub const PID_UNICAST_LOCATOR: u16 = 0x002f;
-pub const PID_MULTICAST_LOCATOR: u16 = 0x0030;
+pub(crate) const PID_VENDOR_ID: u16 = 0x0016;
+pub(crate) const PID_RELIABILITY: u16 = 0x001a;
+pub(crate) const PID_LIVELINESS: u16 = 0x001b;
+pub(crate) const PID_DURABILITY: u16 = 0x001d;
+pub(crate) const PID_OWNERSHIP: u16 = 0x001f;
+pub(crate) const PID_DEADLINE: u16 = 0x0023;
+pub(crate) const PID_PARTITION: u16 = 0x0029;
+pub(crate) const PID_UNICAST_LOCATOR: u16 = 0x002f;
+pub(crate) const PID_MULTICAST_LOCATOR: u16 = 0x0030;
 pub const PID_DEFAULT_UNICAST_LOCATOR: u16 = 0x0031;
-pub const PID_METATRAFFIC_UNICAST_LOCATOR: u16 = 0x0032;
-pub const PID_METATRAFFIC_MULTICAST_LOCATOR: u16 = 0x0033;
-pub const PID_HISTORY: u16 = 0x0040;
-pub const PID_DEFAULT_MULTICAST_LOCATOR: u16 = 0x0048;
+pub(crate) const PID_METATRAFFIC_UNICAST_LOCATOR: u16 = 0x0032;
+pub(crate) const PID_METATRAFFIC_MULTICAST_LOCATOR: u16 = 0x0033;
+pub(crate) const PID_HISTORY: u16 = 0x0040;
+pub(crate) const PID_DEFAULT_MULTICAST_LOCATOR: u16 = 0x0048;
 pub const PID_PARTICIPANT_GUID: u16 = 0x0050;
-pub const PID_BUILTIN_ENDPOINT_SET: u16 = 0x0058;
-pub const PID_ENDPOINT_GUID: u16 = 0x005a;
+pub(crate) const PID_BUILTIN_ENDPOINT_SET: u16 = 0x0058;
+pub(crate) const PID_ENDPOINT_GUID: u16 = 0x005a;
 pub const PID_ENTITY_NAME: u16 = 0x0062;
-pub const PID_KEY_HASH: u16 = 0x0070;
+pub(crate) const PID_KEY_HASH: u16 = 0x0070;
 pub const PID_STATUS_INFO: u16 = 0x0071;
-pub const PID_DATA_REPRESENTATION: u16 = 0x0073;
-pub const PID_DOMAIN_TAG: u16 = 0x4014;
+pub(crate) const PID_DATA_REPRESENTATION: u16 = 0x0073;
+pub(crate) const PID_DOMAIN_TAG: u16 = 0x4014;
 
 /// Longest string we accept from a ParameterList (topic/type names, entity names).
 const MAX_STRING: usize = 4096;
@@ -61,7 +60,7 @@ impl<'a> Parameter<'a> {
         }
     }
 
-    pub fn is_vendor_specific(&self) -> bool {
+    pub(crate) fn is_vendor_specific(&self) -> bool {
         self.raw_id & 0x8000 != 0
     }
 
@@ -134,7 +133,7 @@ impl<'a> Parameter<'a> {
 }
 
 /// Read a CDR string at `offset`; returns it and the offset after it.
-pub fn read_string(b: &Bytes<'_>, offset: usize) -> Result<(String, usize)> {
+pub(crate) fn read_string(b: &Bytes<'_>, offset: usize) -> Result<(String, usize)> {
     let len = usize::try_from(b.u32(offset)?).unwrap_or(usize::MAX);
     if len > MAX_STRING {
         return Err(DissectError::Invalid {

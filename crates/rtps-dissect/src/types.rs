@@ -50,22 +50,22 @@ pub struct VendorId(pub [u8; 2]);
 /// RTPS sequence numbers are a signed 64-bit value sent as (high: i32, low: u32).
 pub type SequenceNumber = i64;
 
-pub const ENTITYID_UNKNOWN: EntityId = EntityId([0, 0, 0, 0]);
-pub const ENTITYID_PARTICIPANT: EntityId = EntityId([0, 0, 1, 0xc1]);
-pub const ENTITYID_SEDP_TOPIC_WRITER: EntityId = EntityId([0, 0, 2, 0xc2]);
-pub const ENTITYID_SEDP_PUBLICATIONS_WRITER: EntityId = EntityId([0, 0, 3, 0xc2]);
-pub const ENTITYID_SEDP_SUBSCRIPTIONS_WRITER: EntityId = EntityId([0, 0, 4, 0xc2]);
-pub const ENTITYID_SPDP_WRITER: EntityId = EntityId([0, 1, 0, 0xc2]);
-pub const ENTITYID_SEDP_PUBLICATIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 3, 0xc2]);
-pub const ENTITYID_SEDP_SUBSCRIPTIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 4, 0xc2]);
-pub const ENTITYID_SPDP_SECURE_WRITER: EntityId = EntityId([0xff, 1, 1, 0xc2]);
-pub const ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
-pub const ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER: EntityId = EntityId([0xff, 2, 0, 0xc2]);
-pub const ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER: EntityId = EntityId([0, 2, 1, 0xc3]);
-pub const ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER: EntityId =
+pub(crate) const ENTITYID_SEDP_TOPIC_WRITER: EntityId = EntityId([0, 0, 2, 0xc2]);
+pub(crate) const ENTITYID_SEDP_PUBLICATIONS_WRITER: EntityId = EntityId([0, 0, 3, 0xc2]);
+pub(crate) const ENTITYID_SEDP_SUBSCRIPTIONS_WRITER: EntityId = EntityId([0, 0, 4, 0xc2]);
+pub(crate) const ENTITYID_SPDP_WRITER: EntityId = EntityId([0, 1, 0, 0xc2]);
+pub(crate) const ENTITYID_SEDP_PUBLICATIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 3, 0xc2]);
+pub(crate) const ENTITYID_SEDP_SUBSCRIPTIONS_SECURE_WRITER: EntityId = EntityId([0xff, 0, 4, 0xc2]);
+pub(crate) const ENTITYID_SPDP_SECURE_WRITER: EntityId = EntityId([0xff, 1, 1, 0xc2]);
+pub(crate) const ENTITYID_P2P_PARTICIPANT_MESSAGE_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
+pub(crate) const ENTITYID_P2P_PARTICIPANT_MESSAGE_SECURE_WRITER: EntityId =
+    EntityId([0xff, 2, 0, 0xc2]);
+pub(crate) const ENTITYID_P2P_PARTICIPANT_STATELESS_MESSAGE_WRITER: EntityId =
+    EntityId([0, 2, 1, 0xc3]);
+pub(crate) const ENTITYID_P2P_PARTICIPANT_VOLATILE_MESSAGE_SECURE_WRITER: EntityId =
     EntityId([0xff, 2, 2, 0xc3]);
-pub const ENTITYID_TL_SVC_REQUEST_WRITER: EntityId = EntityId([0, 3, 0, 0xc3]);
-pub const ENTITYID_TL_SVC_REPLY_WRITER: EntityId = EntityId([0, 3, 1, 0xc3]);
+pub(crate) const ENTITYID_TL_SVC_REQUEST_WRITER: EntityId = EntityId([0, 3, 0, 0xc3]);
+pub(crate) const ENTITYID_TL_SVC_REPLY_WRITER: EntityId = EntityId([0, 3, 1, 0xc3]);
 
 /// The topic a built-in writer publishes: its name and its type's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,16 +88,8 @@ impl EntityId {
         self.kind() & 0xc0 == 0xc0
     }
 
-    pub fn is_vendor_specific(&self) -> bool {
-        self.kind() & 0xc0 == 0x40
-    }
-
-    pub fn to_u32(self) -> u32 {
-        u32::from_be_bytes(self.0)
-    }
-
     /// Which discovery stream a built-in writer belongs to, if any.
-    pub fn builtin_writer_role(&self) -> Option<BuiltinWriter> {
+    pub(crate) fn builtin_writer_role(&self) -> Option<BuiltinWriter> {
         match *self {
             ENTITYID_SPDP_WRITER | ENTITYID_SPDP_SECURE_WRITER => Some(BuiltinWriter::Participant),
             ENTITYID_SEDP_PUBLICATIONS_WRITER | ENTITYID_SEDP_PUBLICATIONS_SECURE_WRITER => {
@@ -241,15 +233,8 @@ impl fmt::Debug for VendorId {
 
 impl VendorId {
     pub const RTI_CONNEXT: VendorId = VendorId([0x01, 0x01]);
-    pub const OPENDDS: VendorId = VendorId([0x01, 0x03]);
-    pub const RUSTDDS: VendorId = VendorId([0x01, 0x12]);
-    pub const DUST_DDS: VendorId = VendorId([0x01, 0x14]);
     pub const FAST_DDS: VendorId = VendorId([0x01, 0x0f]);
     pub const CYCLONE_DDS: VendorId = VendorId([0x01, 0x10]);
-
-    pub fn to_u16(self) -> u16 {
-        u16::from_be_bytes(self.0)
-    }
 
     /// A human name for the vendors seen in practice (OMG DDSI-RTPS vendor id list).
     pub fn name(self) -> &'static str {
@@ -281,10 +266,6 @@ impl Time {
         seconds: -1,
         fraction: 0xffff_ffff,
     };
-    pub const INFINITE: Time = Time {
-        seconds: 0x7fff_ffff,
-        fraction: 0xffff_ffff,
-    };
 
     /// Nanoseconds since the epoch (fractions rounded down), `None` for negative times.
     pub fn to_ns(self) -> Option<i64> {
@@ -304,15 +285,15 @@ pub struct Locator {
 }
 
 impl Locator {
-    pub const KIND_UDPV4: i32 = 1;
-    pub const KIND_UDPV6: i32 = 2;
-    pub const KIND_TCPV4: i32 = 4;
-    pub const KIND_TCPV6: i32 = 8;
+    pub(crate) const KIND_UDPV4: i32 = 1;
+    pub(crate) const KIND_UDPV6: i32 = 2;
+    pub(crate) const KIND_TCPV4: i32 = 4;
+    pub(crate) const KIND_TCPV6: i32 = 8;
     /// Shared memory: Fast DDS `LOCATOR_KIND_SHM` (address 'U' + the host id) and
     /// Cyclone DDS `DDSI_LOCATOR_KIND_SHEM` (iceoryx) both use 16.
     pub const KIND_SHM: i32 = 16;
     /// RTI Connext shared memory (`NDDS_TRANSPORT_CLASSID_SHMEM` as a locator kind).
-    pub const KIND_RTI_SHMEM: i32 = 0x0100_0000;
+    pub(crate) const KIND_RTI_SHMEM: i32 = 0x0100_0000;
 
     /// True for locator kinds whose traffic never reaches the network.
     pub fn is_shared_memory(&self) -> bool {
@@ -347,7 +328,7 @@ impl Locator {
         self.ip() == Some(ip) && self.tcp_ports() == Some((physical, logical))
     }
 
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn kind_name(&self) -> &'static str {
         match self.kind {
             Self::KIND_UDPV4 => "udpv4",
             Self::KIND_UDPV6 => "udpv6",

@@ -36,7 +36,7 @@ impl<'a> SerializedPayload<'a> {
     }
 
     /// Payload of a ParameterList representation (PL_CDR_BE / PL_CDR_LE), if it is one.
-    pub fn parameter_list(&self) -> Option<ParameterList<'a>> {
+    pub(crate) fn parameter_list(&self) -> Option<ParameterList<'a>> {
         match self.representation {
             Some(0x0002) | Some(0x000a) => Some(ParameterList::new(self.body(), false)),
             Some(0x0003) | Some(0x000b) => Some(ParameterList::new(self.body(), true)),

@@ -78,7 +78,7 @@ pub enum SubmessageKind {
     /// RTI Connext 0x19: the HEARTBEAT of a batching writer.
     HeartbeatBatch,
     /// 0x80–0xff: reserved by RTPS for vendors; the meaning depends on the sender's
-    /// vendor id ([`VendorSubmessage`]).
+    /// vendor id ([`VendorSubmessage`](super::VendorSubmessage)).
     VendorSpecific(u8),
     /// A standard-range id that no RTPS version defines.
     Unknown(u8),

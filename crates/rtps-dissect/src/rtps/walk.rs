@@ -116,7 +116,7 @@ pub struct Submessage<'a> {
 }
 
 impl<'a> Submessage<'a> {
-    pub fn little_endian(&self) -> bool {
+    pub(crate) fn little_endian(&self) -> bool {
         self.flags & 1 == 1
     }
 

@@ -38,19 +38,16 @@ mod tests;
 
 pub use framing::TcpFraming;
 pub use reassembly::{StreamKey, TcpMessage, TcpPush, TcpReassembly};
-pub use rtcp::{
-    ControlHeader, ControlKind, RtcpHeader, CONTROL_HEADER_LEN, RTCP_HEADER_LEN, RTCP_MAGIC,
-};
-pub use rti::{RtiControlKind, RTI_CONTROL_HEADER_LEN, RTI_TCP_HEADER_LEN, RTI_TCP_MAGIC};
+pub use rtcp::{ControlHeader, ControlKind, RtcpHeader, RTCP_HEADER_LEN};
+pub use rti::RtiControlKind;
 
 /// RTPS header length: the least an RTPS message can be.
 const RTPS_HEADER_LEN: usize = 20;
 const TCP_MIN_HEADER_LEN: usize = 20;
 
 /// TCP flags the reassembly looks at.
-pub const TCP_FIN: u8 = 0x01;
-pub const TCP_SYN: u8 = 0x02;
-pub const TCP_RST: u8 = 0x04;
+pub(crate) const TCP_FIN: u8 = 0x01;
+pub(crate) const TCP_RST: u8 = 0x04;
 
 /// One TCP segment's ports, sequence number, flags and payload.
 #[derive(Debug, Clone, Copy)]
@@ -63,7 +60,7 @@ pub struct TcpSegment<'a> {
 }
 
 impl TcpSegment<'_> {
-    pub fn fin_or_rst(&self) -> bool {
+    pub(crate) fn fin_or_rst(&self) -> bool {
         self.flags & (TCP_FIN | TCP_RST) != 0
     }
 }

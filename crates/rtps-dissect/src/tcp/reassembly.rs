@@ -170,11 +170,6 @@ impl TcpReassembly {
         }
     }
 
-    /// Count a frame that belonged to an RTPS stream and yielded no RTPS message.
-    pub fn count_frame_held(&mut self) {
-        inc(&mut self.stats.frames_held);
-    }
-
     /// The bytes of a stream, as the messages of its last push index them.
     pub fn stream_bytes(&self, key: &StreamKey) -> &[u8] {
         self.streams.get(key).map_or(&[], |s| s.buf.as_slice())

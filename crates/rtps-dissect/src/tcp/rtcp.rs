@@ -4,9 +4,9 @@
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
 
-pub const RTCP_MAGIC: &[u8; 4] = b"RTCP";
+pub(crate) const RTCP_MAGIC: &[u8; 4] = b"RTCP";
 pub const RTCP_HEADER_LEN: usize = 14;
-pub const CONTROL_HEADER_LEN: usize = 16;
+pub(crate) const CONTROL_HEADER_LEN: usize = 16;
 
 /// Fast DDS' RTCP header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub enum ControlKind {
 }
 
 impl ControlKind {
-    pub fn from_u8(v: u8) -> Self {
+    pub(crate) fn from_u8(v: u8) -> Self {
         match v {
             0xD1 => Self::BindConnectionRequest,
             0xE1 => Self::BindConnectionResponse,

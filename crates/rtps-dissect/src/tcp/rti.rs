@@ -8,15 +8,13 @@ use crate::rtps::is_rtps_magic;
 use super::framing::Frame;
 
 /// RTI TCP transport: the magic in bytes 4..8 of every message header.
-pub const RTI_TCP_MAGIC: &[u8; 4] = &[0xDD, 0x54, 0xDD, 0x55];
-pub const RTI_TCP_HEADER_LEN: usize = 8;
+pub(crate) const RTI_TCP_MAGIC: &[u8; 4] = &[0xDD, 0x54, 0xDD, 0x55];
+pub(crate) const RTI_TCP_HEADER_LEN: usize = 8;
 /// An RTI TCP header with a CRC: `CRC2` and the CRC after the first 8 bytes.
 const RTI_TCP_CRC_MAGIC: &[u8; 4] = b"CRC2";
 const RTI_TCP_CRC_LEN: usize = 8;
 /// RTI TCP control messages carry this cookie after their kind and attribute length.
 pub(super) const RTI_CONTROL_COOKIE: u32 = 0x2112_A442;
-/// Kind, attribute list length, cookie, transaction id.
-pub const RTI_CONTROL_HEADER_LEN: usize = 20;
 
 /// Kind of an RTI TCP control message: requests (0x0Cxx), indications (0x0C1x),
 /// responses (0x0Dxx) and errors (0x0D1x) of one exchange count as one kind.
@@ -33,7 +31,7 @@ pub enum RtiControlKind {
 }
 
 impl RtiControlKind {
-    pub fn from_u16(v: u16) -> Self {
+    pub(crate) fn from_u16(v: u16) -> Self {
         let [class, low] = v.to_be_bytes();
         if !matches!(class, 0x0C | 0x0D) || low & 0xE0 != 0 {
             return Self::Unknown(v);

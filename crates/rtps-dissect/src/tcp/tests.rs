@@ -1,6 +1,6 @@
 use super::framing::Frame;
 use super::rtcp::ControlKind;
-use super::rti::{rti_tcp_frame, RTI_CONTROL_COOKIE};
+use super::rti::{rti_tcp_frame, RTI_CONTROL_COOKIE, RTI_TCP_MAGIC};
 use super::*;
 use std::net::SocketAddr;
 
