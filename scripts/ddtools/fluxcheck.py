@@ -721,8 +721,10 @@ def await_join(influx, timeout, poll):
     t0 = time.time()
     while True:
         st = join_state(influx)
+        # (pending_senderless: samples waiting for their sender's span, counted
+        # senderless once they give up)
         done = (st.get("time_ns", 0) > t_called and st.get("pending_samples") == 0
-                and st.get("pending_frags") == 0)
+                and st.get("pending_frags") == 0 and st.get("pending_senderless", 0) == 0)
         if done or time.time() - t0 >= timeout:
             return st, done, round(time.time() - t0, 1)
         time.sleep(poll)

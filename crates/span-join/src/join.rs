@@ -1159,6 +1159,7 @@ impl SpanJoin {
             .int("forced", as_i64(c.forced))
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
+            .int("pending_senderless", as_i64(self.senderless.len() as u64))
             .int(
                 "writers",
                 as_i64(
