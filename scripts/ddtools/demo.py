@@ -95,9 +95,8 @@ def main():
     binary = args.ddshark or os.path.join(REPO_ROOT, "target", "release", "ddshark")
     if not args.ddshark:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "ddshark"], cwd=REPO_ROOT, check=True)
-    run_dir = os.environ.get("DDSHARK_DEMO_RUN_DIR", "/tmp/ddshark-demo-check")
-    env = stack.start(run_dir, "--with-prometheus")
-    try:
+    with stack.private("DDSHARK_DEMO_RUN_DIR", "--with-prometheus",
+                       failed=lambda: bool(fluxcheck.FAILURES)) as env:
         influx = Influx.from_env(env)
         t0 = time.time_ns()
         demo = subprocess.run([os.path.join(STACK_SCRIPTS, "demo.sh"),
@@ -121,8 +120,6 @@ def main():
         queries = sum(open_dashboard(os.path.join(DASH_DIR, f), influx, env["DDSHARK_PROMETHEUS_URL"])
                       for f in sorted(os.listdir(DASH_DIR)) if f.endswith(".json"))
         log(f"{queries} panel queries of the dashboards as they open, {got} spans")
-    finally:
-        stack.stop(run_dir, purge=True)
     if fluxcheck.FAILURES:
         log(f"FAILED: {len(fluxcheck.FAILURES)} checks")
         for f in fluxcheck.FAILURES:

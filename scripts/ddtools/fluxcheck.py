@@ -27,20 +27,19 @@
    estimate, and `ddshark latency --offset auto` within the estimate's half-width.
 
 usage: tests/flux/run.sh [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
-The private stack's run dir: DDSHARK_FLUX_RUN_DIR, else a new /tmp/ddshark-flux-* that is
-removed at the end (kept with --keep).
+The private stack's run dir: DDSHARK_FLUX_RUN_DIR, else a new /tmp/ddshark-stack-*, removed
+after a run that passed (kept with its logs after a failure; the stack runs on with --keep).
 Exit status 0 only if everything passed.
 """
 import argparse
+import contextlib
 import csv
 import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 from collections import Counter
@@ -753,96 +752,92 @@ def main():
     ap.add_argument("--ddshark", help="ddshark binary (default: cargo build)")
     args = ap.parse_args()
     t0 = time.time()
-    run_dir, made_run_dir = None, False
-    if args.stack_env:
-        env = stack.read_env(args.stack_env)
-    else:
-        # A run dir of its own unless told (two runs of the suite must not share one).
-        run_dir = os.environ.get("DDSHARK_FLUX_RUN_DIR")
-        if not run_dir:
-            run_dir, made_run_dir = tempfile.mkdtemp(prefix="ddshark-flux-"), True
-        log(f"starting the stack in {run_dir}")
-        env = stack.start(run_dir, "--with-prometheus", env=STACK_ENV)
-    try:
-        influx = Influx.from_env(env)
-        binary = ddshark_bin(args)
-        run_id = f"t{int(time.time())}"
-        scenarios = args.scenario or [s for s in DEFAULT_SCENARIOS
-                                      if os.path.exists(os.path.join(PCAPS, s, "b.pcap"))]
-        check(scenarios, "no fixtures in tests/pcaps")
-        spans, ranges = {}, {}
-        for s in scenarios:
-            hosts = (f"{run_id}-{s}-a", f"{run_id}-{s}-b")
-            for pcap, h in zip(("a.pcap", "b.pcap"), hosts):
-                spans[h] = export(binary, os.path.join(PCAPS, s, pcap), h, env["DDSHARK_OTLP_ENDPOINT"])
-            rows = latency_rows(binary, *(os.path.join(PCAPS, s, f) for f in ("a.pcap", "b.pcap")), "sample")
-            ts = [int(r["t_send_ns"]) for r in rows]
-            # The time range Grafana would show: the capture, with a margin.
-            ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000, min(ts), max(ts))
-            log(f"exported {s}: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
-        lo = min(r[1] for r in ranges.values())
-        hi = max(r[2] for r in ranges.values())
-        wait_for_spans(influx, spans, lo, hi)
-        check_schema(influx, spans, lo, hi)
-        wait_for_join(influx)
-        # The same capture again under other host names (as bench-e2e replays it): the
-        # participants' hosts must follow (their votes for the first names are stale).
-        again = scenarios[0]
-        again_hosts = (f"{run_id}-again-a", f"{run_id}-again-b")
-        again_spans = {h: export(binary, os.path.join(PCAPS, again, pcap), h, env["DDSHARK_OTLP_ENDPOINT"])
-                       for pcap, h in zip(("a.pcap", "b.pcap"), again_hosts)}
-        log(f"exported {again} again as {again_hosts}")
-        wait_for_spans(influx, again_spans, lo, hi)
-        wait_for_join(influx)
-        # Last (its capture is newer than the others: the join's 5 minutes of capture time
-        # move on with it): the shifted pair.
-        shifted = None
-        if check(os.path.exists(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap")),
-                 f"no tests/pcaps/{SHIFTED_FIXTURE}: the clock-correction check needs it"):
-            a_pcap = os.path.join(PCAPS, SHIFTED_FIXTURE, "a.pcap")
-            b_pcap = os.path.join(env.get("DDSHARK_STACK_RUN_DIR") or run_dir, f"{run_id}-{SHIFTED_FIXTURE}-b-shifted.pcap")
-            first = shifted_copy(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap"), b_pcap, SHIFT_NS, DRIFT_PPB)
-            hosts = (f"{run_id}-shifted-a", f"{run_id}-shifted-b")
-            shifted_spans = {h: export(binary, pcap, h, env["DDSHARK_OTLP_ENDPOINT"])
-                             for pcap, h in zip((a_pcap, b_pcap), hosts)}
-            ts = [int(r["t_send_ns"]) for r in latency_rows(binary, a_pcap, b_pcap, "sample")]
-            shifted = (hosts, a_pcap, b_pcap, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000,
-                       lambda t: SHIFT_NS + (t - first) * DRIFT_PPB // 1_000_000_000)
-            log(f"exported {SHIFTED_FIXTURE} with B +{SHIFT_NS} ns and {DRIFT_PPB} ppb: "
-                f"{shifted_spans[hosts[0]]} + {shifted_spans[hosts[1]]} spans")
-            wait_for_spans(influx, shifted_spans, shifted[3], shifted[4])
-            wait_for_join(influx)
-        checks = [(s, r[0], r[1], r[2]) for s, r in ranges.items()]
-        checks.append((again, again_hosts, ranges[again][1], ranges[again][2]))
-        for s, hosts, start, stop in checks:
-            check_latency(influx, binary, s, hosts, start, stop)
-            check_outcomes(influx, binary, s, hosts, start, stop)
-        if shifted:
-            check_clock_correction(influx, binary, *shifted)
-        first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
-        # Every query and panel must return data: a fixture with DATA_FRAG, loss and repairs.
-        rich = ranges.get("h_vlan_pcp") or first
-        check_other_queries(influx, rich[0], rich[1], rich[2])
-        check_linter()
-        check_topic_filter(influx, first[0], first[1], first[2])
-        uids = check_provisioning()
-        prom = env.get("DDSHARK_PROMETHEUS_URL")
-        if check(prom, "no Prometheus in the stack (start.sh --with-prometheus)"):
-            deadline = time.time() + 90
-            while time.time() < deadline and not stack.prom_query_range(
-                    prom, "rate(node_network_receive_bytes_total[1m])", int(time.time()) - 120,
-                    int(time.time())):
-                time.sleep(3)
-            check_dashboards(influx, prom, rich[0], rich[1], rich[2], uids)
-    finally:
-        if run_dir and not args.keep:
-            stack.stop(run_dir)
-            if made_run_dir:
-                shutil.rmtree(run_dir, ignore_errors=True)
+    with contextlib.ExitStack() as running:
+        if args.stack_env:
+            env = stack.read_env(args.stack_env)
+        else:
+            env = running.enter_context(stack.private(
+                "DDSHARK_FLUX_RUN_DIR", "--with-prometheus", keep=args.keep,
+                failed=lambda: bool(FAILURES), env=STACK_ENV))
+        run_checks(args, env)
     log(f"done in {time.time() - t0:.0f} s: {len(FAILURES)} failure(s)")
     for f in FAILURES:
         print("FAIL: " + f, file=sys.stderr)
     return 1 if FAILURES else 0
+
+
+def run_checks(args, env):
+    """Every check of the suite on the stack of env."""
+    influx = Influx.from_env(env)
+    binary = ddshark_bin(args)
+    run_id = f"t{int(time.time())}"
+    scenarios = args.scenario or [s for s in DEFAULT_SCENARIOS
+                                  if os.path.exists(os.path.join(PCAPS, s, "b.pcap"))]
+    check(scenarios, "no fixtures in tests/pcaps")
+    spans, ranges = {}, {}
+    for s in scenarios:
+        hosts = (f"{run_id}-{s}-a", f"{run_id}-{s}-b")
+        for pcap, h in zip(("a.pcap", "b.pcap"), hosts):
+            spans[h] = export(binary, os.path.join(PCAPS, s, pcap), h, env["DDSHARK_OTLP_ENDPOINT"])
+        rows = latency_rows(binary, *(os.path.join(PCAPS, s, f) for f in ("a.pcap", "b.pcap")), "sample")
+        ts = [int(r["t_send_ns"]) for r in rows]
+        # The time range Grafana would show: the capture, with a margin.
+        ranges[s] = (hosts, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000, min(ts), max(ts))
+        log(f"exported {s}: {spans[hosts[0]]} + {spans[hosts[1]]} spans")
+    lo = min(r[1] for r in ranges.values())
+    hi = max(r[2] for r in ranges.values())
+    wait_for_spans(influx, spans, lo, hi)
+    check_schema(influx, spans, lo, hi)
+    wait_for_join(influx)
+    # The same capture again under other host names (as bench-e2e replays it): the
+    # participants' hosts must follow (their votes for the first names are stale).
+    again = scenarios[0]
+    again_hosts = (f"{run_id}-again-a", f"{run_id}-again-b")
+    again_spans = {h: export(binary, os.path.join(PCAPS, again, pcap), h, env["DDSHARK_OTLP_ENDPOINT"])
+                   for pcap, h in zip(("a.pcap", "b.pcap"), again_hosts)}
+    log(f"exported {again} again as {again_hosts}")
+    wait_for_spans(influx, again_spans, lo, hi)
+    wait_for_join(influx)
+    # Last (its capture is newer than the others: the join's 5 minutes of capture time
+    # move on with it): the shifted pair.
+    shifted = None
+    if check(os.path.exists(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap")),
+             f"no tests/pcaps/{SHIFTED_FIXTURE}: the clock-correction check needs it"):
+        a_pcap = os.path.join(PCAPS, SHIFTED_FIXTURE, "a.pcap")
+        b_pcap = os.path.join(env["DDSHARK_STACK_RUN_DIR"], f"{run_id}-{SHIFTED_FIXTURE}-b-shifted.pcap")
+        first = shifted_copy(os.path.join(PCAPS, SHIFTED_FIXTURE, "b.pcap"), b_pcap, SHIFT_NS, DRIFT_PPB)
+        hosts = (f"{run_id}-shifted-a", f"{run_id}-shifted-b")
+        shifted_spans = {h: export(binary, pcap, h, env["DDSHARK_OTLP_ENDPOINT"])
+                         for pcap, h in zip((a_pcap, b_pcap), hosts)}
+        ts = [int(r["t_send_ns"]) for r in latency_rows(binary, a_pcap, b_pcap, "sample")]
+        shifted = (hosts, a_pcap, b_pcap, min(ts) - 60_000_000_000, max(ts) + 60_000_000_000,
+                   lambda t: SHIFT_NS + (t - first) * DRIFT_PPB // 1_000_000_000)
+        log(f"exported {SHIFTED_FIXTURE} with B +{SHIFT_NS} ns and {DRIFT_PPB} ppb: "
+            f"{shifted_spans[hosts[0]]} + {shifted_spans[hosts[1]]} spans")
+        wait_for_spans(influx, shifted_spans, shifted[3], shifted[4])
+        wait_for_join(influx)
+    checks = [(s, r[0], r[1], r[2]) for s, r in ranges.items()]
+    checks.append((again, again_hosts, ranges[again][1], ranges[again][2]))
+    for s, hosts, start, stop in checks:
+        check_latency(influx, binary, s, hosts, start, stop)
+        check_outcomes(influx, binary, s, hosts, start, stop)
+    if shifted:
+        check_clock_correction(influx, binary, *shifted)
+    first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
+    # Every query and panel must return data: a fixture with DATA_FRAG, loss and repairs.
+    rich = ranges.get("h_vlan_pcp") or first
+    check_other_queries(influx, rich[0], rich[1], rich[2])
+    check_linter()
+    check_topic_filter(influx, first[0], first[1], first[2])
+    uids = check_provisioning()
+    prom = env.get("DDSHARK_PROMETHEUS_URL")
+    if check(prom, "no Prometheus in the stack (start.sh --with-prometheus)"):
+        deadline = time.time() + 90
+        while time.time() < deadline and not stack.prom_query_range(
+                prom, "rate(node_network_receive_bytes_total[1m])", int(time.time()) - 120,
+                int(time.time())):
+            time.sleep(3)
+        check_dashboards(influx, prom, rich[0], rich[1], rich[2], uids)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,19 @@
 """A running stack (scripts/stack/start.sh): its environment, starting and stopping a
 private one, and its Prometheus."""
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import urllib.parse
 import urllib.request
 
+from . import say_as
 from .paths import STACK_SCRIPTS
+
+say = say_as("stack")
 
 
 def read_env(path):
@@ -37,6 +43,35 @@ def stop(run_dir, purge=False):
     """scripts/stack/stop.sh --run-dir RUN_DIR (--purge: its data too)."""
     subprocess.run([os.path.join(STACK_SCRIPTS, "stop.sh"), "--run-dir", run_dir,
                     *(["--purge"] if purge else [])], capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def private(run_dir_var, *flags, keep=False, failed=lambda: False, env=None):
+    """A private stack for one run (start.sh --auto-ports FLAGS) in the run dir the
+    environment variable run_dir_var names, else in a new /tmp/ddshark-stack-* (two runs must
+    not share one); yields its environment. At the end it is stopped, unless keep, and its
+    data and a run dir made here removed, unless the run failed (an exception, or failed()
+    says so: then its logs stay, and where is said)."""
+    run_dir = os.environ.get(run_dir_var)
+    made = not run_dir
+    if made:
+        run_dir = tempfile.mkdtemp(prefix="ddshark-stack-")
+    say(f"starting a private stack in {run_dir}")
+    stack_env = start(run_dir, *flags, env=env)
+    passed = False
+    try:
+        yield stack_env
+        passed = not failed()
+    finally:
+        if keep:
+            say(f"the stack keeps running in {run_dir} (scripts/stack/stop.sh --run-dir {run_dir})")
+        elif not passed:
+            stop(run_dir)
+            say(f"stopped; its logs are in {run_dir}/logs")
+        else:
+            stop(run_dir, purge=True)
+            if made:
+                shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def prom_query_range(url, expr, start, end, step=15):
