@@ -24,14 +24,19 @@ fn sample(host: &str, start: i64, end: i64) -> String {
     )
 }
 
-fn join(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark-join"))
+/// `ddshark-join ARGS` with stdin, stdout and stderr piped.
+fn spawn_join(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_ddshark-join"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("ddshark-join starts");
+        .expect("ddshark-join starts")
+}
+
+fn join(args: &[&str], input: &str) -> Output {
+    let mut child = spawn_join(args);
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(input.as_bytes()).expect("write spans");
     drop(stdin);
@@ -123,13 +128,7 @@ struct Running {
 
 impl Running {
     fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark-join"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("ddshark-join starts");
+        let mut child = spawn_join(args);
         let (tx, lines) = mpsc::channel();
         let out = child.stdout.take().expect("stdout");
         let err = child.stderr.take().expect("stderr");
