@@ -1,0 +1,61 @@
+//! The samples and DATA_FRAGs waiting to be joined, in order of arrival.
+
+use super::*;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Pending<R> {
+    pub(super) first_tick: u64,
+    pub(super) rows: Vec<R>,
+    pub(super) writer: Str,
+    pub(super) sn: i64,
+    pub(super) fragment_starting_num: i64,
+}
+
+/// Pending samples (or DATA_FRAGs) in order of arrival, found by (writer, SN[, fragment]).
+/// Entries leave only from the front (due in arrival order, or the oldest when full).
+#[derive(Debug)]
+pub(super) struct PendingQueue<R> {
+    /// Sequence number of `entries[0]`.
+    pub(super) base: u64,
+    pub(super) entries: VecDeque<Pending<R>>,
+    pub(super) index: HashMap<(Str, i64, i64), u64>,
+}
+
+impl<R> Default for PendingQueue<R> {
+    fn default() -> Self {
+        PendingQueue {
+            base: 0,
+            entries: VecDeque::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+impl<R> PendingQueue<R> {
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(super) fn get_mut(&mut self, writer: &Str, sn: i64, fsn: i64) -> Option<&mut Pending<R>> {
+        let seq = *self.index.get(&(writer.clone(), sn, fsn))?;
+        let at = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        self.entries.get_mut(at)
+    }
+
+    pub(super) fn insert(&mut self, entry: Pending<R>) {
+        let seq = self.base.saturating_add(self.entries.len() as u64);
+        self.index.insert(
+            (entry.writer.clone(), entry.sn, entry.fragment_starting_num),
+            seq,
+        );
+        self.entries.push_back(entry);
+    }
+
+    pub(super) fn pop_front(&mut self) -> Option<Pending<R>> {
+        let entry = self.entries.pop_front()?;
+        self.base = self.base.saturating_add(1);
+        self.index
+            .remove(&(entry.writer.clone(), entry.sn, entry.fragment_starting_num));
+        Some(entry)
+    }
+}

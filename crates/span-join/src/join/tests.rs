@@ -1,0 +1,485 @@
+use super::*;
+use crate::feed_line;
+
+const W: &str = "0110aaaaaaaaaaaaaaaaaaaa000003c2";
+
+/// A SAMPLE span of writer W as Telegraf hands it over.
+fn sample(host: &str, sn: i64, start: i64, end: i64, missing: i64) -> String {
+    format!(
+        "spans,host.name={host},slot=0,span.name=SAMPLE,topic_name=rt/chatter,writer_id={W} \
+         end_time_unix_nano={end}i,sn={sn}i,start_ns={start}i,fragments_missing={missing}i,\
+         sample_size=100i,repairs=0i,submessages=1i {start}"
+    )
+}
+
+fn frag(host: &str, sn: i64, fsn: i64, start: i64, end: i64) -> String {
+    format!(
+        "spans,host.name={host},slot=0,span.name=DATA_FRAG,topic_name=rt/blob,writer_id={W} \
+         end_time_unix_nano={end}i,sn={sn}i,fragment_starting_num={fsn}i,frags_in_submessage=1i,\
+         fragment_size=1000i,sample_size=3000i {start}"
+    )
+}
+
+/// Pushes after 2 periods, once every other host's capture is 3 s past (a sample
+/// window of 2 s and the 1 s grace).
+fn settings() -> JoinSettings {
+    JoinSettings {
+        settle_pushes: 2,
+        max_wait_pushes: 4,
+        sample_window_ns: 2_000_000_000,
+        ..JoinSettings::default()
+    }
+}
+
+fn feed(join: &mut SpanJoin, lines: &[String]) {
+    for l in lines {
+        feed_line(join, l);
+    }
+}
+
+/// The points of `measurement` in `out`, without the measurement name.
+fn points<'a>(out: &'a LineWriter, measurement: &str) -> Vec<&'a str> {
+    out.buf
+        .lines()
+        .filter_map(|l| l.strip_prefix(measurement).filter(|r| r.starts_with(',')))
+        .collect()
+}
+
+#[test]
+fn a_sample_seen_by_two_hosts_has_a_latency_from_the_first() {
+    let mut join = SpanJoin::new(settings());
+    feed(
+        &mut join,
+        &[
+            sample("b", 1, 1_000_500, 1_002_000, 0),
+            sample("a", 1, 1_000_000, 1_000_100, 0),
+        ],
+    );
+    let mut out = LineWriter::default();
+    join.push(&mut out);
+    assert!(
+        points(&out, "dds_latency").is_empty(),
+        "joined before it settled: {}",
+        out.buf
+    );
+    join.push(&mut out);
+    assert_eq!(
+        points(&out, "dds_latency"),
+        vec![",receiver=b,sender=a,slot=0,topic_name=rt/chatter,writer_id=0110aaaaaaaaaaaaaaaaaaaa000003c2 latency_ns=2000i,t_recv_ns=1002000i,sn=1i 1000000"]
+    );
+    assert_eq!(points(&out, "dds_samples").len(), 1);
+    assert_eq!(points(&out, "dds_repairs").len(), 1);
+    assert_eq!(
+        points(&out, "dds_latency_1s"),
+        vec![",receiver=b,sender=a,topic_name=rt/chatter samples=1i,latency_sum_ns=2000i,latency_min_ns=2000i,latency_max_ns=2000i 0"]
+    );
+    assert_eq!(
+        (
+            join.counters.samples,
+            join.counters.spans,
+            join.pending_samples()
+        ),
+        (1, 2, 0)
+    );
+}
+
+/// The same participants replayed under other host names a push later (as the
+/// end-to-end bench and a user replaying one capture pair twice do): the old names'
+/// votes neither take the new replay's samples nor its losses.
+#[test]
+fn a_replay_under_other_host_names_is_joined_under_the_new_names() {
+    let mut join = SpanJoin::new(settings());
+    let mut out = LineWriter::default();
+    // many samples under a1 -> b1
+    for sn in 1..=50 {
+        let t = sn * 1_000_000;
+        feed(
+            &mut join,
+            &[
+                sample("a1", sn, t, t + 100, 0),
+                sample("b1", sn, t + 500, t + 900, 0),
+            ],
+        );
+    }
+    join.push(&mut out);
+    join.push(&mut out);
+    assert_eq!(points(&out, "dds_latency").len(), 50);
+    // the same writer again a push later, now as a2 -> b2 (spans arriving over a few
+    // pushes, while a1 and b1 send none): two samples, one lost at b2
+    let mut out = LineWriter::default();
+    for line in [
+        sample("a2", 1, 1_000_000, 1_000_100, 0),
+        sample("b2", 1, 1_000_500, 1_000_900, 0),
+        sample("a2", 2, 2_000_000, 2_000_100, 0),
+        // b2 captured well past sample 2 (so it was lost there, not uncaptured)
+        sample("b2", 3, 9_000_000_000, 9_000_000_100, 0),
+        sample("a2", 3, 8_999_999_000, 8_999_999_100, 0),
+    ] {
+        feed(&mut join, &[line]);
+        join.push(&mut out);
+    }
+    join.push(&mut out);
+    join.push(&mut out);
+    let latency = points(&out, "dds_latency");
+    assert_eq!(latency.len(), 2, "{}", out.buf);
+    assert!(
+        latency
+            .iter()
+            .all(|p| p.starts_with(",receiver=b2,sender=a2,")),
+        "{}",
+        out.buf
+    );
+    let lost = points(&out, "dds_lost");
+    assert_eq!(lost.len(), 1, "{}", out.buf);
+    assert!(
+        lost[0].starts_with(",receiver=b2,sender=a2,"),
+        "{}",
+        out.buf
+    );
+    assert_eq!(join.counters.senderless, 0);
+    // a sample only b2 saw while a2 captures: a2's capture missed it, counted
+    let mut out = LineWriter::default();
+    feed(
+        &mut join,
+        &[
+            sample("b2", 4, 9_100_000_500, 9_100_000_900, 0),
+            sample("a2", 5, 19_200_000_000, 19_200_000_100, 0),
+            sample("b2", 5, 19_200_000_500, 19_200_000_900, 0),
+        ],
+    );
+    join.push(&mut out);
+    join.push(&mut out);
+    assert_eq!(points(&out, "dds_latency").len(), 1, "{}", out.buf);
+    // (counted once no span of a2 came for it in max_wait_pushes)
+    assert_eq!(join.counters.senderless, 0, "{}", out.buf);
+    for _ in 0..4 {
+        join.push(&mut out);
+    }
+    assert_eq!(join.counters.senderless, 1, "{}", out.buf);
+}
+
+#[test]
+fn incomplete_and_missing_copies_are_lost_while_the_receiver_captured() {
+    let mut join = SpanJoin::new(settings());
+    let s = 1_000_000_000;
+    feed(
+        &mut join,
+        &[
+            // b saw sample 1 whole, sample 2 in part, sample 3 not at all, and captured
+            // until 10 s; sample 4 was sent after b's capture ended (less the grace)
+            sample("a", 1, s, s + 10, 0),
+            sample("b", 1, s + 100, s + 200, 0),
+            sample("a", 2, 2 * s, 2 * s + 10, 0),
+            sample("b", 2, 2 * s + 100, 2 * s + 200, 1),
+            sample("a", 3, 3 * s, 3 * s + 10, 0),
+            sample("b", 9, 10 * s, 10 * s, 0),
+            sample("a", 4, 9 * s + 500, 9 * s + 510, 0),
+        ],
+    );
+    let mut out = LineWriter::default();
+    join.push(&mut out);
+    join.push(&mut out);
+    let lost = points(&out, "dds_lost");
+    assert_eq!(lost.len(), 2, "{}", out.buf);
+    assert!(
+        lost[0].ends_with("sn=2i,incomplete=1i 2000000000"),
+        "{}",
+        lost[0]
+    );
+    assert!(
+        lost[1].ends_with("sn=3i,incomplete=0i 3000000000"),
+        "{}",
+        lost[1]
+    );
+    assert_eq!(points(&out, "dds_latency").len(), 1);
+}
+
+#[test]
+fn a_second_of_latencies_is_rewritten_with_the_totals_as_its_samples_are_joined() {
+    let mut join = SpanJoin::new(settings());
+    let mut out = LineWriter::default();
+    feed(
+        &mut join,
+        &[
+            sample("a", 1, 5_000, 5_010, 0),
+            sample("b", 1, 5_100, 5_300, 0),
+        ],
+    );
+    join.push(&mut out);
+    feed(
+        &mut join,
+        &[
+            sample("a", 2, 7_000, 7_010, 0),
+            sample("b", 2, 7_100, 7_900, 0),
+        ],
+    );
+    join.push(&mut out);
+    join.push(&mut out);
+    let seconds = points(&out, "dds_latency_1s");
+    assert_eq!(seconds.len(), 2, "{}", out.buf);
+    assert!(seconds[0]
+        .ends_with(" samples=1i,latency_sum_ns=300i,latency_min_ns=300i,latency_max_ns=300i 0"));
+    assert!(seconds[1]
+        .ends_with(" samples=2i,latency_sum_ns=1200i,latency_min_ns=300i,latency_max_ns=900i 0"));
+}
+
+#[test]
+fn a_copy_a_whole_window_later_is_not_the_same_sample() {
+    let mut join = SpanJoin::new(settings());
+    let window = settings().sample_window_ns;
+    feed(
+        &mut join,
+        &[
+            sample("a", 1, 0, 10, 0),
+            sample("b", 1, 5, 20, 0),
+            sample("b", 1, window + 1, window + 2, 0),
+        ],
+    );
+    let mut out = LineWriter::default();
+    join.flush(&mut out);
+    let latency = points(&out, "dds_latency");
+    assert_eq!(latency.len(), 1);
+    assert!(latency[0].contains("latency_ns=20i"), "{}", latency[0]);
+}
+
+#[test]
+fn a_data_frag_goes_from_the_earliest_start_at_home_to_the_earliest_end_elsewhere() {
+    let mut join = SpanJoin::new(settings());
+    feed(
+        &mut join,
+        &[
+            frag("a", 1, 2, 100, 110),
+            frag("a", 1, 2, 90, 95),
+            frag("b", 1, 2, 300, 400),
+            frag("b", 1, 2, 250, 380),
+            // impossible: fragment 4 of a 3-fragment sample (counted, not joined)
+            frag("a", 1, 4, 100, 110),
+        ],
+    );
+    let mut out = LineWriter::default();
+    join.flush(&mut out);
+    let sub = points(&out, "dds_submessage_latency");
+    assert_eq!(sub.len(), 1, "{}", out.buf);
+    assert!(sub[0].contains("receiver=b,sender=a"), "{}", sub[0]);
+    assert!(
+        sub[0].ends_with("latency_ns=290i,t_recv_ns=380i,sn=1i,fragment_starting_num=2i 90"),
+        "{}",
+        sub[0]
+    );
+    assert_eq!((join.counters.spans, join.counters.frags), (5, 1));
+}
+
+#[test]
+fn a_full_table_joins_the_oldest_early_and_counts_it() {
+    let mut join = SpanJoin::new(JoinSettings {
+        max_pending: 2,
+        ..settings()
+    });
+    feed(
+        &mut join,
+        &[
+            sample("a", 1, 0, 1, 0),
+            sample("b", 1, 5, 9, 0),
+            sample("a", 2, 10, 11, 0),
+            sample("a", 3, 20, 21, 0),
+        ],
+    );
+    assert_eq!((join.counters.early, join.pending_samples()), (1, 2));
+    let mut out = LineWriter::default();
+    join.push(&mut out);
+    assert_eq!(
+        points(&out, "dds_latency").len(),
+        1,
+        "the early sample's points come with the next push"
+    );
+    assert!(out.buf.contains("early=1i"));
+}
+
+#[test]
+fn lines_it_cannot_use_are_counted_not_fatal() {
+    let mut join = SpanJoin::new(settings());
+    for bad in [
+        "spans,host.name=a,span.name=SAMPLE x=1i 5",
+        "other,host.name=a y=1i 1",
+        "spans x=\"open 1",
+        "\u{fffd} garbage",
+    ] {
+        feed_line(&mut join, bad);
+    }
+    feed_line(&mut join, "");
+    feed_line(&mut join, "# comment");
+    assert_eq!((join.counters.spans, join.counters.rejected), (4, 4));
+}
+
+#[test]
+fn writers_and_hosts_unseen_for_a_while_are_forgotten() {
+    let mut join = SpanJoin::new(JoinSettings {
+        forget_pushes: 3,
+        ..settings()
+    });
+    feed(
+        &mut join,
+        &[sample("a", 1, 0, 1, 0), sample("b", 1, 5, 9, 0)],
+    );
+    let mut out = LineWriter::default();
+    // (joined at push 2, which counts as its repairs' last news: gone after push 5)
+    for _ in 0..6 {
+        join.push(&mut out);
+    }
+    assert_eq!(
+        join.counters.forgotten,
+        3,
+        "one writer and two hosts: {}",
+        out.buf.lines().last().unwrap_or("")
+    );
+    assert!(join.writers.is_empty() && join.captures.is_empty() && join.repairs.is_empty());
+}
+
+#[test]
+fn the_same_spans_give_the_same_points() {
+    let lines: Vec<String> = (0..50)
+        .flat_map(|i| {
+            [
+                sample("a", i, i * 1000, i * 1000 + 5, 0),
+                sample("b", i, i * 1000 + 7, i * 1000 + 90, i % 7),
+            ]
+        })
+        .chain((1..=3).map(|f| frag("c", 99, f, 5, 6)))
+        .collect();
+    let run = || {
+        let mut join = SpanJoin::new(settings());
+        let mut out = LineWriter::default();
+        for chunk in lines.chunks(13) {
+            feed(&mut join, chunk);
+            join.push(&mut out);
+        }
+        join.flush(&mut out);
+        out.buf
+    };
+    assert_eq!(run(), run());
+}
+
+/// One run's arrivals: spans and the pushes between them.
+enum Step {
+    Line(String),
+    Push,
+}
+
+/// Two hosts' SAMPLE spans arriving a push or two apart (some incomplete, some
+/// missing on one host, one sample seen by both at once), DATA_FRAGs, and an early
+/// join (a small table).
+fn arrivals() -> Vec<Step> {
+    let mut steps = Vec::new();
+    for i in 0..24i64 {
+        let t = 1_000_000_000 + i * 250_000_000;
+        steps.push(Step::Line(sample("a", i, t, t + 100, 0)));
+        if i % 5 != 3 {
+            steps.push(Step::Line(sample("b", i, t + 300, t + 9_000, i % 4 / 3)));
+        }
+        if i % 6 == 0 {
+            steps.push(Step::Line(frag("a", i, 1, t, t + 10)));
+            steps.push(Step::Line(frag("b", i, 1, t + 20, t + 400)));
+        }
+        if i % 3 == 2 {
+            steps.push(Step::Push);
+        }
+    }
+    steps.push(Step::Line(sample("b", 30, 99, 120, 0)));
+    steps.push(Step::Line(sample("a", 30, 99, 110, 0)));
+    steps
+}
+
+/// The points of `steps`, the join carried across a restart (state serialised and
+/// read back) before step `restart_at` (None: no restart).
+fn run_with_restart(steps: &[Step], restart_at: Option<usize>) -> String {
+    let settings = JoinSettings {
+        max_pending: 5,
+        ..settings()
+    };
+    let mut join = SpanJoin::new(settings);
+    let mut out = LineWriter::default();
+    for (at, step) in steps.iter().enumerate() {
+        if restart_at == Some(at) {
+            let text = serde_json::to_string(&join.into_state()).unwrap();
+            let state: JoinState = serde_json::from_str(&text).unwrap();
+            join = SpanJoin::from_state(settings, state).unwrap();
+        }
+        match step {
+            Step::Line(l) => feed_line(&mut join, l),
+            Step::Push => {
+                join.push(&mut out);
+            }
+        }
+    }
+    for _ in 0..4 {
+        join.push(&mut out);
+    }
+    out.buf
+}
+
+#[test]
+fn a_restart_anywhere_loses_no_accepted_span() {
+    let steps = arrivals();
+    let unbroken = run_with_restart(&steps, None);
+    for kind in [
+        "dds_latency,",
+        "dds_lost,",
+        "dds_submessage_latency,",
+        "dds_latency_1s,",
+    ] {
+        assert!(
+            unbroken.contains(kind),
+            "the scenario has no {kind}: {unbroken}"
+        );
+    }
+    let last = unbroken.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("ddshark_join") && !last.contains("early=0i"),
+        "no early join: {last}"
+    );
+    for at in 0..steps.len() {
+        assert_eq!(
+            run_with_restart(&steps, Some(at)),
+            unbroken,
+            "restarted before step {at}"
+        );
+    }
+}
+
+#[test]
+fn the_state_view_is_the_state() {
+    let mut join = SpanJoin::new(JoinSettings {
+        max_pending: 5,
+        ..settings()
+    });
+    let mut out = LineWriter::default();
+    for step in arrivals() {
+        match step {
+            Step::Line(l) => feed_line(&mut join, &l),
+            Step::Push => {
+                join.push(&mut out);
+            }
+        }
+        let view = serde_json::to_string(&join.state_view()).unwrap();
+        let settings = join.settings;
+        let state = std::mem::take(&mut join).into_state();
+        assert_eq!(view, serde_json::to_string(&state).unwrap());
+        join = SpanJoin::from_state(settings, state).unwrap();
+    }
+}
+
+#[test]
+fn a_state_of_another_format_is_refused() {
+    let mut join = SpanJoin::new(settings());
+    feed(&mut join, &[sample("a", 1, 0, 1, 0)]);
+    let mut value = serde_json::to_value(join.into_state()).unwrap();
+    value["format"] = serde_json::json!(STATE_FORMAT + 1);
+    let state: JoinState = serde_json::from_value(value).unwrap();
+    assert_eq!(
+        SpanJoin::from_state(settings(), state).unwrap_err(),
+        StateError::Format {
+            found: STATE_FORMAT + 1,
+            expected: STATE_FORMAT
+        }
+    );
+}
