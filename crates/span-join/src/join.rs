@@ -44,7 +44,7 @@
 //! - DATA_FRAG: earliest start on the writer's host, earliest end on each other host.
 //!
 //! Capture time decides when a sample is joined, as it decides every value: a sample waits
-//! until every other host that saw its writer has sent a SAMPLE span ending at least the
+//! until every other host has sent a SAMPLE span ending at least the
 //! sample window plus the lost grace after the sample's first copy started (each host's
 //! watermark, on its own clock, moved onto the first copy's host's clock when the offset
 //! estimate shows they differ; ddshark sends a host's SAMPLE spans in the order they end).
@@ -53,8 +53,9 @@
 //! least `settle_pushes` pushes, at most `max_wait_pushes` (then joined with what is there,
 //! counted `forced`; so is a sample joined without a host none of whose spans came in
 //! `max_wait_pushes` pushes that brought others'). The same spans in the same order give
-//! the same points, whatever the clock. A writer first seen during an outage is not waited
-//! for at hosts whose spans have not named it yet.
+//! the same points, whatever the clock. A host whose spans stopped while others' came and
+//! whose capture time is [`STALE_NS`] behind theirs (replayed before under other names) is
+//! waited for no more; a sample waiting for a host holds up no other.
 //!
 //! Bounded: `max_pending` samples and as many DATA_FRAGs wait (beyond, the oldest is
 //! joined early, counted); writers and hosts unseen for `forget_pushes` pushes are
@@ -92,7 +93,7 @@ const MAX_INTERNED: usize = 100_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JoinSettings {
     /// Pushes a sample (or DATA_FRAG) waits at least after its first span arrived; then
-    /// it waits until every other host that saw its writer has sent spans past it in
+    /// it waits until every other host has sent spans past it in
     /// capture time ([`JoinSettings::wait_ns`]).
     pub settle_pushes: u64,
     /// Pushes a sample waits at most (arrival time): beyond, it is joined with what is
@@ -284,6 +285,8 @@ pub struct SpanJoin {
     flows: u64,
     /// A span arrived since the last push.
     flowing: bool,
+    /// The latest host watermark (`Capture::sample_end`) at this push.
+    watermark_max: i64,
     samples: PendingQueue<SampleRow>,
     frags: PendingQueue<FragRow>,
     /// Samples joined with no span of their sender's host yet, by (writer, SN), with the
@@ -309,6 +312,11 @@ pub struct SpanJoin {
     early_points: u64,
     pub counters: JoinCounters,
 }
+
+/// A host whose capture time is this far behind the latest host's, and whose spans stopped
+/// while others' came, is a capture replayed before (under other host names), not one whose
+/// spans are held up: it is waited for no more.
+const STALE_NS: i64 = 300 * NS;
 
 /// Whether every other host's capture has passed a sample ([`SpanJoin::passed_by_all`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -528,34 +536,63 @@ impl SpanJoin {
         if std::mem::take(&mut self.flowing) {
             self.flows = self.flows.saturating_add(1);
         }
+        self.watermark_max = self
+            .captures
+            .values()
+            .map(|c| c.sample_end)
+            .max()
+            .unwrap_or(i64::MIN);
         let mut points = self.take_early(out);
         // samples first: their votes decide the writers' hosts for the DATA_FRAGs; all of
         // them are evidence for the order of events before any is joined
-        let mut ready = Vec::new();
-        while let Some(p) = self.samples.entries.front() {
-            let rows = p.rows.iter().map(|r| (&r.host, r.start));
-            let passed = self.passed_by_all(&p.writer, p.first_tick, rows);
-            if !self.due(p.first_tick, all, passed) {
+        // (anywhere in the queue: one waiting for a host must not hold up the others)
+        let mut at = Vec::new();
+        for i in 0..self.samples.len() {
+            let Some(p) = self.samples.entries.get(i) else {
+                break;
+            };
+            let first_tick = p.first_tick;
+            if !all && self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
+                // (in order of arrival: the rest came later still)
                 break;
             }
-            if let Some(p) = self.samples.pop_front() {
-                self.clocks.observe(&p.writer, &p.rows);
-                ready.push(p);
+            let passed = self.passed_by_all(
+                &p.writer,
+                first_tick,
+                p.rows.iter().map(|r| (&r.host, r.start)),
+            );
+            if self.due(first_tick, all, passed) {
+                at.push(i);
             }
+        }
+        let ready = self.samples.take(&at);
+        for p in &ready {
+            self.clocks.observe(&p.writer, &p.rows);
         }
         self.clocks.decide();
         for p in &ready {
             points = points.saturating_add(self.join_sample(p, out));
         }
-        while let Some(p) = self.frags.entries.front() {
-            let rows = p.rows.iter().map(|r| (&r.host, r.start));
-            let passed = self.passed_by_all(&p.writer, p.first_tick, rows);
-            if !self.due(p.first_tick, all, passed) {
+        at.clear();
+        for i in 0..self.frags.len() {
+            let Some(p) = self.frags.entries.get(i) else {
+                break;
+            };
+            let first_tick = p.first_tick;
+            if !all && self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
                 break;
             }
-            if let Some(p) = self.frags.pop_front() {
-                points = points.saturating_add(self.join_frag(&p, out));
+            let passed = self.passed_by_all(
+                &p.writer,
+                first_tick,
+                p.rows.iter().map(|r| (&r.host, r.start)),
+            );
+            if self.due(first_tick, all, passed) {
+                at.push(i);
             }
+        }
+        for p in self.frags.take(&at) {
+            points = points.saturating_add(self.join_frag(&p, out));
         }
         points = points.saturating_add(self.write_repairs(out));
         points = points.saturating_add(self.clocks.write(out));
@@ -585,13 +622,16 @@ impl SpanJoin {
         due
     }
 
-    /// Whether every host that saw `writer` and has no copy among `rows` (host, start) has
-    /// passed their first start by [`JoinSettings::wait_ns`] of its capture time (read on
-    /// the first copy's host's clock when the traffic shows the clocks differ): nothing of
-    /// it can still arrive from there, whatever the delay in arrival, and the outcome
-    /// (latency, lost, or nothing) depends on capture time alone, as `ddshark latency`'s.
-    /// A host silent while the others' spans arrived in more than `max_wait_pushes` pushes
-    /// is not waited for (its capture ended, or it was replayed under another name).
+    /// Whether every host with no copy among `rows` (host, start) has passed their first
+    /// start by [`JoinSettings::wait_ns`] of its capture time (read on the first copy's
+    /// host's clock when the traffic shows the clocks differ): nothing of it can still
+    /// arrive from there, whatever the delay in arrival, and the outcome (latency, lost, or
+    /// nothing) depends on capture time alone, as `ddshark latency`'s. (Every host, not only
+    /// those that saw `writer` yet: a host's first sighting of a writer may be held up too.)
+    /// Not waited for: a host silent while the others' spans arrived in more than
+    /// `max_wait_pushes` pushes (its capture ended), or in more than `settle_pushes` while
+    /// its capture time is [`STALE_NS`] behind the others' (a capture replayed before under
+    /// other host names); skipping one that saw `writer` is `AllButSilent`.
     fn passed_by_all<'a>(
         &self,
         writer: &Str,
@@ -605,22 +645,26 @@ impl SpanJoin {
         let Some((first_host, t)) = rows.clone().min_by_key(|&(_, t)| t) else {
             return Passed::All;
         };
-        let Some(w) = self.writers.get(writer) else {
-            return Passed::All;
+        let saw_writer = |host: &Str| {
+            self.writers
+                .get(writer)
+                .is_some_and(|w| w.hosts.contains_key(host))
         };
         let horizon = t.saturating_add(self.settings.wait_ns());
         let mut passed = Passed::All;
-        for host in w.hosts.keys() {
-            let Some(c) = self.captures.get(host) else {
-                continue;
-            };
+        for (host, c) in &self.captures {
             let ahead = self.clocks.receiver_ahead(first_host, host, t);
             if rows.clone().any(|(h, _)| h == host) || c.sample_end.saturating_sub(ahead) >= horizon
             {
                 continue;
             }
-            if self.flows.saturating_sub(c.flows_seen) > self.settings.max_wait_pushes {
-                passed = Passed::AllButSilent;
+            let quiet = self.flows.saturating_sub(c.flows_seen);
+            let stale = quiet > self.settings.settle_pushes
+                && self.watermark_max.saturating_sub(c.sample_end) > STALE_NS;
+            if quiet > self.settings.max_wait_pushes || stale {
+                if saw_writer(host) {
+                    passed = Passed::AllButSilent;
+                }
                 continue;
             }
             return Passed::NotYet;

@@ -12,7 +12,7 @@ pub(super) struct Pending<R> {
 }
 
 /// Pending samples (or DATA_FRAGs) in order of arrival, found by (writer, SN[, fragment]).
-/// Entries leave only from the front (due in arrival order, or the oldest when full).
+/// Entries leave from anywhere when due, the oldest first when full.
 #[derive(Debug)]
 pub(super) struct PendingQueue<R> {
     /// Sequence number of `entries[0]`.
@@ -34,6 +34,28 @@ impl<R> Default for PendingQueue<R> {
 impl<R> PendingQueue<R> {
     pub(super) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Takes the entries at positions `at` (ascending) out, in order: from the front
+    /// cheaply, from anywhere by rebuilding the queue.
+    pub(super) fn take(&mut self, at: &[usize]) -> Vec<Pending<R>> {
+        if at.iter().enumerate().all(|(n, &i)| n == i) {
+            return at.iter().filter_map(|_| self.pop_front()).collect();
+        }
+        let entries = std::mem::take(&mut self.entries);
+        self.index.clear();
+        // (sequence numbers after the old ones: none is used twice)
+        self.base = self.base.saturating_add(entries.len() as u64);
+        let mut taken = Vec::with_capacity(at.len());
+        let mut next = at.iter().peekable();
+        for (i, entry) in entries.into_iter().enumerate() {
+            if next.next_if_eq(&&i).is_some() {
+                taken.push(entry);
+            } else {
+                self.insert(entry);
+            }
+        }
+        taken
     }
 
     pub(super) fn get_mut(&mut self, writer: &Str, sn: i64, fsn: i64) -> Option<&mut Pending<R>> {
