@@ -549,30 +549,20 @@ fn process_frame<'a>(
         let on_wire = udp.length.saturating_sub(UDP_HEADER_LEN);
         // Taken only now: a frame that yields no datagram leaves the spare list in place.
         let mut submessages = relifetime(std::mem::take(&mut spare.submessages));
-        let mut discovery = Vec::new();
         let mut walk = SubmessageIter::with_wire_len(udp.payload, &header, on_wire);
         // (a loop over the inlined step, not `extend`: each submessage is moved once)
         for sm in walk.by_ref() {
             submessages.push(sm);
         }
         let submessage_errors = walk.errors();
-        for sm in submessages.iter().flatten() {
-            if let Some(rec) = discovery_of(
-                sm,
-                header.vendor,
-                envelope.ts_last_ns,
-                discovery_fragments,
-                decoded,
-            ) {
-                if let DiscoveryRecord::Endpoint(e) = &rec {
-                    topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
-                }
-                if discovery.capacity() == 0 {
-                    discovery = std::mem::take(&mut spare.discovery);
-                }
-                discovery.push(rec);
-            }
-        }
+        let discovery = discovery_records(
+            &submessages,
+            header.vendor,
+            envelope.ts_last_ns,
+            (discovery_fragments, decoded),
+            topics,
+            || std::mem::take(&mut spare.discovery),
+        );
         FrameOutcome::Rtps(Datagram {
             ts_first_ns: envelope.ts_first_ns,
             frame_first: envelope.frame_first,
@@ -653,21 +643,14 @@ fn process_tcp<'a>(
         let mut walk = SubmessageIter::with_wire_len(message, &header, message.len());
         let submessages: Vec<_> = walk.by_ref().collect();
         let submessage_errors = walk.errors();
-        let mut discovery = Vec::new();
-        for sm in submessages.iter().flatten() {
-            if let Some(rec) = discovery_of(
-                sm,
-                header.vendor,
-                m.ts_last_ns,
-                discovery_fragments,
-                decoded,
-            ) {
-                if let DiscoveryRecord::Endpoint(e) = &rec {
-                    topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
-                }
-                discovery.push(rec);
-            }
-        }
+        let discovery = discovery_records(
+            &submessages,
+            header.vendor,
+            m.ts_last_ns,
+            (discovery_fragments, decoded),
+            topics,
+            Vec::new,
+        );
         walked.push((
             m,
             header,
@@ -801,6 +784,33 @@ const RTI_PING_LEN: usize = 16;
 
 fn is_rti_ping(udp_payload: &[u8]) -> bool {
     udp_payload.len() == RTI_PING_LEN && udp_payload.get(8..16) == Some(b"NDDSPING".as_slice())
+}
+
+/// The discovery records of one message's submessages; the endpoints' topics go into
+/// `topics`. `list` gives the list to fill, taken when the first record comes.
+#[inline]
+fn discovery_records(
+    submessages: &[Result<Submessage<'_>, SubmessageError<'_>>],
+    vendor: VendorId,
+    ts_ns: u64,
+    (reassembly, decoded): (&mut DiscoveryReassembly, &mut DecodedDiscovery),
+    topics: &mut TopicMap,
+    list: impl FnOnce() -> Vec<DiscoveryRecord>,
+) -> Vec<DiscoveryRecord> {
+    let mut list = Some(list);
+    let mut discovery = Vec::new();
+    for sm in submessages.iter().flatten() {
+        if let Some(rec) = discovery_of(sm, vendor, ts_ns, reassembly, decoded) {
+            if let DiscoveryRecord::Endpoint(e) = &rec {
+                topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
+            }
+            if let Some(take) = list.take() {
+                discovery = take();
+            }
+            discovery.push(rec);
+        }
+    }
+    discovery
 }
 
 /// Decode the discovery content of a DATA/DATA_FRAG from a built-in discovery writer.
