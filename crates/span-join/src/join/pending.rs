@@ -81,3 +81,20 @@ impl<R> PendingQueue<R> {
         Some(entry)
     }
 }
+
+/// The strings a waiting row shares with the join (host, slot).
+pub(super) trait RowStrings {
+    fn strings(&mut self) -> [&mut Str; 2];
+}
+
+impl RowStrings for SampleRow {
+    fn strings(&mut self) -> [&mut Str; 2] {
+        [&mut self.host, &mut self.slot]
+    }
+}
+
+impl RowStrings for FragRow {
+    fn strings(&mut self) -> [&mut Str; 2] {
+        [&mut self.host, &mut self.slot]
+    }
+}

@@ -2,6 +2,7 @@
 //! and read back.
 
 use super::clocks::ClocksState;
+use super::pending::RowStrings;
 use super::*;
 
 /// Version of [`JoinState`]'s layout; a state of another version is refused.
@@ -159,29 +160,16 @@ impl SpanJoin {
         }
         join.early_points = state.early_points;
         join.early_out.buf = state.early_out;
-        // (strings are shared again, as they were before)
-        for mut p in state.samples {
-            p.writer = join.intern(&p.writer);
-            for r in &mut p.rows {
-                r.host = join.intern(&r.host);
-                r.slot = join.intern(&r.slot);
-            }
+        for p in state.samples {
+            let p = join.intern_pending(p);
             join.samples.insert(p);
         }
-        for mut p in state.frags {
-            p.writer = join.intern(&p.writer);
-            for r in &mut p.rows {
-                r.host = join.intern(&r.host);
-                r.slot = join.intern(&r.slot);
-            }
+        for p in state.frags {
+            let p = join.intern_pending(p);
             join.frags.insert(p);
         }
-        for ((_, sn), mut p) in state.senderless {
-            p.writer = join.intern(&p.writer);
-            for r in &mut p.rows {
-                r.host = join.intern(&r.host);
-                r.slot = join.intern(&r.slot);
-            }
+        for ((_, sn), p) in state.senderless {
+            let p = join.intern_pending(p);
             join.senderless.insert((p.writer.clone(), sn), p);
         }
         join.votes = state.votes.into_iter().collect();
@@ -190,5 +178,16 @@ impl SpanJoin {
         join.repairs = state.repairs.into_iter().collect();
         join.latency_seconds = state.latency_seconds.into_iter().collect();
         Ok(join)
+    }
+
+    /// A waiting entry read from a state, its strings shared again (as they were before).
+    fn intern_pending<R: RowStrings>(&mut self, mut p: Pending<R>) -> Pending<R> {
+        p.writer = self.intern(&p.writer);
+        for r in &mut p.rows {
+            for shared in r.strings() {
+                *shared = self.intern(shared);
+            }
+        }
+        p
     }
 }
