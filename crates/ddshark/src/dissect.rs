@@ -8,7 +8,7 @@ use rtps_dissect::Dissector;
 
 use crate::capture::file::FileSource;
 use crate::capture::PacketSource;
-use crate::output::{text, write_or_stop};
+use crate::output::{dissect as dissect_out, write_or_stop};
 use crate::record::SubmessageRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -93,7 +93,9 @@ pub fn run(file: &Path, format: DissectFormat, quiet: bool) -> Result<()> {
                 serde_json::to_writer(&mut line, r)?;
                 line.push(b'\n');
             }
-            DissectFormat::Text => line.extend_from_slice(text::submessage_line(r).as_bytes()),
+            DissectFormat::Text => {
+                line.extend_from_slice(dissect_out::submessage_line(r).as_bytes())
+            }
         }
         records = records.saturating_add(1);
         open = open && write_or_stop(&mut out, &line)?;

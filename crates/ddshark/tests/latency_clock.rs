@@ -351,7 +351,7 @@ fn hosts_are_named_as_the_pcapng_section_headers_record() {
         ["robot1->robot2", "robot2->robot1"]
     );
     let mut text = String::new();
-    ddshark::latency::output::offsets_text(&s, &mut text);
+    ddshark::output::latency::offsets_text(&s, &mut text);
     assert!(text.starts_with("clock offset robot2-robot1: "), "{text}");
     // A pcap (no section header) keeps the letters.
     let (_, plain) = run(&latency_args(&a, &[dir.join("b.pcap")], Level::Sample)).unwrap();

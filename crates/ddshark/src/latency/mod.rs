@@ -12,9 +12,7 @@
 //! a multicast sample yields one row per receiving capture.
 
 pub mod extract;
-pub mod html;
 pub mod join;
-pub mod output;
 pub(crate) mod stats;
 
 use std::io::{self, BufWriter, Write};
@@ -28,6 +26,7 @@ use rtps_dissect::Dissector;
 
 use crate::capture::file::FileSource;
 use crate::capture::PacketSource;
+use crate::output::{latency as latency_out, latency_html};
 use extract::{clock, observations, ExtractStats, Obs};
 use join::{Join, JoinConfig, JoinStats, SampleRow};
 use stats::Summary;
@@ -682,7 +681,7 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
             return Ok(true);
         }
         let mut h = String::new();
-        output::header(args.format, args.level, &mut h);
+        latency_out::header(args.format, args.level, &mut h);
         Ok(crate::output::write_or_stop(out, h.as_bytes())?)
     };
     let mut rows = 0u64;
@@ -700,7 +699,7 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
             line.push(',');
         }
         rows = rows.saturating_add(1);
-        output::row(args.format, args.level, r, &labels, &mut line);
+        latency_out::row(args.format, args.level, r, &labels, &mut line);
         open = open && crate::output::write_or_stop(&mut out, line.as_bytes())?;
         Ok(())
     })?;
@@ -709,7 +708,7 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     }
     if open {
         let mut tail = String::new();
-        output::trailer(args.format, &run, &mut tail);
+        latency_out::trailer(args.format, &run, &mut tail);
         crate::output::write_or_stop(&mut out, tail.as_bytes())?;
     }
     match out.flush() {
@@ -725,16 +724,16 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
         eprintln!("ddshark: warning: {w}");
     }
     if let Some(path) = &args.html {
-        let page = html::report(&run);
+        let page = latency_html::report(&run);
         crate::atomic_file::write(path, page)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if !args.quiet {
         let mut s = String::new();
         if args.format != LatencyFormat::Text {
-            output::summary_text(&run, &mut s, false);
+            latency_out::summary_text(&run, &mut s, false);
         }
-        output::stats_text(&run, &mut s);
+        latency_out::stats_text(&run, &mut s);
         eprint!("{s}");
     }
     Ok(())

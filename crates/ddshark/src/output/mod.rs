@@ -1,7 +1,11 @@
-//! Sinks that format records for people and scripts.
+//! The reports, for people and scripts: `stats` (`stats.rs`), `dissect` (`dissect.rs`: one
+//! line per submessage) and `latency` (`latency.rs`: text, TSV, JSON; `latency_html.rs`:
+//! the HTML page).
 
+pub(crate) mod dissect;
+pub mod latency;
+pub mod latency_html;
 pub mod stats;
-pub(crate) mod text;
 
 use std::io::{self, Write};
 

@@ -244,7 +244,7 @@ pub fn late_start_report(dir: &Path) -> String {
         )
     };
     let run = ddshark::latency::join_captures(&args, |_| Ok(())).unwrap();
-    ddshark::latency::html::report(&run)
+    ddshark::output::latency_html::report(&run)
 }
 
 /// `src` (classic pcap, µs or ns) rewritten as a nanosecond pcap whose timestamps read

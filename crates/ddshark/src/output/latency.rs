@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::join::SampleRow;
-use super::stats::{histogram, human_ns, topic_label, TopicStats};
-use super::{LatencyFormat, Level, RunSummary};
+use crate::latency::join::SampleRow;
+use crate::latency::stats::{histogram, human_ns, topic_label, TopicStats};
+use crate::latency::{LatencyFormat, Level, RunSummary};
 use crate::units::timestamp;
 
 pub(crate) const TSV_COLUMNS: &[&str] = &[
@@ -101,7 +101,7 @@ pub(crate) fn row(
     match format {
         LatencyFormat::Tsv => {
             let cols = [
-                super::direction_in(labels, r.sender, r.receiver),
+                crate::latency::direction_in(labels, r.sender, r.receiver),
                 r.key.writer.to_string(),
                 opt(r.topic.as_deref()).replace(['\t', '\n'], " "),
                 r.key.sn.to_string(),
@@ -129,7 +129,7 @@ pub(crate) fn row(
         LatencyFormat::Json | LatencyFormat::Jsonl => {
             let j = JsonRow {
                 kind: "sample",
-                direction: super::direction_in(labels, r.sender, r.receiver),
+                direction: crate::latency::direction_in(labels, r.sender, r.receiver),
                 writer_guid: r.key.writer.to_string(),
                 topic: r.topic.as_deref(),
                 builtin: r.key.writer.entity.is_builtin(),
@@ -168,7 +168,7 @@ pub(crate) fn row(
             let _ = writeln!(
                 out,
                 "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>12} {:>3}/{:<2} {}{rep}",
-                super::direction_in(labels, r.sender, r.receiver),
+                crate::latency::direction_in(labels, r.sender, r.receiver),
                 r.key.writer.to_string(),
                 r.key.sn,
                 r.status.name(),
@@ -354,7 +354,7 @@ struct JsonOffset {
     error: Option<String>,
 }
 
-fn json_offset(run: &RunSummary, o: &super::PairOffset) -> JsonOffset {
+fn json_offset(run: &RunSummary, o: &crate::latency::PairOffset) -> JsonOffset {
     let e = o.estimate.as_ref().ok();
     let counts = e.map(|e| e.counts).unwrap_or_default();
     JsonOffset {
@@ -379,8 +379,8 @@ fn json_offset(run: &RunSummary, o: &super::PairOffset) -> JsonOffset {
 struct JsonStats<'a> {
     kind: &'static str,
     captures: &'a [String],
-    join: &'a super::join::JoinStats,
-    extract: &'a [super::extract::ExtractStats],
+    join: &'a crate::latency::join::JoinStats,
+    extract: &'a [crate::latency::extract::ExtractStats],
 }
 
 /// `items` as JSON, `sep` between them.

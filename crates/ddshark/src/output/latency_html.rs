@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::stats::{human_ns, pct, Group, GroupKey, TopicStats};
-use super::{label, Level, RunSummary};
+use crate::latency::stats::{human_ns, pct, Group, GroupKey, TopicStats};
+use crate::latency::{label, Level, RunSummary};
 
 const PALETTE: &[&str] = &[
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -503,7 +503,7 @@ pub fn report(run: &RunSummary) -> String {
     }
     out.push_str("</ul><h2>Clock offset</h2><pre>");
     let mut offsets = String::new();
-    super::output::offsets_text(run, &mut offsets);
+    super::latency::offsets_text(run, &mut offsets);
     if offsets.is_empty() {
         offsets.push_str("no pair of captures saw samples in common\n");
     }
