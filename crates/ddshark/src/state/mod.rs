@@ -16,6 +16,8 @@
 
 pub(crate) mod bounded;
 pub(crate) mod cache;
+mod counters;
+mod entities;
 pub(crate) mod frag_budget;
 pub(crate) mod qos;
 pub(crate) mod ros;
@@ -34,17 +36,17 @@ use rtps_dissect::rtps::SequenceNumberSet;
 use rtps_dissect::types::BuiltinWriter;
 use rtps_dissect::{
     Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, KeyHasher,
-    ParticipantInfo, SamplePiece, SequenceNumber, Submessage, SubmessageBody, SubmessageKind,
-    VendorId,
+    SamplePiece, SequenceNumber, Submessage, SubmessageBody, SubmessageKind,
 };
-use serde::Serialize;
 
-use bounded::{Aged, Bounded};
+use bounded::Bounded;
+pub use counters::StateCounters;
+use entities::{count_sample_piece, gone_reason, DatagramShare, MAX_ADDRESSES};
+pub(crate) use entities::{Gone, GoneReason, Participant, Reader, Writer};
 use frag_budget::FragBudget;
 use secured::{HostEntry, MessageSecurity, Peer, SecuredOf, SecuredPair, SecuredTraffic};
-use seq::{Finalized, Observed, SeqConfig, SeqTracker};
+use seq::{Finalized, Observed, SeqConfig};
 pub use snapshot::Snapshot;
-use timing::Timing;
 use window::{Counts, Windowed};
 
 /// Bounds and windows of the state.
@@ -79,268 +81,6 @@ impl Default for StateConfig {
             max_frag_bytes: 64 << 20,
             idle_timeout_ns: Some(600_000_000_000),
             sweep_every_ns: 1_000_000_000,
-        }
-    }
-}
-
-/// Why an entity is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum GoneReason {
-    Disposed,
-    Unregistered,
-    LeaseExpired,
-    ParticipantGone,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) struct Gone {
-    pub(crate) at_ns: u64,
-    pub(crate) reason: GoneReason,
-}
-
-fn gone_reason(status_info: u32) -> GoneReason {
-    if status_info & rtps_dissect::discovery::STATUS_DISPOSED != 0 {
-        GoneReason::Disposed
-    } else {
-        GoneReason::Unregistered
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Participant {
-    pub(crate) prefix: GuidPrefix,
-    pub(crate) info: Option<Arc<ParticipantInfo>>,
-    pub(crate) from_cache: bool,
-    /// Vendor and version of the RTPS header of its messages.
-    pub(crate) vendor: Option<VendorId>,
-    pub(crate) version: Option<(u8, u8)>,
-    pub(crate) first_seen_ns: u64,
-    pub(crate) last_seen_ns: u64,
-    pub(crate) last_spdp_ns: Option<u64>,
-    pub(crate) addresses: Vec<IpAddr>,
-    pub(crate) datagrams: u64,
-    pub(crate) bytes: u64,
-    pub(crate) gone: Option<Gone>,
-    /// What it sent secured (DDS Security); `None` until it sends any.
-    pub(crate) secured: Option<Box<SecuredOf>>,
-}
-
-const MAX_ADDRESSES: usize = 8;
-
-impl Aged for Participant {
-    fn last_seen(&self) -> u64 {
-        self.last_seen_ns
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Writer {
-    pub(crate) guid: Guid,
-    pub(crate) info: Option<Arc<EndpointInfo>>,
-    pub(crate) from_cache: bool,
-    pub(crate) first_seen_ns: u64,
-    pub(crate) last_seen_ns: u64,
-    /// Capture time SEDP named it.
-    pub(crate) discovered_ns: Option<u64>,
-    /// Samples seen before discovery named it.
-    pub(crate) samples_before_discovery: u64,
-    pub(crate) stats: Windowed,
-    pub(crate) size_min: Option<u64>,
-    pub(crate) size_max: u64,
-    /// New samples by size, see [`size_bucket`].
-    pub(crate) size_hist: [u64; SIZE_BUCKETS],
-    pub(crate) seq: SeqTracker,
-    /// Datagrams carrying its DATA/DATA_FRAG by outer 802.1Q PCP; index 8 = untagged.
-    pub(crate) pcp: [u64; 9],
-    pub(crate) vlan_id: Option<u16>,
-    pub(crate) last_src: Option<SocketAddr>,
-    pub(crate) gone: Option<Gone>,
-    pub(crate) sn_jumps: u64,
-    pub(crate) invalid_sn: u64,
-    pub(crate) timing: Timing,
-}
-
-impl Aged for Writer {
-    fn last_seen(&self) -> u64 {
-        self.last_seen_ns
-    }
-}
-
-/// What a DATA/DATA_FRAG's datagram adds to its writer: the datagram's IP fragments and
-/// UDP bytes, once per writer the datagram carries (zero for the writer's later pieces).
-#[derive(Debug, Clone, Copy, Default)]
-struct DatagramShare {
-    ip_fragments: u64,
-    wire_bytes: u64,
-}
-
-/// Add one DATA/DATA_FRAG to a writer's traffic counters.
-fn count_sample_piece(
-    c: &mut Counts,
-    observed: Observed,
-    is_frag: bool,
-    sample_size: u64,
-    share: DatagramShare,
-) {
-    if is_frag {
-        c.data_frag_submessages = c.data_frag_submessages.saturating_add(1);
-    } else {
-        c.data_submessages = c.data_submessages.saturating_add(1);
-    }
-    c.ip_fragments = c.ip_fragments.saturating_add(share.ip_fragments);
-    c.wire_bytes = c.wire_bytes.saturating_add(share.wire_bytes);
-    match observed {
-        Observed::NewSample { late_fill } => {
-            c.samples = c.samples.saturating_add(1);
-            c.bytes = c.bytes.saturating_add(sample_size);
-            if late_fill {
-                c.lost = c.lost.saturating_sub(1);
-            }
-        }
-        Observed::Repeat {
-            retransmitted,
-            repaired,
-            fanout,
-            was_fanout,
-        } => {
-            c.repeat_submessages = c.repeat_submessages.saturating_add(1);
-            if retransmitted {
-                c.retransmitted = c.retransmitted.saturating_add(1);
-            }
-            if repaired {
-                c.repaired = c.repaired.saturating_add(1);
-            }
-            if fanout {
-                c.fanout = c.fanout.saturating_add(1);
-            }
-            if was_fanout {
-                c.fanout = c.fanout.saturating_sub(1);
-            }
-        }
-        Observed::MoreFragments | Observed::Invalid => {}
-    }
-}
-
-impl Writer {
-    /// What a sequence step finalized (lost, incomplete, jumps). Called on the writer
-    /// already in hand: most steps finalize nothing, and none needs a second lookup.
-    #[inline]
-    fn apply_final(&mut self, now: u64, fin: Finalized) {
-        if fin == Finalized::default() {
-            return;
-        }
-        self.sn_jumps = self.sn_jumps.saturating_add(fin.jumps);
-        self.stats.record(now, |c| {
-            c.lost = c.lost.saturating_add(fin.lost);
-            c.incomplete = c.incomplete.saturating_add(fin.incomplete);
-        });
-    }
-
-    /// The first DATA/DATA_FRAG of this writer in a datagram: its 802.1Q priority and VLAN.
-    fn credit_datagram(&mut self, d: &Datagram<'_>) {
-        let slot = d.pcp.map_or(8, usize::from).min(8);
-        if let Some(n) = self.pcp.get_mut(slot) {
-            *n = n.saturating_add(1);
-        }
-        if d.vlan_id.is_some() {
-            self.vlan_id = d.vlan_id;
-        }
-    }
-
-    fn record_sample_size(&mut self, size: u64) {
-        self.size_min = Some(self.size_min.map_or(size, |m| m.min(size)));
-        self.size_max = self.size_max.max(size);
-        if let Some(b) = self.size_hist.get_mut(size_bucket(size)) {
-            *b = b.saturating_add(1);
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Reader {
-    pub(crate) guid: Guid,
-    pub(crate) info: Option<Arc<EndpointInfo>>,
-    pub(crate) from_cache: bool,
-    pub(crate) first_seen_ns: u64,
-    pub(crate) last_seen_ns: u64,
-    pub(crate) discovered_ns: Option<u64>,
-    pub(crate) acknacks: u64,
-    pub(crate) acknack_requested_sns: u64,
-    pub(crate) nackfrags: u64,
-    pub(crate) gone: Option<Gone>,
-}
-
-impl Aged for Reader {
-    fn last_seen(&self) -> u64 {
-        self.last_seen_ns
-    }
-}
-
-/// What the state itself counted; see [`StateCounters::reconciles`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct StateCounters {
-    pub(crate) datagrams: u64,
-    pub(crate) submessages: u64,
-    /// DATA + DATA_FRAG submessages of any writer (built-in ones included).
-    pub(crate) data_submessages: u64,
-    /// ... of which started a new sample,
-    pub(crate) new_samples: u64,
-    /// ... carried more fragments of a sample already counted,
-    pub(crate) more_fragments: u64,
-    /// ... repeated something already seen,
-    pub(crate) repeat_submessages: u64,
-    /// ... or had an invalid SN (≤ 0).
-    pub(crate) invalid_sn: u64,
-    /// Samples that filled a hole already counted as lost (lost was decremented).
-    pub(crate) late_fills: u64,
-    pub(crate) discovery_records: u64,
-    pub(crate) acknacks_unattributed: u64,
-    pub(crate) nackfrags_unattributed: u64,
-    pub(crate) participants_evicted_idle: u64,
-    pub(crate) participants_evicted_capacity: u64,
-    pub(crate) writers_evicted_idle: u64,
-    pub writers_evicted_capacity: u64,
-    pub(crate) readers_evicted_idle: u64,
-    pub(crate) readers_evicted_capacity: u64,
-    /// Samples counted by writers that were evicted since (so totals still reconcile).
-    pub(crate) samples_of_evicted_writers: u64,
-    pub frag_samples_evicted: u64,
-    pub(crate) leases_expired: u64,
-    /// Capture timestamps that went backwards (tolerated: the clock does not go back).
-    pub ts_backwards: u64,
-    /// Secured-traffic participant pairs dropped for room or idleness (their traffic
-    /// stays in the secured totals).
-    pub secured_pairs_evicted_capacity: u64,
-    pub(crate) secured_pairs_evicted_idle: u64,
-    /// Address → participant entries dropped (destinations then name the address).
-    pub(crate) hosts_evicted: u64,
-}
-
-impl StateCounters {
-    /// Every DATA/DATA_FRAG submessage is exactly one of new/more/repeat/invalid.
-    pub(crate) fn reconciles(&self) -> bool {
-        self.new_samples
-            .saturating_add(self.more_fragments)
-            .saturating_add(self.repeat_submessages)
-            .saturating_add(self.invalid_sn)
-            == self.data_submessages
-    }
-
-    /// Every DATA/DATA_FRAG is exactly one of new/more/repeat/invalid.
-    fn count_observed(&mut self, observed: Observed) {
-        match observed {
-            Observed::NewSample { late_fill } => {
-                self.new_samples = self.new_samples.saturating_add(1);
-                if late_fill {
-                    self.late_fills = self.late_fills.saturating_add(1);
-                }
-            }
-            Observed::MoreFragments => self.more_fragments = self.more_fragments.saturating_add(1),
-            Observed::Repeat { .. } => {
-                self.repeat_submessages = self.repeat_submessages.saturating_add(1);
-            }
-            Observed::Invalid => self.invalid_sn = self.invalid_sn.saturating_add(1),
         }
     }
 }
@@ -452,45 +192,6 @@ impl State {
         }
     }
 
-    fn new_writer(config: &StateConfig, guid: Guid, ts: u64) -> Writer {
-        Writer {
-            guid,
-            info: None,
-            from_cache: false,
-            first_seen_ns: ts,
-            last_seen_ns: ts,
-            discovered_ns: None,
-            samples_before_discovery: 0,
-            stats: Windowed::new(config.window_ns),
-            size_min: None,
-            size_max: 0,
-            size_hist: [0; SIZE_BUCKETS],
-            seq: SeqTracker::default(),
-            pcp: [0; 9],
-            vlan_id: None,
-            last_src: None,
-            gone: None,
-            sn_jumps: 0,
-            timing: Timing::default(),
-            invalid_sn: 0,
-        }
-    }
-
-    fn new_reader(guid: Guid, ts: u64) -> Reader {
-        Reader {
-            guid,
-            info: None,
-            from_cache: false,
-            first_seen_ns: ts,
-            last_seen_ns: ts,
-            discovered_ns: None,
-            acknacks: 0,
-            acknack_requested_sns: 0,
-            nackfrags: 0,
-            gone: None,
-        }
-    }
-
     fn writer_mut(&mut self, guid: Guid) -> Option<&mut Writer> {
         let ts = self.now_ns;
         let State {
@@ -504,14 +205,7 @@ impl State {
         } = self;
         let w = writers.get_or_insert_with(
             guid,
-            || {
-                let mut w = Self::new_writer(config, guid, ts);
-                if let Some(info) = cached.get(&guid) {
-                    w.info = Some(info.clone());
-                    w.from_cache = true;
-                }
-                w
-            },
+            || Writer::new(config, guid, ts, cached.get(&guid)),
             |old| {
                 counters.writers_evicted_capacity =
                     counters.writers_evicted_capacity.saturating_add(1);
@@ -537,14 +231,7 @@ impl State {
         } = self;
         let r = readers.get_or_insert_with(
             guid,
-            || {
-                let mut r = Self::new_reader(guid, ts);
-                if let Some(info) = cached.get(&guid) {
-                    r.info = Some(info.clone());
-                    r.from_cache = true;
-                }
-                r
-            },
+            || Reader::new(guid, ts, cached.get(&guid)),
             |_| {
                 counters.readers_evicted_capacity =
                     counters.readers_evicted_capacity.saturating_add(1);
