@@ -104,6 +104,16 @@ struct Row<'a> {
     name: String,
 }
 
+/// The x axis' caption (`caption` is HTML already), centred at `x` under a plot `h` high,
+/// and the end of the plot's SVG.
+fn end_plot(out: &mut String, x: f64, h: f64, caption: &str) {
+    let _ = write!(
+        out,
+        r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" class="axis">{caption}</text></svg>"#,
+        h - 4.0
+    );
+}
+
 fn box_plot(rows: &[Row<'_>], out: &mut String) {
     let with_data: Vec<&Row<'_>> = rows.iter().filter(|r| !r.sorted.is_empty()).collect();
     if with_data.is_empty() {
@@ -207,13 +217,8 @@ fn box_plot(rows: &[Row<'_>], out: &mut String) {
         }
         out.push_str("</g>");
     }
-    let _ = write!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="axis">latency ({})</text></svg>"#,
-        (left + width) / 2.0,
-        h - 4.0,
-        if ax.log { "log scale" } else { "linear" }
-    );
+    let scale = if ax.log { "log scale" } else { "linear" };
+    end_plot(out, (left + width) / 2.0, h, &format!("latency ({scale})"));
 }
 
 fn time_plot(rows: &[Row<'_>], out: &mut String) {
@@ -298,14 +303,10 @@ fn time_plot(rows: &[Row<'_>], out: &mut String) {
         }
         out.push_str("</g>");
     }
-    let _ = write!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="axis">sender capture time (s since {}) — latency {}</text></svg>"#,
-        (l + w) / 2.0,
-        h - 4.0,
-        esc(&crate::units::timestamp(t0)),
-        if ya.log { "log scale" } else { "linear" }
-    );
+    let scale = if ya.log { "log scale" } else { "linear" };
+    let since = esc(&crate::units::timestamp(t0));
+    let caption = format!("sender capture time (s since {since}) — latency {scale}");
+    end_plot(out, (l + w) / 2.0, h, &caption);
     out.push_str(r#"<div class="legend">"#);
     for (i, r) in &pts {
         let _ = write!(
@@ -429,12 +430,7 @@ fn histograms(rows: &[Row<'_>], out: &mut String) {
                 );
             }
         }
-        let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="axis">latency (bin start)</text></svg>"#,
-            (l + w) / 2.0,
-            h - 4.0
-        );
+        end_plot(out, (l + w) / 2.0, h, "latency (bin start)");
     }
 }
 

@@ -1,12 +1,5 @@
 //! What the state holds per participant, writer and reader, and how one sample piece
 //! adds to a writer's counters.
-#![deny(
-    clippy::indexing_slicing,
-    clippy::arithmetic_side_effects,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

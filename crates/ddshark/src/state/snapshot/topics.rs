@@ -11,9 +11,9 @@ use super::super::qos::{mismatches, Mismatch};
 use super::super::ros::{demangle_topic, demangle_type, RosKind};
 use super::super::timing::{TimingAgg, TimingView};
 use super::super::window::Counts;
-use super::super::{deadline_ns, State, SIZE_BUCKETS};
+use super::super::{State, SIZE_BUCKETS};
 use super::shm::{on_shared_memory, ShmPairs};
-use super::writers::{active_from, writer_topic};
+use super::writers::WriterFacts;
 use super::{pcp_list, per_sample, size_view, PcpCount, SizeView, WindowView, MAX_QOS_PAIRS};
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,15 +110,18 @@ impl TopicAgg {
 impl State {
     /// Every topic a writer or reader names, by name.
     pub(super) fn topic_views(&self, shm_pairs: &ShmPairs) -> Vec<TopicView> {
-        let now = self.now_ns;
         let mut topics: BTreeMap<String, TopicAgg> = BTreeMap::new();
         for w in self.writers_by_guid() {
-            let (topic, type_name, builtin) = writer_topic(w);
+            let WriterFacts {
+                topic,
+                type_name,
+                builtin,
+                window: win,
+                shared_memory: shm,
+                deadline,
+                active_from,
+            } = self.writer_facts(w, shm_pairs);
             let t = &w.stats.total;
-            let win = w.stats.window(now);
-            let shm = on_shared_memory(w.info.as_deref(), &w.guid, shm_pairs);
-            let deadline = w.info.as_deref().and_then(deadline_ns);
-            let active_from = active_from(w);
             if let Some(name) = &topic {
                 let agg = topics
                     .entry(name.clone())
@@ -182,7 +185,7 @@ impl State {
             }
             let ros = demangle_topic(&name);
             let first = if agg.first_seen_ns == u64::MAX {
-                now
+                self.now_ns
             } else {
                 agg.first_seen_ns
             };

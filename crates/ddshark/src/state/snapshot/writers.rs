@@ -67,7 +67,31 @@ pub(super) fn active_from(w: &Writer) -> u64 {
     w.timing.first_ns().unwrap_or(w.first_seen_ns)
 }
 
+/// What both the writers' and the topics' views take of a writer.
+pub(super) struct WriterFacts {
+    pub(super) topic: Option<String>,
+    pub(super) type_name: Option<String>,
+    pub(super) builtin: bool,
+    pub(super) window: Counts,
+    pub(super) shared_memory: bool,
+    pub(super) deadline: Option<u64>,
+    pub(super) active_from: u64,
+}
+
 impl State {
+    pub(super) fn writer_facts(&self, w: &Writer, shm_pairs: &ShmPairs) -> WriterFacts {
+        let (topic, type_name, builtin) = writer_topic(w);
+        WriterFacts {
+            topic,
+            type_name,
+            builtin,
+            window: w.stats.window(self.now_ns),
+            shared_memory: on_shared_memory(w.info.as_deref(), &w.guid, shm_pairs),
+            deadline: w.info.as_deref().and_then(deadline_ns),
+            active_from: active_from(w),
+        }
+    }
+
     /// The writers in GUID order, not the map's (seeded per process): the topics'
     /// floating-point sums (rates) and first-noted types then come out the same on
     /// every run.
@@ -79,15 +103,18 @@ impl State {
 
     /// Every writer, by topic then GUID.
     pub(super) fn writer_views(&self, shm_pairs: &ShmPairs) -> Vec<WriterView> {
-        let now = self.now_ns;
         let mut writers = Vec::with_capacity(self.writers.len());
         for w in self.writers_by_guid() {
-            let (topic, type_name, builtin) = writer_topic(w);
+            let WriterFacts {
+                topic,
+                type_name,
+                builtin,
+                window: win,
+                shared_memory: shm,
+                deadline,
+                active_from,
+            } = self.writer_facts(w, shm_pairs);
             let t = &w.stats.total;
-            let win = w.stats.window(now);
-            let shm = on_shared_memory(w.info.as_deref(), &w.guid, shm_pairs);
-            let deadline = w.info.as_deref().and_then(deadline_ns);
-            let active_from = active_from(w);
             writers.push(WriterView {
                 guid: w.guid.to_string(),
                 participant: w.guid.prefix.to_string(),
