@@ -6,143 +6,57 @@
 //! nothing is dropped anywhere. (The long version, every component in turn at the Autoware
 //! mix's rate: scripts/bench-faults.sh, docs/faults.md.)
 //!
-//! Needs the binaries that `scripts/stack/build.sh` caches (`$DDSHARK_STACK_DIR/bin`,
-//! default `~/.cache/ddshark-stack/bin`); without them this test fails, naming them.
+//! Needs the binaries that `scripts/stack/build.sh` caches (`common::stack::stack_dir`);
+//! without them this test fails, naming them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fixture;
+use common::stack::RunningStack;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+/// A stack of scripts/stack/start.sh on free ports (common::stack); stopped on drop.
+struct Stack(RunningStack);
 
-/// A stack of scripts/stack/start.sh on free ports; stopped on drop.
-struct Stack {
-    run_dir: PathBuf,
-    env: HashMap<String, String>,
+impl std::ops::Deref for Stack {
+    type Target = RunningStack;
+    fn deref(&self) -> &RunningStack {
+        &self.0
+    }
 }
 
 impl Stack {
     fn start(name: &str, extra_env: &[(&str, &str)]) -> Stack {
-        let bin = std::env::var_os("DDSHARK_STACK_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/ddshark-stack")
-            })
-            .join("bin");
-        for b in ["influxd", "otelcol-ddshark", "telegraf"] {
-            assert!(
-                bin.join(b).is_file(),
-                "{} is missing: this test needs the real collector, Telegraf and InfluxDB. \
-                 Build them once with `scripts/stack/build.sh` (scripts/setup.sh --test does).",
-                bin.join(b).display()
-            );
-        }
         let run_dir = std::env::temp_dir().join(format!("ddshark-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&run_dir);
-        let out = Command::new(repo_root().join("scripts/stack/start.sh"))
-            .arg("--auto-ports")
-            .arg("--run-dir")
-            .arg(&run_dir)
-            // (the fixtures are old captures: no retention may drop them)
-            .env("DDSHARK_INFLUX_RAW_RETENTION", "0")
-            .env("DDSHARK_INFLUX_LONG_RETENTION", "0")
-            .envs(extra_env.iter().copied())
-            .output()
-            .expect("running scripts/stack/start.sh");
-        let stack = Stack {
-            env: read_env(&run_dir.join("stack.env")),
-            run_dir,
-        };
-        assert!(
-            out.status.success(),
-            "scripts/stack/start.sh failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stack
-    }
-
-    fn var(&self, k: &str) -> &str {
-        self.env
-            .get(k)
-            .unwrap_or_else(|| panic!("{k} not in stack.env"))
-    }
-
-    fn pid(&self, name: &str) -> u32 {
-        std::fs::read_to_string(self.run_dir.join(format!("pids/{name}.pid")))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
-    /// Flux → rows of `columns` (values without commas or quotes), all tables.
-    fn flux(&self, query: &str) -> Vec<HashMap<String, String>> {
-        let out = Command::new("curl")
-            .args([
-                "-sS",
-                "--fail-with-body",
-                "-XPOST",
-                &format!(
-                    "{}/api/v2/query?org={}",
-                    self.var("DDSHARK_INFLUX_URL"),
-                    self.var("DDSHARK_INFLUX_ORG")
-                ),
-                "-H",
-                &format!("Authorization: Token {}", self.var("DDSHARK_INFLUX_TOKEN")),
-                "-H",
-                "Content-Type: application/vnd.flux",
-                "-H",
-                "Accept: application/csv",
-                "--data-binary",
-                query,
-            ])
-            .output()
-            .expect("curl");
-        let body = String::from_utf8_lossy(&out.stdout).replace('\r', "");
-        assert!(out.status.success(), "Flux query failed: {body}\n{query}");
-        let mut rows = Vec::new();
-        let mut header: Option<Vec<String>> = None;
-        for line in body.lines() {
-            if line.trim().is_empty() {
-                header = None;
-                continue;
-            }
-            let cells: Vec<String> = line.split(',').map(str::to_string).collect();
-            match &header {
-                None => header = Some(cells),
-                Some(h) => rows.push(h.iter().cloned().zip(cells).collect()),
-            }
-        }
-        rows
+        // (the fixtures are old captures: no retention may drop them)
+        let mut vars = vec![
+            ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
+            ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
+        ];
+        vars.extend_from_slice(extra_env);
+        Stack(RunningStack::start(&run_dir, &vars))
     }
 
     /// The spans of `host` in InfluxDB whose span.name matches `kinds` (a regex).
     fn count_spans(&self, host: &str, kinds: &str) -> u64 {
-        let rows = self.flux(&format!(
+        self.influx.query_count(&format!(
             r#"from(bucket: "{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => r["span.name"] =~ /^({kinds})$/)
   |> group() |> count()"#,
             self.var("DDSHARK_INFLUX_BUCKET")
-        ));
-        rows.first()
-            .and_then(|r| r.get("_value"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        ))
     }
 
     /// The latency join's last counters (its `ddshark_join` point) and when it was pushed.
     fn join_counters(&self) -> (HashMap<String, i64>, i64) {
-        let rows = self.flux(&format!(
+        let rows = self.influx.query(&format!(
             r#"from(bucket: "{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "ddshark_join") |> last() |> group()
   |> map(fn: (r) => ({{field: r._field, v: r._value, t: int(v: r._time)}}))
@@ -163,7 +77,7 @@ impl Stack {
 
     /// Telegraf's metrics_dropped per output alias (its internal_write), all it reported.
     fn telegraf_dropped(&self) -> BTreeMap<String, i64> {
-        let rows = self.flux(&format!(
+        let rows = self.influx.query(&format!(
             r#"from(bucket: "{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "internal_write" and r._field == "metrics_dropped")
   |> group(columns: ["alias"]) |> max() |> keep(columns: ["alias", "_value"])"#,
@@ -177,7 +91,7 @@ impl Stack {
     /// (writer, t_send) → latency_ns of the samples sent by `sender` and received by
     /// `receiver` that the join materialised.
     fn materialised(&self, sender: &str, receiver: &str) -> BTreeMap<(String, i64), i64> {
-        let rows = self.flux(&format!(
+        let rows = self.influx.query(&format!(
             r#"from(bucket: "{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "dds_latency" and r._field == "latency_ns")
   |> filter(fn: (r) => r.sender == "{sender}" and r.receiver == "{receiver}")
@@ -194,33 +108,6 @@ impl Stack {
             })
             .collect()
     }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("scripts/stack/stop.sh"))
-            .arg("--run-dir")
-            .arg(&self.run_dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if std::thread::panicking() {
-            eprintln!("stack logs kept in {}", self.run_dir.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.run_dir);
-        }
-    }
-}
-
-fn read_env(path: &Path) -> HashMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.strip_prefix("export ")?.split_once('=')?;
-            Some((k.to_string(), v.trim_matches('\'').to_string()))
-        })
-        .collect()
 }
 
 /// The pids whose parent is `parent` and whose command line contains `what`.

@@ -19,18 +19,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fixture;
+use common::stack::stack_bin;
 
 /// Spans of tests/pcaps/a_small_reliable/a.pcap: its DATA/DATA_FRAG submessages and samples.
 const SPANS: u64 = 422;
-
-fn stack_bin_dir() -> PathBuf {
-    std::env::var_os("DDSHARK_STACK_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ddshark-stack")
-        })
-        .join("bin")
-}
 
 struct Collector {
     child: Child,
@@ -54,12 +46,7 @@ impl Drop for Collector {
 
 impl Collector {
     fn start() -> Collector {
-        let bin = stack_bin_dir().join("otelcol-ddshark");
-        assert!(
-            bin.is_file(),
-            "{} is missing: build it once with `scripts/stack/build.sh`",
-            bin.display()
-        );
+        let bin = stack_bin("otelcol-ddshark");
         let dir = std::env::temp_dir().join(format!("ddshark-otlp-env-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

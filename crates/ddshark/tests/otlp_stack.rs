@@ -1,9 +1,8 @@
 //! OTLP export against the real OpenTelemetry Collector and InfluxDB 2, started by
 //! `scripts/stack/start.sh` in a throwaway run dir on free ports.
 //!
-//! Needs the binaries that `scripts/stack/build.sh` caches (in
-//! `$DDSHARK_STACK_DIR/bin`, default `~/.cache/ddshark-stack/bin`). Without them
-//! these tests FAIL (they never skip): build them once with `scripts/stack/build.sh`.
+//! Needs the binaries that `scripts/stack/build.sh` caches (`common::stack::stack_dir`).
+//! Without them these tests FAIL (they never skip): build them once with `scripts/stack/build.sh`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -13,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::stack::{stack_dir, RunningStack};
+use common::stack::{stack_bin, RunningStack};
 use common::{fixture, ns_of, read_tsv};
 use rtps_dissect::Guid;
 use serde_json::Value;
@@ -24,10 +23,6 @@ const LONG_BUCKET: &str = "ddshark_long";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn stack_bin_dir() -> PathBuf {
-    stack_dir().join("bin")
 }
 
 /// One stack (influxd + telegraf + otelcol) in its own run dir, on free ports; stopped on
@@ -85,10 +80,12 @@ impl Stack {
             let _ = c.wait();
             return;
         }
-        let pid = std::fs::read_to_string(self.run_dir.join("pids/otelcol.pid"))
-            .expect("otelcol pid file");
-        let pid = pid.trim();
-        let st = Command::new("kill").arg("-TERM").arg(pid).status().unwrap();
+        let pid = self.pid("otelcol");
+        let st = Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
         assert!(st.success(), "kill {pid}");
         let proc = PathBuf::from(format!("/proc/{pid}"));
         let t = Instant::now();
@@ -107,7 +104,7 @@ impl Stack {
     /// Start the collector again with the same configuration (as a child of the test).
     fn restart_collector(&mut self) {
         let log = std::fs::File::create(self.run_dir.join("logs/otelcol-restarted.log")).unwrap();
-        let child = Command::new(stack_bin_dir().join("otelcol-ddshark"))
+        let child = Command::new(stack_bin("otelcol-ddshark"))
             .arg(format!(
                 "--config={}",
                 repo_root().join("deploy/otelcol/config.yaml").display()
@@ -1040,12 +1037,7 @@ fn collector_metric(port: u16, name: &str, transport: &str) -> u64 {
 /// --otlp-certificate.
 #[test]
 fn stack_tls_with_private_ca() {
-    let bin = stack_bin_dir().join("otelcol-ddshark");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it once with `scripts/stack/build.sh`",
-        bin.display()
-    );
+    let bin = stack_bin("otelcol-ddshark");
     let dir = std::env::temp_dir().join(format!("ddshark-otlp-tls-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -6,14 +6,29 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The stack's build cache, `$DDSHARK_STACK_DIR` (scripts/lib.sh's default:
-/// `~/.cache/ddshark-stack`); its binaries are in `bin/`.
+/// The stack's build cache: `$DDSHARK_STACK_DIR` with scripts/lib.sh's default
+/// (`$HOME/.cache/ddshark-stack`), the one place the Rust tests name it; its binaries are in
+/// `bin/` (see `stack_bin`).
 pub fn stack_dir() -> PathBuf {
     std::env::var_os("DDSHARK_STACK_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ddshark-stack")
         })
+}
+
+/// The stack binary `name` of `stack_dir()`'s `bin/`; fails, naming how to build it, when
+/// it is missing (a system test never skips).
+pub fn stack_bin(name: &str) -> PathBuf {
+    let bin = stack_dir().join("bin").join(name);
+    assert!(
+        bin.is_file(),
+        "{} is missing: the stack tests need the real collector, Telegraf and InfluxDB. \
+         Build them once with `scripts/stack/build.sh` (scripts/setup.sh --test does), or \
+         point DDSHARK_STACK_DIR at a cache that has bin/{name}.",
+        bin.display()
+    );
+    bin
 }
 
 /// The `export NAME='value'` lines of a `stack.env` (empty when it is missing).
@@ -148,15 +163,8 @@ impl RunningStack {
     /// variables are not passed on, but for where the stack and the join binary are).
     /// Fails naming what start.sh said, the stack's binaries included.
     pub fn start(run_dir: &Path, vars: &[(&str, &str)]) -> RunningStack {
-        let bin = stack_dir().join("bin");
         for b in ["influxd", "otelcol-ddshark", "telegraf"] {
-            assert!(
-                bin.join(b).is_file(),
-                "{} is missing: the stack tests need the real collector and InfluxDB. Build \
-                 them once with `scripts/stack/build.sh` (scripts/setup.sh --test does), or \
-                 point DDSHARK_STACK_DIR at a cache that has bin/{b}.",
-                bin.join(b).display()
-            );
+            stack_bin(b);
         }
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut cmd = Command::new(repo.join("scripts/stack/start.sh"));
@@ -190,6 +198,16 @@ impl RunningStack {
     /// scripts/stack/stop.sh (the run dir stays).
     pub fn stop(&self) {
         stop(&self.run_dir);
+    }
+
+    /// The pid start.sh recorded for its component `name` (`pids/NAME.pid`).
+    pub fn pid(&self, name: &str) -> u32 {
+        let path = self.run_dir.join(format!("pids/{name}.pid"));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", path.display()))
     }
 
     /// A variable of its stack.env.
