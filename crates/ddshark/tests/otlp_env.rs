@@ -15,11 +15,11 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::fixture;
-use common::stack::stack_bin;
+use common::stack::{metric_sum, scrape, stack_bin};
 
 /// Spans of tests/pcaps/a_small_reliable/a.pcap: its DATA/DATA_FRAG submessages and samples.
 const SPANS: u64 = 422;
@@ -104,7 +104,7 @@ service:
             metrics,
         };
         let t = Instant::now();
-        while c.scrape().is_empty() {
+        while scrape(&c.metrics_url()).is_empty() {
             assert!(
                 t.elapsed() < Duration::from_secs(30),
                 "collector did not start: {}",
@@ -115,25 +115,13 @@ service:
         c
     }
 
-    fn scrape(&self) -> String {
-        Command::new("curl")
-            .args([
-                "-fsS",
-                &format!("http://127.0.0.1:{}/metrics", self.metrics),
-            ])
-            .stderr(Stdio::null())
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
+    fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}/metrics", self.metrics)
     }
 
     /// Sum of a collector metric over the lines whose labels contain all of `labels`.
     fn metric(&self, name: &str, labels: &[&str]) -> u64 {
-        self.scrape()
-            .lines()
-            .filter(|l| l.starts_with(name) && labels.iter().all(|x| l.contains(x)))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
+        metric_sum(&self.metrics_url(), name, labels)
     }
 
     fn spans(&self, receiver: &str, transport: &str) -> u64 {

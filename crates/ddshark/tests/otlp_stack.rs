@@ -12,18 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::stack::{stack_bin, RunningStack};
-use common::{fixture, ns_of, read_tsv};
+use common::stack::{metric_sum, scrape, stack_bin, RunningStack};
+use common::{fixture, ns_of, read_tsv, repo_root};
 use rtps_dissect::Guid;
 use serde_json::Value;
 
 const BUCKET: &str = "ddshark";
 /// ddshark's OTLP metrics (per-topic counters) go to the long bucket.
 const LONG_BUCKET: &str = "ddshark_long";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// One stack (influxd + telegraf + otelcol) in its own run dir, on free ports; stopped on
 /// drop.
@@ -1021,18 +1017,6 @@ fn stack_collector_restart_mid_run() {
     );
 }
 
-fn collector_metric(port: u16, name: &str, transport: &str) -> u64 {
-    let out = Command::new("curl")
-        .args(["-fsS", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()
-        .expect("curl");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with(name) && l.contains(&format!("transport=\"{transport}\"")))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
-
 /// OTLP over TLS (gRPC and HTTP) to the real collector with a private CA given by
 /// --otlp-certificate.
 #[test]
@@ -1095,18 +1079,8 @@ service:
         dir.clone(),
     );
     let t = Instant::now();
-    while !Command::new("curl")
-        .args([
-            "-fsS",
-            "-o",
-            "/dev/null",
-            &format!("http://127.0.0.1:{metrics}/metrics"),
-        ])
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-    {
+    let metrics_url = format!("http://127.0.0.1:{metrics}/metrics");
+    while scrape(&metrics_url).is_empty() {
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "TLS collector did not start: {}",
@@ -1136,7 +1110,12 @@ service:
         );
         let transport = if proto == "grpc" { "grpc" } else { "http" };
         let t = Instant::now();
-        while collector_metric(metrics, "otelcol_receiver_accepted_spans", transport) < 422 {
+        while metric_sum(
+            &metrics_url,
+            "otelcol_receiver_accepted_spans",
+            &[&format!("transport=\"{transport}\"")],
+        ) < 422
+        {
             assert!(
                 t.elapsed() < Duration::from_secs(10),
                 "collector did not count {proto} spans"

@@ -16,15 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::fixture;
-use common::stack::RunningStack;
+use common::stack::{metric_sum, RunningStack};
+use common::{fixture, repo_root};
 
 /// Spans `ddshark -r a_small_reliable/a.pcap --otlp` exports (DATA/DATA_FRAG and SAMPLE).
 const SPANS: u64 = 422;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The secured stack: OTLP receivers beyond loopback (0.0.0.0).
 struct Stack(RunningStack);
@@ -73,15 +69,7 @@ impl Stack {
     /// The sum of the collector's own metric `name` over the series whose labels contain
     /// `label`.
     fn collector_metric(&self, name: &str, label: &str) -> u64 {
-        let out = Command::new("curl")
-            .args(["-sS", self.var("DDSHARK_OTELCOL_METRICS_URL")])
-            .output()
-            .expect("curl");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.starts_with(name) && l.contains(label))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
+        metric_sum(self.var("DDSHARK_OTELCOL_METRICS_URL"), name, &[label])
     }
 }
 

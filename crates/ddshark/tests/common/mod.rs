@@ -129,9 +129,14 @@ pub fn write_eth_pcap<B: AsRef<[u8]>>(
     std::fs::write(path, out).expect("write pcap");
 }
 
+/// The workspace root (the scripts, deploy/ and tests/ are under it).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// `tests/pcaps` at the workspace root.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pcaps")
+    repo_root().join("tests/pcaps")
 }
 
 /// A fixture file: `public/…` from the public captures folder (see [`public::checkable`]),

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// The stack's build cache: `$DDSHARK_STACK_DIR` with scripts/lib.sh's default
 /// (`$HOME/.cache/ddshark-stack`), the one place the Rust tests name it; its binaries are in
@@ -148,6 +148,27 @@ fn csv_records(s: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// What a Prometheus endpoint (the collector's own metrics) serves; empty while it does
+/// not answer.
+pub fn scrape(url: &str) -> String {
+    Command::new("curl")
+        .args(["-fsS", "--max-time", "5", url])
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// The sum of the Prometheus metric `name` at `url` over the series whose line contains
+/// every one of `labels` (e.g. `transport="grpc"`).
+pub fn metric_sum(url: &str, name: &str, labels: &[&str]) -> u64 {
+    scrape(url)
+        .lines()
+        .filter(|l| l.starts_with(name) && labels.iter().all(|x| l.contains(x)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// A stack `scripts/stack/start.sh --auto-ports` started in its own run dir (on free
 /// ports), with its stack.env and its InfluxDB; stopped on drop, its run dir removed unless
 /// the test failed.
@@ -166,8 +187,7 @@ impl RunningStack {
         for b in ["influxd", "otelcol-ddshark", "telegraf"] {
             stack_bin(b);
         }
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut cmd = Command::new(repo.join("scripts/stack/start.sh"));
+        let mut cmd = Command::new(super::repo_root().join("scripts/stack/start.sh"));
         cmd.arg("--auto-ports").arg("--run-dir").arg(run_dir);
         for (k, _) in std::env::vars() {
             let keep = ["DDSHARK_STACK_DIR", "DDSHARK_JOIN_BIN", "CARGO_TARGET_DIR"];
@@ -231,8 +251,7 @@ impl Drop for RunningStack {
 
 /// scripts/stack/stop.sh --run-dir RUN_DIR.
 fn stop(run_dir: &Path) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let _ = Command::new(repo.join("scripts/stack/stop.sh"))
+    let _ = Command::new(super::repo_root().join("scripts/stack/stop.sh"))
         .arg("--run-dir")
         .arg(run_dir)
         .output();
