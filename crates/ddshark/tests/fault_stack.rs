@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fixture;
-use common::stack::RunningStack;
+use common::stack::{fresh_run_dir, RunningStack};
 
 /// A stack of scripts/stack/start.sh on free ports (common::stack); stopped on drop.
 struct Stack(RunningStack);
@@ -32,15 +32,7 @@ impl std::ops::Deref for Stack {
 
 impl Stack {
     fn start(name: &str, extra_env: &[(&str, &str)]) -> Stack {
-        let run_dir = std::env::temp_dir().join(format!("ddshark-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&run_dir);
-        // (the fixtures are old captures: no retention may drop them)
-        let mut vars = vec![
-            ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
-            ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
-        ];
-        vars.extend_from_slice(extra_env);
-        Stack(RunningStack::start(&run_dir, &vars))
+        Stack(RunningStack::start(&fresh_run_dir(name), extra_env))
     }
 
     /// The spans of `host` in InfluxDB whose span.name matches `kinds` (a regex).

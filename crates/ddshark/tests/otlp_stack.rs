@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::stack::{metric_sum, scrape, stack_bin, RunningStack};
+use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, RunningStack};
 use common::{fixture, ns_of, read_tsv, repo_root};
 use rtps_dissect::Guid;
 use serde_json::Value;
@@ -44,18 +44,7 @@ fn port_of(addr: &str) -> String {
 
 impl Stack {
     fn start(tag: &str) -> Stack {
-        let run_dir =
-            std::env::temp_dir().join(format!("ddshark-otlp-test-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&run_dir);
-        // The fixtures are old captures: InfluxDB refuses points older than a bucket's
-        // retention.
-        let run = RunningStack::start(
-            &run_dir,
-            &[
-                ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
-                ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
-            ],
-        );
+        let run = RunningStack::start(&fresh_run_dir(&format!("otlp-test-{tag}")), &[]);
         Stack {
             run,
             own_collector: None,

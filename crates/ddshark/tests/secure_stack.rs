@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::stack::{metric_sum, RunningStack};
+use common::stack::{fresh_run_dir, metric_sum, RunningStack};
 use common::{fixture, repo_root};
 
 /// Spans `ddshark -r a_small_reliable/a.pcap --otlp` exports (DATA/DATA_FRAG and SAMPLE).
@@ -38,8 +38,6 @@ impl Stack {
             run_dir,
             &[
                 ("DDSHARK_OTLP_BIND", "0.0.0.0"),
-                ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
-                ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
                 ("DDSHARK_OTELCOL_BATCH_TIMEOUT", "200ms"),
             ],
         ))
@@ -129,8 +127,7 @@ fn mode(p: &Path) -> u32 {
 
 #[test]
 fn secured_ingest_refuses_without_the_token_and_stores_with_it() {
-    let run_dir = std::env::temp_dir().join(format!("ddshark-secure-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&run_dir);
+    let run_dir = fresh_run_dir("secure-test");
     let stack = Stack::start(&run_dir);
 
     // Beyond loopback the stack is secured, and says how to reach it.

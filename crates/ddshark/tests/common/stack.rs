@@ -169,6 +169,14 @@ pub fn metric_sum(url: &str, name: &str, labels: &[&str]) -> u64 {
         .sum::<f64>() as u64
 }
 
+/// An empty run dir for the stack of test `name`, `$TMPDIR/ddshark-NAME-PID` (one per test
+/// process, so parallel runs do not share one).
+pub fn fresh_run_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ddshark-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 /// A stack `scripts/stack/start.sh --auto-ports` started in its own run dir (on free
 /// ports), with its stack.env and its InfluxDB; stopped on drop, its run dir removed unless
 /// the test failed.
@@ -182,6 +190,8 @@ impl RunningStack {
     /// Starts it (in `run_dir` as it is: credentials made there before are kept) with `vars`
     /// besides the defaults (the caller's own DDSHARK_* and OTEL_*
     /// variables are not passed on, but for where the stack and the join binary are).
+    /// Its buckets keep points forever: the fixtures are old captures, and InfluxDB refuses
+    /// points older than a bucket's retention.
     /// Fails naming what start.sh said, the stack's binaries included.
     pub fn start(run_dir: &Path, vars: &[(&str, &str)]) -> RunningStack {
         for b in ["influxd", "otelcol-ddshark", "telegraf"] {
@@ -197,6 +207,10 @@ impl RunningStack {
             }
         }
         let out = cmd
+            .envs([
+                ("DDSHARK_INFLUX_RAW_RETENTION", "0"),
+                ("DDSHARK_INFLUX_LONG_RETENTION", "0"),
+            ])
             .envs(vars.iter().copied())
             .output()
             .expect("running scripts/stack/start.sh");
