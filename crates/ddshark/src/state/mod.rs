@@ -17,6 +17,7 @@
 pub(crate) mod bounded;
 pub(crate) mod cache;
 mod counters;
+mod discovery;
 mod entities;
 pub(crate) mod frag_budget;
 pub(crate) mod qos;
@@ -24,6 +25,7 @@ pub(crate) mod ros;
 pub(crate) mod secured;
 pub(crate) mod seq;
 pub mod snapshot;
+mod submessages;
 pub(crate) mod timing;
 pub(crate) mod window;
 
@@ -32,20 +34,15 @@ use std::hash::BuildHasher;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use rtps_dissect::rtps::SequenceNumberSet;
-use rtps_dissect::types::BuiltinWriter;
-use rtps_dissect::{
-    Datagram, DiscoveryRecord, EndpointInfo, EndpointKind, Guid, GuidPrefix, KeyHasher,
-    SamplePiece, SequenceNumber, Submessage, SubmessageBody, SubmessageKind,
-};
+use rtps_dissect::{Datagram, EndpointInfo, Guid, GuidPrefix, KeyHasher};
 
 use bounded::Bounded;
 pub use counters::StateCounters;
-use entities::{count_sample_piece, gone_reason, DatagramShare, MAX_ADDRESSES};
+use entities::MAX_ADDRESSES;
 pub(crate) use entities::{Gone, GoneReason, Participant, Reader, Writer};
 use frag_budget::FragBudget;
 use secured::{HostEntry, MessageSecurity, Peer, SecuredOf, SecuredPair, SecuredTraffic};
-use seq::{Finalized, Observed, SeqConfig};
+use seq::{Finalized, SeqConfig};
 pub use snapshot::Snapshot;
 use window::{Counts, Windowed};
 
@@ -379,319 +376,6 @@ impl State {
         ) {
             pair.last_seen_ns = now;
             pair.stats.record(now, add);
-        }
-    }
-
-    fn discovery(&mut self, rec: &DiscoveryRecord) {
-        let now = self.now_ns;
-        self.counters.discovery_records = self.counters.discovery_records.saturating_add(1);
-        match rec {
-            DiscoveryRecord::Participant(info) => {
-                if let Some(p) = self.participant_mut(info.guid_prefix) {
-                    p.info = Some(Arc::clone(info));
-                    p.from_cache = false;
-                    p.last_spdp_ns = Some(now);
-                    p.last_seen_ns = now;
-                    p.gone = None;
-                }
-            }
-            DiscoveryRecord::Endpoint(info) => self.endpoint(Arc::clone(info), false),
-            DiscoveryRecord::Topic { .. } => {}
-            DiscoveryRecord::Gone {
-                role,
-                guid,
-                status_info,
-            } => {
-                let Some(guid) = guid else { return };
-                let gone = Some(Gone {
-                    at_ns: now,
-                    reason: gone_reason(*status_info),
-                });
-                match role {
-                    BuiltinWriter::Participant => self.participant_gone(guid.prefix, gone),
-                    BuiltinWriter::Publication => {
-                        if let Some(w) = self.writers.get_mut(guid) {
-                            w.gone = gone;
-                        }
-                    }
-                    BuiltinWriter::Subscription => {
-                        if let Some(r) = self.readers.get_mut(guid) {
-                            r.gone = gone;
-                        }
-                    }
-                    BuiltinWriter::Topic => {}
-                }
-            }
-        }
-    }
-
-    fn participant_gone(&mut self, prefix: GuidPrefix, gone: Option<Gone>) {
-        if let Some(p) = self.participants.get_mut(&prefix) {
-            p.gone = gone;
-        }
-        let ep_gone = gone.map(|g| Gone {
-            reason: GoneReason::ParticipantGone,
-            ..g
-        });
-        for w in self.writers.values_mut() {
-            if w.guid.prefix == prefix && w.gone.is_none() {
-                w.gone = ep_gone;
-            }
-        }
-        for r in self.readers.values_mut() {
-            if r.guid.prefix == prefix && r.gone.is_none() {
-                r.gone = ep_gone;
-            }
-        }
-    }
-
-    /// An SEDP endpoint (from the wire or from the discovery cache).
-    pub(crate) fn endpoint(&mut self, info: Arc<EndpointInfo>, from_cache: bool) {
-        let now = self.now_ns;
-        let guid = info.guid;
-        match info.kind {
-            EndpointKind::Writer => {
-                if let Some(w) = self.writer_mut(guid) {
-                    if from_cache && w.info.is_some() {
-                        return;
-                    }
-                    if w.discovered_ns.is_none() && !from_cache {
-                        w.discovered_ns = Some(now);
-                        w.samples_before_discovery = w.stats.total.samples;
-                    }
-                    w.info = Some(info);
-                    w.from_cache = from_cache;
-                    w.gone = None;
-                }
-            }
-            EndpointKind::Reader => {
-                if let Some(r) = self.reader_mut(guid) {
-                    if from_cache && r.info.is_some() {
-                        return;
-                    }
-                    if r.discovered_ns.is_none() && !from_cache {
-                        r.discovered_ns = Some(now);
-                    }
-                    r.info = Some(info);
-                    r.from_cache = from_cache;
-                    r.gone = None;
-                }
-            }
-        }
-    }
-
-    fn apply_final(&mut self, guid: &Guid, fin: Finalized) {
-        if fin == Finalized::default() {
-            return;
-        }
-        let now = self.now_ns;
-        if let Some(w) = self.writers.get_mut(guid) {
-            w.apply_final(now, fin);
-        }
-    }
-
-    fn submessage(&mut self, d: &Datagram<'_>, sm: &Submessage<'_>, dst: u32) {
-        self.counters.submessages = self.counters.submessages.saturating_add(1);
-        // The kinds that matter here are picked before any body is decoded.
-        match sm.kind {
-            SubmessageKind::Data | SubmessageKind::DataFrag | SubmessageKind::DataSession => {
-                if let Some(piece) = sm.sample_piece() {
-                    self.sample_piece(d, &piece, dst);
-                }
-                return;
-            }
-            SubmessageKind::DataBatch => {
-                for piece in sm.sample_pieces() {
-                    self.sample_piece(d, &piece, dst);
-                }
-                return;
-            }
-            SubmessageKind::Heartbeat | SubmessageKind::HeartbeatBatch => {
-                if let (Some(writer), Some((first, last))) = (sm.writer_guid(), sm.heartbeat_sns())
-                {
-                    self.heartbeat(writer, first, last);
-                }
-                return;
-            }
-            SubmessageKind::AckNack => {
-                if let Some(set) = sm.acknack_sn_state() {
-                    self.acknack(sm.reader_guid(), sm.writer_guid(), &set);
-                }
-                return;
-            }
-            SubmessageKind::HeartbeatFrag | SubmessageKind::Gap | SubmessageKind::NackFrag => {}
-            _ => return,
-        }
-        match &sm.body() {
-            SubmessageBody::HeartbeatFrag { .. } => {
-                if let Some(writer) = sm.writer_guid() {
-                    self.heartbeat_frag(writer);
-                }
-            }
-            SubmessageBody::Gap {
-                gap_start,
-                gap_list,
-                ..
-            } => {
-                if let Some(writer) = sm.writer_guid() {
-                    self.gap(writer, *gap_start, gap_list);
-                }
-            }
-            SubmessageBody::NackFrag { writer_sn, .. } => {
-                self.nackfrag(sm.reader_guid(), sm.writer_guid(), *writer_sn);
-            }
-            _ => {}
-        }
-    }
-
-    /// A DATA or DATA_FRAG: what it is to its writer's sequence (new sample, more
-    /// fragments, repeat, invalid), the sample's size, and the datagram's share.
-    fn sample_piece(&mut self, d: &Datagram<'_>, piece: &SamplePiece, dst: u32) {
-        let now = self.now_ns;
-        let seq_cfg = self.config.seq;
-        let guid = piece.writer;
-        // A datagram's IP fragments and bytes count once per writer it carries.
-        let credit = !self.credited.contains(&guid);
-        if credit {
-            self.credited.push(guid);
-        }
-        let counters = &mut self.counters;
-        counters.data_submessages = counters.data_submessages.saturating_add(1);
-        let Some(w) = self.writer_mut(guid) else {
-            return;
-        };
-        let frags_before = w.seq.frag_usage();
-        let newest_before = w.seq.newest_frag();
-        let (observed, fin) = w.seq.observe(piece.sn, dst, now, piece.fragments, &seq_cfg);
-        let frags_after = w.seq.frag_usage();
-        let newest = w.seq.newest_frag();
-        w.last_src = Some(d.src);
-        let link = if credit {
-            w.credit_datagram(d);
-            DatagramShare {
-                ip_fragments: u64::from(d.ip_fragments),
-                wire_bytes: d.udp_len as u64,
-            }
-        } else {
-            DatagramShare::default()
-        };
-        match observed {
-            Observed::NewSample { late_fill } => {
-                w.record_sample_size(piece.sample_size);
-                if !late_fill {
-                    let deadline = w.info.as_deref().and_then(deadline_ns);
-                    w.timing.sample(d.ts_first_ns, piece.sn, deadline);
-                }
-            }
-            Observed::Invalid => w.invalid_sn = w.invalid_sn.saturating_add(1),
-            Observed::MoreFragments | Observed::Repeat { .. } => {}
-        }
-        let is_frag = piece.fragments.is_some();
-        w.stats.record(now, |c| {
-            count_sample_piece(c, observed, is_frag, piece.sample_size, link);
-        });
-        w.apply_final(now, fin);
-        self.counters.count_observed(observed);
-        self.frag_budget.settle(frags_before, frags_after);
-        if newest != newest_before {
-            if let Some(started) = newest {
-                self.frag_budget.started(guid, started);
-            }
-        }
-        self.frag_budget
-            .enforce(self.config.max_frag_bytes, &mut self.writers);
-    }
-
-    fn heartbeat(&mut self, writer: Guid, first_sn: SequenceNumber, last_sn: SequenceNumber) {
-        let now = self.now_ns;
-        let seq_cfg = self.config.seq;
-        let Some(w) = self.writer_mut(writer) else {
-            return;
-        };
-        w.stats
-            .record(now, |c| c.heartbeats = c.heartbeats.saturating_add(1));
-        let frags_before = w.seq.frag_usage();
-        let fin = w.seq.heartbeat(first_sn, last_sn, now, &seq_cfg);
-        let frags_after = w.seq.frag_usage();
-        w.apply_final(now, fin);
-        self.frag_budget.settle(frags_before, frags_after);
-    }
-
-    fn heartbeat_frag(&mut self, writer: Guid) {
-        let now = self.now_ns;
-        if let Some(w) = self.writer_mut(writer) {
-            w.stats.record(now, |c| {
-                c.heartbeat_frags = c.heartbeat_frags.saturating_add(1)
-            });
-        }
-    }
-
-    /// A GAP: the range [gap_start, gap_list.base) and every SN in gap_list are
-    /// irrelevant to readers, so they are not lost.
-    fn gap(&mut self, writer: Guid, gap_start: SequenceNumber, gap_list: &SequenceNumberSet<'_>) {
-        let now = self.now_ns;
-        let seq_cfg = self.config.seq;
-        let Some(w) = self.writer_mut(writer) else {
-            return;
-        };
-        w.stats.record(now, |c| c.gaps = c.gaps.saturating_add(1));
-        let frags_before = w.seq.frag_usage();
-        let mut fin = w
-            .seq
-            .gap_range(gap_start, gap_list.base.saturating_sub(1), now, &seq_cfg);
-        for sn in gap_list.iter() {
-            let f = w.seq.gap_range(sn, sn, now, &seq_cfg);
-            fin.lost = fin.lost.saturating_add(f.lost);
-            fin.incomplete = fin.incomplete.saturating_add(f.incomplete);
-            fin.jumps = fin.jumps.saturating_add(f.jumps);
-        }
-        let frags_after = w.seq.frag_usage();
-        w.apply_final(now, fin);
-        self.frag_budget.settle(frags_before, frags_after);
-    }
-
-    fn acknack(
-        &mut self,
-        reader: Option<Guid>,
-        writer: Option<Guid>,
-        reader_sn_state: &SequenceNumberSet<'_>,
-    ) {
-        let now = self.now_ns;
-        let requested = reader_sn_state.iter().count() as u64;
-        if let Some(r) = reader.and_then(|guid| self.reader_mut(guid)) {
-            r.acknacks = r.acknacks.saturating_add(1);
-            r.acknack_requested_sns = r.acknack_requested_sns.saturating_add(requested);
-        }
-        let Some(writer) = writer else {
-            self.counters.acknacks_unattributed =
-                self.counters.acknacks_unattributed.saturating_add(1);
-            return;
-        };
-        if let Some(w) = self.writer_mut(writer) {
-            w.stats.record(now, |c| {
-                c.acknacks = c.acknacks.saturating_add(1);
-                c.acknack_requested_sns = c.acknack_requested_sns.saturating_add(requested);
-            });
-            for sn in reader_sn_state.iter() {
-                w.seq.requested(sn);
-            }
-        }
-    }
-
-    fn nackfrag(&mut self, reader: Option<Guid>, writer: Option<Guid>, writer_sn: SequenceNumber) {
-        let now = self.now_ns;
-        if let Some(r) = reader.and_then(|guid| self.reader_mut(guid)) {
-            r.nackfrags = r.nackfrags.saturating_add(1);
-        }
-        let Some(writer) = writer else {
-            self.counters.nackfrags_unattributed =
-                self.counters.nackfrags_unattributed.saturating_add(1);
-            return;
-        };
-        if let Some(w) = self.writer_mut(writer) {
-            w.stats
-                .record(now, |c| c.nackfrags = c.nackfrags.saturating_add(1));
-            w.seq.requested(writer_sn);
         }
     }
 
