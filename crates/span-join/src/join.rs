@@ -78,12 +78,14 @@ use super::line::LineWriter;
 
 mod clocks;
 mod pending;
+mod seconds;
 mod state;
 #[cfg(test)]
 mod tests;
 
 use clocks::Clocks;
 use pending::{Pending, PendingQueue};
+use seconds::{count_latency, LatencySecond, RepairSecond};
 pub use state::{JoinState, StateError, STATE_FORMAT};
 
 const NS: i64 = 1_000_000_000;
@@ -252,27 +254,6 @@ struct Capture {
 
 fn no_time() -> i64 {
     i64::MIN
-}
-
-/// The latencies of the samples a sender's writers of one topic first sent in one second,
-/// at one receiver.
-#[derive(Debug, Serialize, Deserialize)]
-struct LatencySecond {
-    tick: u64,
-    samples: i64,
-    sum_ns: i64,
-    min_ns: i64,
-    max_ns: i64,
-    dirty: bool,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct RepairSecond {
-    tick: u64,
-    topic: Str,
-    repairs: i64,
-    submessages: i64,
-    dirty: bool,
 }
 
 /// The streaming join (see the module docs).
@@ -920,71 +901,6 @@ impl SpanJoin {
         points
     }
 
-    fn count_repairs(
-        &mut self,
-        writer: &Str,
-        home: &Str,
-        topic: &Str,
-        t_send: i64,
-        repairs: i64,
-        submessages: i64,
-    ) {
-        let tick = self.tick;
-        let second = t_send.div_euclid(NS);
-        let acc = self
-            .repairs
-            .entry((writer.clone(), home.clone(), second))
-            .or_insert_with(|| RepairSecond {
-                tick,
-                topic: topic.clone(),
-                repairs: 0,
-                submessages: 0,
-                dirty: true,
-            });
-        acc.tick = tick;
-        acc.repairs = acc.repairs.saturating_add(repairs);
-        acc.submessages = acc.submessages.saturating_add(submessages);
-        acc.dirty = true;
-    }
-
-    fn write_repairs(&mut self, out: &mut LineWriter) -> u64 {
-        let mut points = 0u64;
-        for ((writer, sender, second), acc) in &mut self.repairs {
-            if acc.dirty {
-                acc.dirty = false;
-                out.point(measurement::REPAIRS)
-                    .tag("sender", sender)
-                    .tag("topic_name", &acc.topic)
-                    .tag("writer_id", writer)
-                    .int("repairs", acc.repairs)
-                    .int("submessages", acc.submessages)
-                    .end(Some(second.saturating_mul(NS)));
-                points = points.saturating_add(1);
-            }
-        }
-        points
-    }
-
-    fn write_latency_seconds(&mut self, out: &mut LineWriter) -> u64 {
-        let mut points = 0u64;
-        for ((sender, receiver, topic, second), acc) in &mut self.latency_seconds {
-            if acc.dirty {
-                acc.dirty = false;
-                out.point(measurement::LATENCY_1S)
-                    .tag("receiver", receiver)
-                    .tag("sender", sender)
-                    .tag("topic_name", topic)
-                    .int("samples", acc.samples)
-                    .int("latency_sum_ns", acc.sum_ns)
-                    .int("latency_min_ns", acc.min_ns)
-                    .int("latency_max_ns", acc.max_ns)
-                    .end(Some(second.saturating_mul(NS)));
-                points = points.saturating_add(1);
-            }
-        }
-        points
-    }
-
     fn join_frag(&mut self, p: &Pending<FragRow>, out: &mut LineWriter) -> u64 {
         self.counters.frags = self.counters.frags.saturating_add(1);
         // (DATA_FRAG spans come before their sample's SAMPLE span: the sample's vote may
@@ -1087,37 +1003,6 @@ fn decayed((count, last): (u64, u64), tick: u64) -> u64 {
     count
         .checked_shr(u32::try_from(tick.saturating_sub(last)).unwrap_or(u32::MAX))
         .unwrap_or(0)
-}
-
-/// Adds one sample's latency to its second (a free function: the caller holds borrows of
-/// the join's other maps).
-fn count_latency(
-    seconds: &mut IndexMap<(Str, Str, Str, i64), LatencySecond>,
-    tick: u64,
-    (sender, receiver, topic): (&Str, &Str, &Str),
-    t_send: i64,
-    latency: i64,
-) {
-    let key = (
-        sender.clone(),
-        receiver.clone(),
-        topic.clone(),
-        t_send.div_euclid(NS),
-    );
-    let acc = seconds.entry(key).or_insert(LatencySecond {
-        tick,
-        samples: 0,
-        sum_ns: 0,
-        min_ns: latency,
-        max_ns: latency,
-        dirty: true,
-    });
-    acc.tick = tick;
-    acc.samples = acc.samples.saturating_add(1);
-    acc.sum_ns = acc.sum_ns.saturating_add(latency);
-    acc.min_ns = acc.min_ns.min(latency);
-    acc.max_ns = acc.max_ns.max(latency);
-    acc.dirty = true;
 }
 
 /// The participant (GUID prefix, the first 24 hex digits) of a writer id.
