@@ -42,7 +42,7 @@ impl Stack {
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => r["span.name"] =~ /^({kinds})$/)
   |> group() |> count()"#,
-            self.var("DDSHARK_INFLUX_BUCKET")
+            self.influx.bucket
         ))
     }
 
@@ -53,7 +53,7 @@ impl Stack {
   |> filter(fn: (r) => r._measurement == "ddshark_join") |> last() |> group()
   |> map(fn: (r) => ({{field: r._field, v: r._value, t: int(v: r._time)}}))
   |> keep(columns: ["field", "v", "t"])"#,
-            self.var("DDSHARK_INFLUX_BUCKET")
+            self.influx.bucket
         ));
         let t = rows
             .iter()
@@ -73,7 +73,7 @@ impl Stack {
             r#"from(bucket: "{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "internal_write" and r._field == "metrics_dropped")
   |> group(columns: ["alias"]) |> max() |> keep(columns: ["alias", "_value"])"#,
-            self.var("DDSHARK_INFLUX_BUCKET")
+            self.influx.bucket
         ));
         rows.iter()
             .filter_map(|r| Some((r.get("alias")?.clone(), r.get("_value")?.parse().ok()?)))
@@ -89,7 +89,7 @@ impl Stack {
   |> filter(fn: (r) => r.sender == "{sender}" and r.receiver == "{receiver}")
   |> group() |> map(fn: (r) => ({{w: r.writer_id, t: int(v: r._time), v: r._value}}))
   |> keep(columns: ["w", "t", "v"])"#,
-            self.var("DDSHARK_INFLUX_LONG_BUCKET")
+            self.influx.long_bucket
         ));
         rows.iter()
             .map(|r| {

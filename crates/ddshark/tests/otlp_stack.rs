@@ -17,10 +17,6 @@ use common::{fixture, ns_of, read_tsv, repo_root};
 use rtps_dissect::Guid;
 use serde_json::Value;
 
-const BUCKET: &str = "ddshark";
-/// ddshark's OTLP metrics (per-topic counters) go to the long bucket.
-const LONG_BUCKET: &str = "ddshark_long";
-
 /// One stack (influxd + telegraf + otelcol) in its own run dir, on free ports; stopped on
 /// drop.
 struct Stack {
@@ -143,8 +139,9 @@ impl Stack {
     }
 
     fn count_spans(&self, host: &str) -> usize {
+        let bucket = &self.influx.bucket;
         self.influx.query_count(&format!(
-            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+            r#"from(bucket:"{bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => r["span.name"] != "SAMPLE")
   |> group() |> count()"#
@@ -172,8 +169,9 @@ impl Stack {
             Some(k) => format!(r#"r["span.name"] != "{k}""#),
             None => format!(r#"r["span.name"] == "{kind}""#),
         };
+        let bucket = &self.influx.bucket;
         let rows = self.influx.query(&format!(
-            r#"from(bucket:"{BUCKET}") |> range(start: 0)
+            r#"from(bucket:"{bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}")
   |> filter(fn: (r) => {kind})
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
@@ -697,8 +695,9 @@ fn stack_two_hosts_every_submessage_exactly_once() {
     assert_eq!(counts.1 + counts.2, counts.0, "{err}");
     assert!(counts.0 > 214, "{err}");
     assert_eq!(stack.wait_spans("filtered", want), want);
+    let bucket = &stack.influx.bucket;
     let rows = stack.influx.query(&format!(
-        r#"from(bucket:"{BUCKET}") |> range(start: 0)
+        r#"from(bucket:"{bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "filtered" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => not exists r.topic_name or not (r.topic_name =~ /^(rt\/c.*|DCPSPub.*)$/))
   |> group() |> count()"#
@@ -723,8 +722,9 @@ fn stack_two_hosts_every_submessage_exactly_once() {
                 )
             })
             .collect();
+        let long_bucket = &stack.influx.long_bucket;
         let rows = stack.influx.query(&format!(
-            r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+            r#"from(bucket:"{long_bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "ddshark.topic.samples" and r._field == "counter" and r["host.name"] == "{host}")
   |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
         ));
@@ -864,8 +864,9 @@ fn write_ns_copy(src: &Path, dst: &Path, shift: fn(u64) -> u64) {
 
 /// Spans of host small-a whose topic matches `re` (a Flux regex).
 fn small_a_topics(stack: &Stack, re: &str) -> usize {
+    let bucket = &stack.influx.bucket;
     let rows = stack.influx.query(&format!(
-        r#"from(bucket:"{BUCKET}") |> range(start: 0)
+        r#"from(bucket:"{bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "small-a" and r._field == "end_time_unix_nano")
   |> filter(fn: (r) => r["span.name"] != "SAMPLE" and exists r.topic_name and r.topic_name =~ /{}/)
   |> group() |> count()"#,
@@ -994,8 +995,9 @@ fn stack_collector_restart_mid_run() {
         n as u64 <= sent,
         "InfluxDB has {n} spans, ddshark sent only {sent}"
     );
+    let bucket = &stack.influx.bucket;
     let rows = stack.influx.query(&format!(
-        r#"from(bucket:"{BUCKET}") |> range(start: 0)
+        r#"from(bucket:"{bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "restart" and r._field == "end_time_unix_nano")
   |> group() |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}})) |> max(column: "t_ns")"#
     ));
@@ -1149,8 +1151,9 @@ fn stack_topic_timing_shared_memory_and_secured_metrics() {
     // ddshark's last export comes at exit: the measurement once it has settled (without
     // _stop, which is now() and so differs in every answer).
     let last = |measurement: &str, field: &str, host: &str| -> Vec<HashMap<String, String>> {
+        let long_bucket = &stack.influx.long_bucket;
         let flux = format!(
-            r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+            r#"from(bucket:"{long_bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "{measurement}" and r._field == "{field}" and r["host.name"] == "{host}")
   |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()
   |> drop(columns: ["_start", "_stop"])"#
@@ -1208,8 +1211,9 @@ fn stack_topic_timing_shared_memory_and_secured_metrics() {
     let pairs = snap["secured"]["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 2, "{pairs:?}");
     // All three measurements in one settled query: each settling takes a while.
+    let long_bucket = &stack.influx.long_bucket;
     let flux = format!(
-        r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+        r#"from(bucket:"{long_bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement =~ /^ddshark[.]secured[.]/ and r._field == "counter" and r["host.name"] == "{host}")
   |> group(columns: ["_measurement", "src_participant", "dst_participant"]) |> sort(columns: ["_time"]) |> last() |> group()
   |> drop(columns: ["_start", "_stop"])"#
@@ -1303,8 +1307,9 @@ fn stack_clock_offset_equals_ddshark_latency() {
         .as_nanos() as i64;
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
+        let bucket = &stack.influx.bucket;
         let st = stack.influx.query(&format!(
-            r#"from(bucket:"{BUCKET}") |> range(start: -10m)
+            r#"from(bucket:"{bucket}") |> range(start: -10m)
   |> filter(fn: (r) => r._measurement == "ddshark_join") |> last()
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))"#
@@ -1325,9 +1330,10 @@ fn stack_clock_offset_equals_ddshark_latency() {
         std::thread::sleep(Duration::from_secs(1));
     }
     // (its points reach InfluxDB with Telegraf's next flush: the last one, settled)
+    let long_bucket = &stack.influx.long_bucket;
     let (rows, settled) = stack.settled(
         &format!(
-            r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+            r#"from(bucket:"{long_bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "dds_clock_offset")
   |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
   |> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))
@@ -1338,7 +1344,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
     );
     assert!(
         settled,
-        "no settled dds_clock_offset point in {LONG_BUCKET}: {rows:?}"
+        "no settled dds_clock_offset point in {long_bucket}: {rows:?}"
     );
     let row = rows.into_iter().next().unwrap();
     let n = |k: &str| -> i64 {
@@ -1430,8 +1436,9 @@ fn stack_tcp_metrics_equal_the_final_counters() {
             } else {
                 format!("\"{key}\"")
             };
+            let long_bucket = &stack.influx.long_bucket;
             let rows = stack.influx.query(&format!(
-                r#"from(bucket:"{LONG_BUCKET}") |> range(start: 0)
+                r#"from(bucket:"{long_bucket}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "{metric}" and r._field == "counter" and r["host.name"] == "{host}")
   |> group(columns: [{group}]) |> sort(columns: ["_time"]) |> last() |> group()"#
             ));

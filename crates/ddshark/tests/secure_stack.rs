@@ -49,7 +49,7 @@ impl Stack {
             r#"from(bucket:"{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
   |> group() |> count()"#,
-            self.var("DDSHARK_INFLUX_BUCKET")
+            self.influx.bucket
         ))
     }
 

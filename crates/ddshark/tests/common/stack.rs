@@ -42,11 +42,15 @@ pub fn read_env(path: &Path) -> HashMap<String, String> {
         .collect()
 }
 
-/// An InfluxDB 2 and its operator token.
+/// An InfluxDB 2, its operator token and the stack's two buckets.
 pub struct Influx {
     pub url: String,
     pub org: String,
     pub token: String,
+    /// Spans and Telegraf's own metrics (`DDSHARK_INFLUX_BUCKET`).
+    pub bucket: String,
+    /// Latencies and per-topic counters (`DDSHARK_INFLUX_LONG_BUCKET`).
+    pub long_bucket: String,
 }
 
 impl Influx {
@@ -61,6 +65,8 @@ impl Influx {
             url: var("DDSHARK_INFLUX_URL"),
             org: var("DDSHARK_INFLUX_ORG"),
             token: var("DDSHARK_INFLUX_TOKEN"),
+            bucket: var("DDSHARK_INFLUX_BUCKET"),
+            long_bucket: var("DDSHARK_INFLUX_LONG_BUCKET"),
         }
     }
 
