@@ -13,7 +13,6 @@ use super::super::timing::{TimingAgg, TimingView};
 use super::super::window::Counts;
 use super::super::{State, SIZE_BUCKETS};
 use super::shm::{on_shared_memory, ShmPairs};
-use super::writers::WriterFacts;
 use super::{pcp_list, per_sample, size_view, PcpCount, SizeView, WindowView, MAX_QOS_PAIRS};
 
 #[derive(Debug, Clone, Serialize)]
@@ -111,27 +110,18 @@ impl State {
     /// Every topic a writer or reader names, by name.
     pub(super) fn topic_views(&self, shm_pairs: &ShmPairs) -> Vec<TopicView> {
         let mut topics: BTreeMap<String, TopicAgg> = BTreeMap::new();
-        for w in self.writers_by_guid() {
-            let WriterFacts {
-                topic,
-                type_name,
-                builtin,
-                window: win,
-                shared_memory: shm,
-                deadline,
-                active_from,
-            } = self.writer_facts(w, shm_pairs);
+        for (w, f) in self.writers_with_facts(shm_pairs) {
             let t = &w.stats.total;
-            if let Some(name) = &topic {
+            if let Some(name) = &f.topic {
                 let agg = topics
                     .entry(name.clone())
-                    .or_insert_with(|| TopicAgg::new("", builtin));
-                agg.note_type(type_name.as_deref().unwrap_or(""));
+                    .or_insert_with(|| TopicAgg::new("", f.builtin));
+                agg.note_type(f.type_name.as_deref().unwrap_or(""));
                 agg.writers.push((w.guid, w.info.clone()));
                 agg.totals.add(t);
-                agg.window.add(&win);
-                agg.first_seen_ns = agg.first_seen_ns.min(active_from);
-                agg.timing.add(&w.timing, deadline);
+                agg.window.add(&f.window);
+                agg.first_seen_ns = agg.first_seen_ns.min(f.active_from);
+                agg.timing.add(&w.timing, f.deadline);
                 if let Some(m) = w.size_min {
                     agg.size_min = Some(agg.size_min.map_or(m, |a| a.min(m)));
                 }
@@ -142,7 +132,7 @@ impl State {
                 for (a, b) in agg.pcp.iter_mut().zip(w.pcp.iter()) {
                     *a = a.saturating_add(*b);
                 }
-                if shm {
+                if f.shared_memory {
                     agg.shm = agg.shm.saturating_add(1);
                     agg.shm_writers = agg.shm_writers.saturating_add(1);
                 }

@@ -79,7 +79,17 @@ pub(super) struct WriterFacts {
 }
 
 impl State {
-    pub(super) fn writer_facts(&self, w: &Writer, shm_pairs: &ShmPairs) -> WriterFacts {
+    /// The writers in GUID order, each with what the views take of it.
+    pub(super) fn writers_with_facts<'a>(
+        &'a self,
+        shm_pairs: &'a ShmPairs,
+    ) -> impl Iterator<Item = (&'a Writer, WriterFacts)> + 'a {
+        self.writers_by_guid()
+            .into_iter()
+            .map(move |w| (w, self.writer_facts(w, shm_pairs)))
+    }
+
+    fn writer_facts(&self, w: &Writer, shm_pairs: &ShmPairs) -> WriterFacts {
         let (topic, type_name, builtin) = writer_topic(w);
         WriterFacts {
             topic,
@@ -104,25 +114,16 @@ impl State {
     /// Every writer, by topic then GUID.
     pub(super) fn writer_views(&self, shm_pairs: &ShmPairs) -> Vec<WriterView> {
         let mut writers = Vec::with_capacity(self.writers.len());
-        for w in self.writers_by_guid() {
-            let WriterFacts {
-                topic,
-                type_name,
-                builtin,
-                window: win,
-                shared_memory: shm,
-                deadline,
-                active_from,
-            } = self.writer_facts(w, shm_pairs);
+        for (w, f) in self.writers_with_facts(shm_pairs) {
             let t = &w.stats.total;
             writers.push(WriterView {
                 guid: w.guid.to_string(),
                 participant: w.guid.prefix.to_string(),
-                ros_topic: topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
-                ros_type: type_name.as_deref().and_then(demangle_type),
-                topic,
-                type_name,
-                builtin,
+                ros_topic: f.topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
+                ros_type: f.type_name.as_deref().and_then(demangle_type),
+                topic: f.topic,
+                type_name: f.type_name,
+                builtin: f.builtin,
                 discovered: w.discovered_ns.is_some(),
                 from_cache: w.from_cache,
                 discovered_ns: w.discovered_ns,
@@ -131,7 +132,7 @@ impl State {
                 } else {
                     t.samples
                 },
-                shared_memory_only: shm,
+                shared_memory_only: f.shared_memory,
                 shared_memory_peers: peers_of(shm_pairs, &w.guid),
                 qos: w.info.as_ref().map(|i| QosView::of(&i.qos)),
                 locators: w.info.as_deref().map(locators).unwrap_or_default(),
@@ -143,8 +144,8 @@ impl State {
                 size: size_view(t, w.size_min, w.size_max),
                 data_frags_per_sample: per_sample(t.data_frag_submessages, t.samples),
                 ip_fragments_per_sample: per_sample(t.ip_fragments, t.samples),
-                window: WindowView::of(&win, self.window_span(active_from)),
-                timing: TimingView::of(&w.timing, deadline),
+                window: WindowView::of(&f.window, self.window_span(f.active_from)),
+                timing: TimingView::of(&w.timing, f.deadline),
                 highest_sn: w.seq.highest_seen,
                 open_holes: w.seq.open_holes(),
                 sn_jumps: w.sn_jumps,
