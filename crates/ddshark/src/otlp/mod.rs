@@ -150,6 +150,8 @@ pub(crate) struct OtlpSink {
     samples: Option<(u64, usize)>,
     /// Samples sent early because the tracker's memory was full, already reported.
     reported_early: u64,
+    /// Slot-memory restarts already reported (`SpanMapper::slot_resets`, summed over sources).
+    reported_slot_resets: u64,
     /// Wait for queue space (file replays) instead of dropping.
     wait: Option<Duration>,
     metrics: bool,
@@ -185,6 +187,7 @@ impl OtlpSink {
                 )
             }),
             reported_early: 0,
+            reported_slot_resets: 0,
             wait: (!live).then_some(timeout),
             metrics,
             flush_timeout: args
@@ -265,6 +268,19 @@ impl OtlpSink {
                  (--otlp-sample-memory full; a later copy of such a sample becomes a SAMPLE span of its own)"
             );
             self.reported_early = early;
+        }
+        let slot_resets = self
+            .sources
+            .iter()
+            .flatten()
+            .fold(0u64, |n, s| n.saturating_add(s.mapper.slot_resets()));
+        if slot_resets > self.reported_slot_resets {
+            eprintln!(
+                "ddshark: otlp: the writer -> slot memory was full {slot_resets} time(s) and started over \
+                 (more writers than it holds): two spans of one writer with the same start time may now share \
+                 a slot, and InfluxDB keeps one of them"
+            );
+            self.reported_slot_resets = slot_resets;
         }
         let s = self.handle.stats();
         let r = &self.reported;
