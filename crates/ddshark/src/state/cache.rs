@@ -234,14 +234,16 @@ impl State {
             .writers
             .values()
             .filter_map(|w| {
-                w.info
+                w.endpoint
+                    .info
                     .as_ref()
-                    .map(|i| CachedEndpoint::of(i, w.last_seen_ns))
+                    .map(|i| CachedEndpoint::of(i, w.endpoint.last_seen_ns))
             })
             .chain(self.readers.values().filter_map(|r| {
-                r.info
+                r.endpoint
+                    .info
                     .as_ref()
-                    .map(|i| CachedEndpoint::of(i, r.last_seen_ns))
+                    .map(|i| CachedEndpoint::of(i, r.endpoint.last_seen_ns))
             }))
             .collect();
         endpoints.sort_by(|a, b| a.guid.cmp(&b.guid));

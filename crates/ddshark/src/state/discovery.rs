@@ -39,12 +39,12 @@ impl State {
                     BuiltinWriter::Participant => self.participant_gone(guid.prefix, gone),
                     BuiltinWriter::Publication => {
                         if let Some(w) = self.writers.get_mut(guid) {
-                            w.gone = gone;
+                            w.endpoint.gone = gone;
                         }
                     }
                     BuiltinWriter::Subscription => {
                         if let Some(r) = self.readers.get_mut(guid) {
-                            r.gone = gone;
+                            r.endpoint.gone = gone;
                         }
                     }
                     BuiltinWriter::Topic => {}
@@ -62,13 +62,13 @@ impl State {
             ..g
         });
         for w in self.writers.values_mut() {
-            if w.guid.prefix == prefix && w.gone.is_none() {
-                w.gone = ep_gone;
+            if w.endpoint.guid.prefix == prefix && w.endpoint.gone.is_none() {
+                w.endpoint.gone = ep_gone;
             }
         }
         for r in self.readers.values_mut() {
-            if r.guid.prefix == prefix && r.gone.is_none() {
-                r.gone = ep_gone;
+            if r.endpoint.guid.prefix == prefix && r.endpoint.gone.is_none() {
+                r.endpoint.gone = ep_gone;
             }
         }
     }
@@ -80,29 +80,14 @@ impl State {
         match info.kind {
             EndpointKind::Writer => {
                 if let Some(w) = self.writer_mut(guid) {
-                    if from_cache && w.info.is_some() {
-                        return;
-                    }
-                    if w.discovered_ns.is_none() && !from_cache {
-                        w.discovered_ns = Some(now);
+                    if w.endpoint.discover(info, from_cache, now) {
                         w.samples_before_discovery = w.stats.total.samples;
                     }
-                    w.info = Some(info);
-                    w.from_cache = from_cache;
-                    w.gone = None;
                 }
             }
             EndpointKind::Reader => {
                 if let Some(r) = self.reader_mut(guid) {
-                    if from_cache && r.info.is_some() {
-                        return;
-                    }
-                    if r.discovered_ns.is_none() && !from_cache {
-                        r.discovered_ns = Some(now);
-                    }
-                    r.info = Some(info);
-                    r.from_cache = from_cache;
-                    r.gone = None;
+                    r.endpoint.discover(info, from_cache, now);
                 }
             }
         }

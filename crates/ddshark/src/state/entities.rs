@@ -65,8 +65,10 @@ impl Aged for Participant {
     }
 }
 
+/// What a writer and a reader have alike: who it is, what discovery (or the discovery cache)
+/// says of it, when it was seen and whether it is gone.
 #[derive(Debug, Clone)]
-pub(crate) struct Writer {
+pub(crate) struct Endpoint {
     pub(crate) guid: Guid,
     pub(crate) info: Option<Arc<EndpointInfo>>,
     pub(crate) from_cache: bool,
@@ -74,6 +76,43 @@ pub(crate) struct Writer {
     pub(crate) last_seen_ns: u64,
     /// Capture time SEDP named it.
     pub(crate) discovered_ns: Option<u64>,
+    pub(crate) gone: Option<Gone>,
+}
+
+impl Endpoint {
+    /// An endpoint first seen at `ts`, with what the discovery cache knows of it.
+    fn new(guid: Guid, ts: u64, cached: Option<&Arc<EndpointInfo>>) -> Self {
+        Endpoint {
+            guid,
+            info: cached.cloned(),
+            from_cache: cached.is_some(),
+            first_seen_ns: ts,
+            last_seen_ns: ts,
+            discovered_ns: None,
+            gone: None,
+        }
+    }
+
+    /// An SEDP record of it at `now` (from the wire, or from the discovery cache, which
+    /// yields to anything already known); true if the wire named it for the first time.
+    pub(super) fn discover(&mut self, info: Arc<EndpointInfo>, from_cache: bool, now: u64) -> bool {
+        if from_cache && self.info.is_some() {
+            return false;
+        }
+        let first = self.discovered_ns.is_none() && !from_cache;
+        if first {
+            self.discovered_ns = Some(now);
+        }
+        self.info = Some(info);
+        self.from_cache = from_cache;
+        self.gone = None;
+        first
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Writer {
+    pub(crate) endpoint: Endpoint,
     /// Samples seen before discovery named it.
     pub(crate) samples_before_discovery: u64,
     pub(crate) stats: Windowed,
@@ -86,7 +125,6 @@ pub(crate) struct Writer {
     pub(crate) pcp: [u64; 9],
     pub(crate) vlan_id: Option<u16>,
     pub(crate) last_src: Option<SocketAddr>,
-    pub(crate) gone: Option<Gone>,
     pub(crate) sn_jumps: u64,
     pub(crate) invalid_sn: u64,
     pub(crate) timing: Timing,
@@ -94,7 +132,7 @@ pub(crate) struct Writer {
 
 impl Aged for Writer {
     fn last_seen(&self) -> u64 {
-        self.last_seen_ns
+        self.endpoint.last_seen_ns
     }
 }
 
@@ -162,12 +200,7 @@ impl Writer {
         cached: Option<&Arc<EndpointInfo>>,
     ) -> Self {
         Writer {
-            guid,
-            info: cached.cloned(),
-            from_cache: cached.is_some(),
-            first_seen_ns: ts,
-            last_seen_ns: ts,
-            discovered_ns: None,
+            endpoint: Endpoint::new(guid, ts, cached),
             samples_before_discovery: 0,
             stats: Windowed::new(config.window_ns),
             size_min: None,
@@ -177,7 +210,6 @@ impl Writer {
             pcp: [0; 9],
             vlan_id: None,
             last_src: None,
-            gone: None,
             sn_jumps: 0,
             timing: Timing::default(),
             invalid_sn: 0,
@@ -220,38 +252,26 @@ impl Writer {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Reader {
-    pub(crate) guid: Guid,
-    pub(crate) info: Option<Arc<EndpointInfo>>,
-    pub(crate) from_cache: bool,
-    pub(crate) first_seen_ns: u64,
-    pub(crate) last_seen_ns: u64,
-    pub(crate) discovered_ns: Option<u64>,
+    pub(crate) endpoint: Endpoint,
     pub(crate) acknacks: u64,
     pub(crate) acknack_requested_sns: u64,
     pub(crate) nackfrags: u64,
-    pub(crate) gone: Option<Gone>,
 }
 
 impl Reader {
     /// A reader first seen at `ts`, with what the discovery cache knows of it.
     pub(super) fn new(guid: Guid, ts: u64, cached: Option<&Arc<EndpointInfo>>) -> Self {
         Reader {
-            guid,
-            info: cached.cloned(),
-            from_cache: cached.is_some(),
-            first_seen_ns: ts,
-            last_seen_ns: ts,
-            discovered_ns: None,
+            endpoint: Endpoint::new(guid, ts, cached),
             acknacks: 0,
             acknack_requested_sns: 0,
             nackfrags: 0,
-            gone: None,
         }
     }
 }
 
 impl Aged for Reader {
     fn last_seen(&self) -> u64 {
-        self.last_seen_ns
+        self.endpoint.last_seen_ns
     }
 }

@@ -214,7 +214,7 @@ impl State {
                 frag_budget.release(old.seq.frag_usage());
             },
         )?;
-        w.last_seen_ns = ts;
+        w.endpoint.last_seen_ns = ts;
         Some(w)
     }
 
@@ -234,7 +234,7 @@ impl State {
                     counters.readers_evicted_capacity.saturating_add(1);
             },
         )?;
-        r.last_seen_ns = ts;
+        r.endpoint.last_seen_ns = ts;
         Some(r)
     }
 
@@ -389,7 +389,7 @@ impl State {
             let fin = w.seq.expire(now, &cfg);
             self.frag_budget.settle(frags_before, w.seq.frag_usage());
             if fin != Finalized::default() {
-                finals.push((w.guid, fin));
+                finals.push((w.endpoint.guid, fin));
             }
         }
         for (g, fin) in finals {
@@ -462,7 +462,7 @@ impl State {
         let mut finals = Vec::new();
         for w in self.writers.values_mut() {
             let frags_before = w.seq.frag_usage();
-            finals.push((w.guid, w.seq.finish(&cfg)));
+            finals.push((w.endpoint.guid, w.seq.finish(&cfg)));
             self.frag_budget.settle(frags_before, w.seq.frag_usage());
         }
         for (g, fin) in finals {

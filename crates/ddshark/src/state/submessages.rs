@@ -110,7 +110,7 @@ impl State {
             Observed::NewSample { late_fill } => {
                 w.record_sample_size(piece.sample_size);
                 if !late_fill {
-                    let deadline = w.info.as_deref().and_then(deadline_ns);
+                    let deadline = w.endpoint.info.as_deref().and_then(deadline_ns);
                     w.timing.sample(d.ts_first_ns, piece.sn, deadline);
                 }
             }

@@ -34,26 +34,26 @@ impl State {
     pub(super) fn reader_views(&self, shm_pairs: &ShmPairs) -> Vec<ReaderView> {
         let mut readers = Vec::with_capacity(self.readers.len());
         for r in self.readers.values() {
-            let topic = r.info.as_ref().map(|i| i.topic.clone());
-            let shm = on_shared_memory(r.info.as_deref(), &r.guid, shm_pairs);
+            let topic = r.endpoint.info.as_ref().map(|i| i.topic.clone());
+            let shm = on_shared_memory(r.endpoint.info.as_deref(), &r.endpoint.guid, shm_pairs);
             readers.push(ReaderView {
-                guid: r.guid.to_string(),
-                participant: r.guid.prefix.to_string(),
+                guid: r.endpoint.guid.to_string(),
+                participant: r.endpoint.guid.prefix.to_string(),
                 ros_topic: topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
                 topic,
-                type_name: r.info.as_ref().map(|i| i.type_name.clone()),
-                discovered: r.discovered_ns.is_some(),
-                from_cache: r.from_cache,
+                type_name: r.endpoint.info.as_ref().map(|i| i.type_name.clone()),
+                discovered: r.endpoint.discovered_ns.is_some(),
+                from_cache: r.endpoint.from_cache,
                 shared_memory_only: shm,
-                shared_memory_peers: peers_of(shm_pairs, &r.guid),
-                qos: r.info.as_ref().map(|i| QosView::of(&i.qos)),
-                locators: r.info.as_deref().map(locators).unwrap_or_default(),
-                first_seen_ns: r.first_seen_ns,
-                last_seen_ns: r.last_seen_ns,
+                shared_memory_peers: peers_of(shm_pairs, &r.endpoint.guid),
+                qos: r.endpoint.info.as_ref().map(|i| QosView::of(&i.qos)),
+                locators: r.endpoint.info.as_deref().map(locators).unwrap_or_default(),
+                first_seen_ns: r.endpoint.first_seen_ns,
+                last_seen_ns: r.endpoint.last_seen_ns,
                 acknacks: r.acknacks,
                 acknack_requested_sns: r.acknack_requested_sns,
                 nackfrags: r.nackfrags,
-                gone: r.gone,
+                gone: r.endpoint.gone,
             });
         }
         readers.sort_by(|a, b| (&a.topic, &a.guid).cmp(&(&b.topic, &b.guid)));

@@ -62,20 +62,21 @@ impl State {
     pub(super) fn shared_memory_pairs(&self) -> ShmPairs {
         let mut readers: HashMap<&str, Vec<ShmReader<'_>>> = HashMap::new();
         for r in self.readers.values() {
-            if let Some(info) = r.info.as_deref() {
+            if let Some(info) = r.endpoint.info.as_deref() {
                 let hosts = self.shm_hosts(info);
                 if !hosts.is_empty() {
-                    readers
-                        .entry(info.topic.as_str())
-                        .or_default()
-                        .push((r.guid, info, hosts));
+                    readers.entry(info.topic.as_str()).or_default().push((
+                        r.endpoint.guid,
+                        info,
+                        hosts,
+                    ));
                 }
             }
         }
         let mut pairs: ShmPairs = HashMap::new();
         let mut checked = 0usize;
         for w in self.writers.values() {
-            let Some(info) = w.info.as_deref() else {
+            let Some(info) = w.endpoint.info.as_deref() else {
                 continue;
             };
             if w.stats.total.samples > 0 {
@@ -92,8 +93,8 @@ impl State {
                 }
                 let same_host = hosts.iter().any(|h| rhosts.contains(h));
                 if same_host && mismatches(&info.qos, &ri.qos).is_empty() {
-                    pairs.entry(w.guid).or_default().push(*rg);
-                    pairs.entry(*rg).or_default().push(w.guid);
+                    pairs.entry(w.endpoint.guid).or_default().push(*rg);
+                    pairs.entry(*rg).or_default().push(w.endpoint.guid);
                 }
             }
         }

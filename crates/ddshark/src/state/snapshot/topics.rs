@@ -117,7 +117,7 @@ impl State {
                     .entry(name.clone())
                     .or_insert_with(|| TopicAgg::new("", f.builtin));
                 agg.note_type(f.type_name.as_deref().unwrap_or(""));
-                agg.writers.push((w.guid, w.info.clone()));
+                agg.writers.push((w.endpoint.guid, w.endpoint.info.clone()));
                 agg.totals.add(t);
                 agg.window.add(&f.window);
                 agg.first_seen_ns = agg.first_seen_ns.min(f.active_from);
@@ -139,14 +139,14 @@ impl State {
             }
         }
         for r in self.readers.values() {
-            let topic = r.info.as_ref().map(|i| i.topic.clone());
-            let shm = on_shared_memory(r.info.as_deref(), &r.guid, shm_pairs);
-            if let (Some(name), Some(info)) = (&topic, &r.info) {
+            let topic = r.endpoint.info.as_ref().map(|i| i.topic.clone());
+            let shm = on_shared_memory(r.endpoint.info.as_deref(), &r.endpoint.guid, shm_pairs);
+            if let (Some(name), Some(info)) = (&topic, &r.endpoint.info) {
                 let agg = topics
                     .entry(name.clone())
                     .or_insert_with(|| TopicAgg::new("", false));
                 agg.note_type(&info.type_name);
-                agg.readers.push((r.guid, r.info.clone()));
+                agg.readers.push((r.endpoint.guid, r.endpoint.info.clone()));
                 if shm {
                     agg.shm = agg.shm.saturating_add(1);
                 }

@@ -53,10 +53,10 @@ pub struct WriterView {
 
 /// A writer's topic and type (`None`: not discovered), and whether it is built in.
 pub(super) fn writer_topic(w: &Writer) -> (Option<String>, Option<String>, bool) {
-    if let Some(name) = builtin_topic(&w.guid) {
+    if let Some(name) = builtin_topic(&w.endpoint.guid) {
         return (Some(name.to_string()), None, true);
     }
-    match &w.info {
+    match &w.endpoint.info {
         Some(i) => (Some(i.topic.clone()), Some(i.type_name.clone()), false),
         None => (None, None, false),
     }
@@ -64,7 +64,7 @@ pub(super) fn writer_topic(w: &Writer) -> (Option<String>, Option<String>, bool)
 
 /// Where its sliding window starts: its first sample, not its discovery.
 pub(super) fn active_from(w: &Writer) -> u64 {
-    w.timing.first_ns().unwrap_or(w.first_seen_ns)
+    w.timing.first_ns().unwrap_or(w.endpoint.first_seen_ns)
 }
 
 /// What both the writers' and the topics' views take of a writer.
@@ -96,8 +96,12 @@ impl State {
             type_name,
             builtin,
             window: w.stats.window(self.now_ns),
-            shared_memory: on_shared_memory(w.info.as_deref(), &w.guid, shm_pairs),
-            deadline: w.info.as_deref().and_then(deadline_ns),
+            shared_memory: on_shared_memory(
+                w.endpoint.info.as_deref(),
+                &w.endpoint.guid,
+                shm_pairs,
+            ),
+            deadline: w.endpoint.info.as_deref().and_then(deadline_ns),
             active_from: active_from(w),
         }
     }
@@ -107,7 +111,7 @@ impl State {
     /// every run.
     pub(super) fn writers_by_guid(&self) -> Vec<&Writer> {
         let mut by_guid: Vec<&Writer> = self.writers.values().collect();
-        by_guid.sort_unstable_by_key(|w| w.guid);
+        by_guid.sort_unstable_by_key(|w| w.endpoint.guid);
         by_guid
     }
 
@@ -117,29 +121,29 @@ impl State {
         for (w, f) in self.writers_with_facts(shm_pairs) {
             let t = &w.stats.total;
             writers.push(WriterView {
-                guid: w.guid.to_string(),
-                participant: w.guid.prefix.to_string(),
+                guid: w.endpoint.guid.to_string(),
+                participant: w.endpoint.guid.prefix.to_string(),
                 ros_topic: f.topic.as_deref().and_then(demangle_topic).map(|(n, _)| n),
                 ros_type: f.type_name.as_deref().and_then(demangle_type),
                 topic: f.topic,
                 type_name: f.type_name,
                 builtin: f.builtin,
-                discovered: w.discovered_ns.is_some(),
-                from_cache: w.from_cache,
-                discovered_ns: w.discovered_ns,
-                samples_before_discovery: if w.discovered_ns.is_some() {
+                discovered: w.endpoint.discovered_ns.is_some(),
+                from_cache: w.endpoint.from_cache,
+                discovered_ns: w.endpoint.discovered_ns,
+                samples_before_discovery: if w.endpoint.discovered_ns.is_some() {
                     w.samples_before_discovery
                 } else {
                     t.samples
                 },
                 shared_memory_only: f.shared_memory,
-                shared_memory_peers: peers_of(shm_pairs, &w.guid),
-                qos: w.info.as_ref().map(|i| QosView::of(&i.qos)),
-                locators: w.info.as_deref().map(locators).unwrap_or_default(),
+                shared_memory_peers: peers_of(shm_pairs, &w.endpoint.guid),
+                qos: w.endpoint.info.as_ref().map(|i| QosView::of(&i.qos)),
+                locators: w.endpoint.info.as_deref().map(locators).unwrap_or_default(),
                 src: w.last_src.map(|s| s.to_string()),
-                first_seen_ns: w.first_seen_ns,
-                last_seen_ns: w.last_seen_ns,
-                gone: w.gone,
+                first_seen_ns: w.endpoint.first_seen_ns,
+                last_seen_ns: w.endpoint.last_seen_ns,
+                gone: w.endpoint.gone,
                 totals: *t,
                 size: size_view(t, w.size_min, w.size_max),
                 data_frags_per_sample: per_sample(t.data_frag_submessages, t.samples),
