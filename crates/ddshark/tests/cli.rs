@@ -313,6 +313,118 @@ fn an_export_that_failed_fails_the_run() {
     );
 }
 
+/// A loopback OTLP/HTTP endpoint that accepts every trace export and refuses (400, not
+/// retried) the metrics exports `refuse` picks by their number (0 = the first); its
+/// address, and how many metrics exports it accepted once the run is over.
+fn otlp_http_endpoint(
+    refuse: impl Fn(usize) -> bool + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let (metrics_seen, accepted) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let refuse = Arc::new(refuse);
+    let accepted_out = accepted.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let (metrics_seen, accepted, refuse) =
+                (metrics_seen.clone(), accepted.clone(), refuse.clone());
+            std::thread::spawn(move || {
+                let mut out = conn.try_clone().unwrap();
+                let mut conn = BufReader::new(conn);
+                loop {
+                    let mut request = String::new();
+                    if conn.read_line(&mut request).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0usize;
+                    loop {
+                        let mut header = String::new();
+                        if conn.read_line(&mut header).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if header.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = header.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap();
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    conn.read_exact(&mut body).unwrap();
+                    let ok = !request.contains("/v1/metrics")
+                        || !refuse(metrics_seen.fetch_add(1, Ordering::SeqCst));
+                    if ok && request.contains("/v1/metrics") {
+                        accepted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let status = if ok { "200 OK" } else { "400 Bad Request" };
+                    let reply = format!("HTTP/1.1 {status}\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n");
+                    if out.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (endpoint, accepted_out)
+}
+
+fn replay_to(endpoint: &str) -> Output {
+    ddshark(&[
+        "-r",
+        &small(),
+        "--no-tui",
+        "--interval",
+        "1s",
+        "--otlp",
+        endpoint,
+        "--otlp-protocol",
+        "http",
+        "--otlp-retry",
+        "30s",
+    ])
+}
+
+#[test]
+fn a_failed_metrics_export_a_later_one_superseded_does_not_fail_the_run() {
+    // Metrics are cumulative: the exports after the refused one carried its totals.
+    let (endpoint, accepted) = otlp_http_endpoint(|n| n == 0);
+    let out = replay_to(&endpoint);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "{err}"
+    );
+    assert!(
+        err.contains("1 failed (all superseded: a later export carried their totals)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_final_metrics_export_that_never_got_through_fails_the_run() {
+    let (endpoint, accepted) = otlp_http_endpoint(|_| true);
+    let out = replay_to(&endpoint);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(i32::from(EXIT_FAILURE)), "{err}");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("OTLP export to {endpoint}/v1/metrics failed"))
+            && err.contains("0 of ")
+            && err.contains("none got through"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_replay_says_first_what_it_reads() {
     let pcap = small();

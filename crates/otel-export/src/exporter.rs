@@ -57,9 +57,17 @@ pub struct ExportStats {
     pub in_flight: u64,
     pub requests_ok: u64,
     pub requests_failed: u64,
+    /// Metrics reports exported.
     pub metrics_sent: u64,
+    /// Metrics reports dropped because their queue was full.
     pub metrics_dropped: u64,
+    /// Metrics reports the collector refused or that could not be sent.
     pub metrics_failed: u64,
+    /// Metrics reports offered after the last one exported (failed, dropped, or not
+    /// sent by exit). Metrics are cumulative: an exported report carries the totals of
+    /// every one before it, so a failure a later export superseded lost nothing and only
+    /// these are lost.
+    pub metrics_undelivered: u64,
     pub last_error: Option<String>,
 }
 
@@ -78,6 +86,10 @@ pub(crate) struct Counters {
     metrics_sent: AtomicU64,
     metrics_dropped: AtomicU64,
     metrics_failed: AtomicU64,
+    /// Metrics reports offered (each one's sequence number, from 1).
+    metrics_offered: AtomicU64,
+    /// The sequence number of the newest metrics report exported.
+    metrics_delivered_upto: AtomicU64,
     /// The last export request succeeded (or none was made yet).
     healthy: AtomicBool,
     last_error: Mutex<Option<String>>,
@@ -99,6 +111,8 @@ impl Default for Counters {
             metrics_sent: AtomicU64::new(0),
             metrics_dropped: AtomicU64::new(0),
             metrics_failed: AtomicU64::new(0),
+            metrics_offered: AtomicU64::new(0),
+            metrics_delivered_upto: AtomicU64::new(0),
             healthy: AtomicBool::new(true),
             last_error: Mutex::new(None),
         }
@@ -142,7 +156,8 @@ enum Control {
 #[derive(Clone, Debug)]
 pub struct ExportHandle {
     spans: mpsc::Sender<SpanRecord>,
-    metrics: mpsc::Sender<MetricsSnapshot>,
+    /// Metrics reports with their sequence numbers; `None` when metrics are not exported.
+    metrics: Option<mpsc::Sender<(u64, MetricsSnapshot)>>,
     counters: Arc<Counters>,
     filter: Arc<TopicFilter>,
     capacity: usize,
@@ -214,8 +229,17 @@ impl ExportHandle {
     }
 
     /// Queues a metrics report (a small queue of its own; dropped and counted when full).
+    /// Without metrics export, does nothing.
     pub fn export_metrics(&self, snap: MetricsSnapshot) -> bool {
-        match self.metrics.try_send(snap) {
+        let Some(metrics) = &self.metrics else {
+            return false;
+        };
+        let seq = self
+            .counters
+            .metrics_offered
+            .fetch_add(1, Ordering::Relaxed)
+            + 1;
+        match metrics.try_send((seq, snap)) {
             Ok(()) => true,
             Err(_) => {
                 add(&self.counters.metrics_dropped, 1);
@@ -241,6 +265,8 @@ impl ExportHandle {
             metrics_sent: get(&c.metrics_sent),
             metrics_dropped: get(&c.metrics_dropped),
             metrics_failed: get(&c.metrics_failed),
+            metrics_undelivered: get(&c.metrics_offered)
+                .saturating_sub(get(&c.metrics_delivered_upto)),
             last_error: c.last_error.lock().ok().and_then(|g| g.clone()),
         }
     }
@@ -437,6 +463,7 @@ impl Exporter {
         let capacity = cfg.queue_capacity.max(1);
         let (span_tx, span_rx) = mpsc::channel(capacity);
         let (metrics_tx, metrics_rx) = mpsc::channel(16);
+        let metrics_tx = metrics.is_some().then_some(metrics_tx);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let handle = ExportHandle {
             spans: span_tx,
@@ -537,12 +564,14 @@ impl Drop for Exporter {
 async fn batch_loop(
     w: Arc<Worker>,
     mut spans: mpsc::Receiver<SpanRecord>,
-    mut metrics: mpsc::Receiver<MetricsSnapshot>,
+    mut metrics: mpsc::Receiver<(u64, MetricsSnapshot)>,
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
     let mut batch: Vec<SpanRecord> = Vec::with_capacity(w.max_batch);
     let mut deadline: Option<tokio::time::Instant> = None;
     let mut spans_open = true;
+    // (closed from the start when metrics are not exported)
+    let mut metrics_open = true;
     loop {
         let sleep_until =
             deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
@@ -592,9 +621,10 @@ async fn batch_loop(
                     None => spans_open = false,
                 }
             }
-            m = metrics.recv() => {
-                if let Some(m) = m {
-                    send_metrics(&w, m).await;
+            m = metrics.recv(), if metrics_open => {
+                match m {
+                    Some(m) => send_metrics(&w, m).await,
+                    None => metrics_open = false,
                 }
             }
             _ = tokio::time::sleep_until(sleep_until), if deadline.is_some() => {
@@ -656,14 +686,17 @@ async fn export_spans(w: &Worker, records: Vec<SpanRecord>) {
     c.in_flight.fetch_sub(n, Ordering::Relaxed);
 }
 
-async fn send_metrics(w: &Worker, snap: MetricsSnapshot) {
+async fn send_metrics(w: &Worker, (seq, snap): (u64, MetricsSnapshot)) {
     let Some(m) = &w.metrics else {
         return;
     };
     let c = &w.counters;
     // Metrics are cumulative: one try, the next report supersedes it.
     match m.export(snap).await {
-        Ok(()) => add(&c.metrics_sent, 1),
+        Ok(()) => {
+            add(&c.metrics_sent, 1);
+            c.metrics_delivered_upto.fetch_max(seq, Ordering::Relaxed);
+        }
         Err(e) => {
             add(&c.metrics_failed, 1);
             c.set_error(e);

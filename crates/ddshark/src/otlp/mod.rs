@@ -346,7 +346,7 @@ impl OtlpSink {
 /// One line about what the exporter did, for stderr at exit.
 pub(crate) fn summary_line(endpoint: &str, s: &ExportStats) -> String {
     format!(
-        "ddshark: otlp {endpoint}: {} spans: {} sent, {} filtered, {} dropped (queue full), {} failed, {} abandoned at exit; {} requests ({} failed after the exporter's retries); metrics {} sent, {} failed",
+        "ddshark: otlp {endpoint}: {} spans: {} sent, {} filtered, {} dropped (queue full), {} failed, {} abandoned at exit; {} requests ({} failed after the exporter's retries); metrics {}",
         s.offered,
         s.sent,
         s.filtered,
@@ -355,9 +355,30 @@ pub(crate) fn summary_line(endpoint: &str, s: &ExportStats) -> String {
         s.abandoned,
         s.requests_ok + s.requests_failed,
         s.requests_failed,
-        s.metrics_sent,
-        s.metrics_failed,
+        metrics_outcome(s),
     )
+}
+
+/// What became of the metrics reports: sent, failed, dropped, and whether a later
+/// export superseded the ones that did not get through (metrics are cumulative).
+fn metrics_outcome(s: &ExportStats) -> String {
+    let mut out = format!("{} sent, {} failed", s.metrics_sent, s.metrics_failed);
+    if s.metrics_dropped > 0 {
+        out += &format!(", {} dropped (queue full)", s.metrics_dropped);
+    }
+    if s.metrics_failed + s.metrics_dropped > 0 {
+        out += &if s.metrics_undelivered == 0 {
+            " (all superseded: a later export carried their totals)".to_string()
+        } else if s.metrics_sent == 0 {
+            " (none got through)".to_string()
+        } else {
+            format!(
+                " ({} after the last one exported: the totals since then are lost)",
+                s.metrics_undelivered
+            )
+        };
+    }
+    out
 }
 
 fn export(handle: &ExportHandle, wait: Option<Duration>, rec: SpanRecord) {
@@ -450,25 +471,31 @@ impl Drop for OtlpSink {
     }
 }
 
-/// An error naming the endpoint when spans were not delivered (the collector refused
-/// them or was not there): the run exits non-zero. Spans dropped on a full queue
-/// (live capture, collector too slow) are counted and reported, not failures.
+/// An error naming the endpoint when spans or the last metrics were not delivered (the
+/// collector refused them or was not there): the run exits non-zero. Spans dropped on
+/// a full queue (live capture, collector too slow) are counted and reported, not
+/// failures; so is a failed metrics report a later export superseded (metrics are
+/// cumulative: that export carried its totals).
 pub(crate) fn check_delivered(args: &OtlpArgs, s: &ExportStats) -> Result<()> {
     let lost = s.failed.saturating_add(s.abandoned);
-    if lost == 0 && s.metrics_failed == 0 {
+    if lost == 0 && s.metrics_undelivered == 0 {
         return Ok(());
     }
+    // Only metrics lost: name where they went.
     let endpoint = args
         .config()
-        .map(|c| endpoint_label(&c.traces, |k| std::env::var(k).ok()))
+        .map(|c| {
+            let signal = if lost == 0 { &c.metrics } else { &c.traces };
+            endpoint_label(signal, |k| std::env::var(k).ok())
+        })
         .unwrap_or_else(|_| "the OTLP endpoint".into());
     anyhow::bail!(
-        "OTLP export to {endpoint} failed: {} of {} spans not delivered ({} failed, {} abandoned at exit), {} metric exports failed; last error: {}",
+        "OTLP export to {endpoint} failed: {} of {} spans not delivered ({} failed, {} abandoned at exit); metrics {}; last error: {}",
         lost,
         s.offered.saturating_sub(s.filtered),
         s.failed,
         s.abandoned,
-        s.metrics_failed,
+        metrics_outcome(s),
         s.last_error.as_deref().unwrap_or("none")
     )
 }
