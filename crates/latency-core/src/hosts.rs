@@ -348,6 +348,23 @@ impl HostRule {
         self.cells.retain(|k, _| k.2 >= w);
     }
 
+    /// Forget what capture `c` contributed (its cells and its counts of samples seen and
+    /// seen first), so that its index can stand for another capture: decisions and offsets
+    /// then come from the other captures' evidence alone.
+    pub fn forget_capture(&mut self, c: usize) {
+        if let Ok(c16) = u16::try_from(c) {
+            self.cells.retain(|k, _| k.0 != c16 && k.1 != c16);
+        }
+        for counts in [&mut self.first, &mut self.seen_by] {
+            for v in counts.values_mut() {
+                if let Some(x) = v.get_mut(c) {
+                    *x = 0;
+                }
+            }
+            counts.retain(|_, v| v.iter().any(|&x| x > 0));
+        }
+    }
+
     /// Add what the captures saw of one sample.
     pub fn observe(&mut self, s: &Seen<'_>) {
         self.stats.samples = self.stats.samples.saturating_add(1);
@@ -830,6 +847,30 @@ mod tests {
         );
         assert_eq!(small.evidence().cells(), 3);
         assert!(small.stats().cells_not_remembered > 0);
+    }
+
+    #[test]
+    fn a_forgotten_capture_leaves_no_evidence() {
+        let mut r = observed(12 * MS, 0, true);
+        assert!(r.evidence().cells() > 0);
+        r.forget_capture(1);
+        let hosts = r.decide();
+        assert!(r.offsets(&hosts, OffsetConfig::default()).is_empty());
+        assert_eq!(r.evidence().cells(), 0);
+        // only capture 0's sightings are left: every participant is capture 0's
+        for p in [1u8, 2, 3] {
+            let home = hosts.home(&[p; 12], None);
+            assert_eq!(
+                home.map(|h| h.capture),
+                Some(0),
+                "participant {p}: {home:?}"
+            );
+        }
+        // the index serves another capture from scratch
+        let mut fresh = observed(12 * MS, 0, true);
+        fresh.forget_capture(0);
+        fresh.forget_capture(1);
+        assert_eq!(fresh.decide().home(&[1; 12], None), None);
     }
 
     #[test]
