@@ -1,4 +1,5 @@
-//! The samples and DATA_FRAGs waiting to be joined, in order of arrival.
+//! The samples and DATA_FRAGs waiting to be joined, in order of arrival; when `max_pending`
+//! wait, the oldest is joined early and its points wait for the next push.
 
 use super::*;
 
@@ -96,5 +97,37 @@ impl RowStrings for SampleRow {
 impl RowStrings for FragRow {
     fn strings(&mut self) -> [&mut Str; 2] {
         [&mut self.host, &mut self.slot]
+    }
+}
+
+impl SpanJoin {
+    pub(super) fn join_oldest_sample(&mut self) {
+        if let Some(p) = self.samples.pop_front() {
+            self.clocks.queued.push((p.writer.clone(), p.rows.clone()));
+            self.join_early(|join, out| join.join_sample(&p, out));
+        }
+    }
+
+    pub(super) fn join_oldest_frag(&mut self) {
+        if let Some(p) = self.frags.pop_front() {
+            self.join_early(|join, out| join.join_frag(&p, out));
+        }
+    }
+
+    /// Joins one sample or DATA_FRAG before its time (the table is full); its points wait
+    /// for the next push.
+    pub(super) fn join_early(&mut self, join: impl FnOnce(&mut Self, &mut LineWriter) -> u64) {
+        self.counters.early = self.counters.early.saturating_add(1);
+        let mut out = std::mem::take(&mut self.early_out);
+        let points = join(self, &mut out);
+        self.early_points = self.early_points.saturating_add(points);
+        self.early_out = out;
+    }
+
+    /// The points of what was joined early since the last push, into `out`; how many.
+    pub(super) fn take_early(&mut self, out: &mut LineWriter) -> u64 {
+        out.buf.push_str(&self.early_out.buf);
+        self.early_out.buf.clear();
+        std::mem::take(&mut self.early_points)
     }
 }
