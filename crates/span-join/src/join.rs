@@ -352,26 +352,8 @@ impl SpanJoin {
         let mut points = self.take_early(out);
         // samples first: their votes decide the writers' hosts for the DATA_FRAGs; all of
         // them are evidence for the order of events before any is joined
-        // (anywhere in the queue: one waiting for a host must not hold up the others)
-        let mut at = Vec::new();
-        for i in 0..self.samples.len() {
-            let Some(p) = self.samples.entries.get(i) else {
-                break;
-            };
-            let first_tick = p.first_tick;
-            if !all && self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
-                // (in order of arrival: the rest came later still)
-                break;
-            }
-            let passed = self.passed_by_all(
-                &p.writer,
-                first_tick,
-                p.rows.iter().map(|r| (&r.host, r.start)),
-            );
-            if self.due(first_tick, all, passed) {
-                at.push(i);
-            }
-        }
+        let (at, forced) = self.due_positions(&self.samples, all);
+        self.counters.forced = self.counters.forced.saturating_add(forced);
         let ready = self.samples.take(&at);
         for p in &ready {
             self.clocks.observe(&p.writer, &p.rows);
@@ -380,24 +362,8 @@ impl SpanJoin {
         for p in &ready {
             points = points.saturating_add(self.join_sample(p, out));
         }
-        at.clear();
-        for i in 0..self.frags.len() {
-            let Some(p) = self.frags.entries.get(i) else {
-                break;
-            };
-            let first_tick = p.first_tick;
-            if !all && self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
-                break;
-            }
-            let passed = self.passed_by_all(
-                &p.writer,
-                first_tick,
-                p.rows.iter().map(|r| (&r.host, r.start)),
-            );
-            if self.due(first_tick, all, passed) {
-                at.push(i);
-            }
-        }
+        let (at, forced) = self.due_positions(&self.frags, all);
+        self.counters.forced = self.counters.forced.saturating_add(forced);
         for p in self.frags.take(&at) {
             points = points.saturating_add(self.join_frag(&p, out));
         }

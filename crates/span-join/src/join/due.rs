@@ -1,6 +1,7 @@
 //! When a waiting sample or DATA_FRAG is joined: every other host's capture past it (each
 //! host's watermark, on the first copy's clock), or the backstop in pushes.
 
+use super::pending::PendingRow;
 use super::*;
 
 /// A host whose capture time is this far behind the latest host's, and whose spans stopped
@@ -17,12 +18,49 @@ pub(super) enum Passed {
     NotYet,
 }
 
+/// What [`SpanJoin::due`] says of a waiting sample or DATA_FRAG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    Wait,
+    Now,
+    /// Now, before every other host's capture passed it (counted `forced`).
+    Forced,
+}
+
 impl SpanJoin {
+    /// The positions in `queue` of what is joined now (see [`SpanJoin::due`]; `all`: the
+    /// end of the input), anywhere in the queue (one waiting for a host must not hold up
+    /// the others), and how many of them are forced.
+    pub(super) fn due_positions<R: PendingRow>(
+        &self,
+        queue: &PendingQueue<R>,
+        all: bool,
+    ) -> (Vec<usize>, u64) {
+        let mut at = Vec::new();
+        let mut forced = 0u64;
+        for (i, p) in queue.entries.iter().enumerate() {
+            if !all && self.tick.saturating_sub(p.first_tick) < self.settings.settle_pushes {
+                // (in order of arrival: the rest came later still)
+                break;
+            }
+            let passed = self.passed_by_all(&p.writer, p.first_tick, p.rows.iter().map(R::seen));
+            match self.due(p.first_tick, all, passed) {
+                Due::Wait => {}
+                Due::Now => at.push(i),
+                Due::Forced => {
+                    at.push(i);
+                    forced = forced.saturating_add(1);
+                }
+            }
+        }
+        (at, forced)
+    }
+
     /// Whether what first arrived at `first_tick` is joined now: once it waited
     /// `settle_pushes` and every other host passed it in capture time, or after
     /// `max_wait_pushes` anyway; `all`: the end of the input. Joined before every host
-    /// passed it (backstop, or a host given up as silent): counted `forced`.
-    pub(super) fn due(&mut self, first_tick: u64, all: bool, passed: Passed) -> bool {
+    /// passed it (backstop, or a host given up as silent): forced.
+    fn due(&self, first_tick: u64, all: bool, passed: Passed) -> Due {
         let waited = self.tick.saturating_sub(first_tick);
         let backstop = waited
             >= self
@@ -30,15 +68,16 @@ impl SpanJoin {
                 .max_wait_pushes
                 .max(self.settings.settle_pushes);
         let due = match passed {
-            _ if all => return true,
+            _ if all => return Due::Now,
             Passed::All => waited >= self.settings.settle_pushes,
             Passed::AllButSilent => waited >= self.settings.settle_pushes,
             Passed::NotYet => backstop,
         };
-        if due && passed != Passed::All {
-            self.counters.forced = self.counters.forced.saturating_add(1);
+        match (due, passed) {
+            (false, _) => Due::Wait,
+            (true, Passed::All) => Due::Now,
+            (true, _) => Due::Forced,
         }
-        due
     }
 
     /// Whether every host with no copy among `rows` (host, start) has passed their first

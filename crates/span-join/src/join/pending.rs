@@ -83,18 +83,28 @@ impl<R> PendingQueue<R> {
     }
 }
 
-/// The strings a waiting row shares with the join (host, slot).
-pub(super) trait RowStrings {
+/// What the join reads of a waiting row of either kind: the host of its copy and when it
+/// started there, and the strings it shares with the join (host, slot).
+pub(super) trait PendingRow {
+    fn seen(&self) -> (&Str, i64);
     fn strings(&mut self) -> [&mut Str; 2];
 }
 
-impl RowStrings for SampleRow {
+impl PendingRow for SampleRow {
+    fn seen(&self) -> (&Str, i64) {
+        (&self.host, self.start)
+    }
+
     fn strings(&mut self) -> [&mut Str; 2] {
         [&mut self.host, &mut self.slot]
     }
 }
 
-impl RowStrings for FragRow {
+impl PendingRow for FragRow {
+    fn seen(&self) -> (&Str, i64) {
+        (&self.host, self.start)
+    }
+
     fn strings(&mut self) -> [&mut Str; 2] {
         [&mut self.host, &mut self.slot]
     }

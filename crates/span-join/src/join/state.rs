@@ -2,7 +2,7 @@
 //! and read back.
 
 use super::clocks::ClocksState;
-use super::pending::RowStrings;
+use super::pending::PendingRow;
 use super::*;
 
 /// Version of [`JoinState`]'s layout; a state of another version is refused.
@@ -181,7 +181,7 @@ impl SpanJoin {
     }
 
     /// A waiting entry read from a state, its strings shared again (as they were before).
-    fn intern_pending<R: RowStrings>(&mut self, mut p: Pending<R>) -> Pending<R> {
+    fn intern_pending<R: PendingRow>(&mut self, mut p: Pending<R>) -> Pending<R> {
         p.writer = self.intern(&p.writer);
         for r in &mut p.rows {
             for shared in r.strings() {
