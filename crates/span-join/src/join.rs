@@ -52,7 +52,8 @@
 //! the collector), so the outcome is `ddshark latency`'s. Arrival only bounds the wait: at
 //! least `settle_pushes` pushes, at most `max_wait_pushes` (then joined with what is there,
 //! counted `forced`; so is a sample joined without a host none of whose spans came in
-//! `max_wait_pushes` pushes that brought others'). The same spans in the same order give
+//! `max_wait_pushes` pushes that brought others'; what the end of the input joins before
+//! it was due is counted `decided_at_end`). The same spans in the same order give
 //! the same points, whatever the clock. A host whose spans stopped while others' came and
 //! whose capture time is [`STALE_NS`] behind theirs (replayed before under other names) is
 //! waited for no more; a sample waiting for a host holds up no other.
@@ -215,6 +216,10 @@ pub struct JoinCounters {
     /// capture had passed them (a host fell silent while the others did too).
     #[serde(default)]
     pub forced: u64,
+    /// Samples and DATA_FRAGs joined at the end of the input (stdin closed) before every
+    /// other host's capture had passed them: what was still on its way is not in them.
+    #[serde(default)]
+    pub decided_at_end: u64,
 }
 
 type Str = Arc<str>;
@@ -352,8 +357,8 @@ impl SpanJoin {
         let mut points = self.take_early(out);
         // samples first: their votes decide the writers' hosts for the DATA_FRAGs; all of
         // them are evidence for the order of events before any is joined
-        let (at, forced) = self.due_positions(&self.samples, all);
-        self.counters.forced = self.counters.forced.saturating_add(forced);
+        let (at, counts) = self.due_positions(&self.samples, all);
+        self.count_due(counts);
         let ready = self.samples.take(&at);
         for p in &ready {
             self.clocks.observe(&p.writer, &p.rows);
@@ -362,8 +367,8 @@ impl SpanJoin {
         for p in &ready {
             points = points.saturating_add(self.join_sample(p, out));
         }
-        let (at, forced) = self.due_positions(&self.frags, all);
-        self.counters.forced = self.counters.forced.saturating_add(forced);
+        let (at, counts) = self.due_positions(&self.frags, all);
+        self.count_due(counts);
         for p in self.frags.take(&at) {
             points = points.saturating_add(self.join_frag(&p, out));
         }

@@ -179,3 +179,26 @@ fn a_sample_waiting_for_a_host_holds_up_no_other() {
     assert_eq!(count(&out, "dds_lost"), 9, "{}", out.buf);
     assert_eq!(last_counter(&out, "forced"), 0);
 }
+
+/// The input ends (stdin closed) while samples b lost still wait for b's capture to pass
+/// them: they are joined then, counted `decided_at_end`, not `forced` (no host was late);
+/// those b's capture had passed are joined as on any push, counted neither.
+#[test]
+fn samples_joined_at_the_end_of_the_input_are_counted_apart_from_forced() {
+    let mut join = SpanJoin::new(JoinSettings::default());
+    let mut out = LineWriter::default();
+    for sn in 0..200 {
+        let t = 100 + sn * S / 10;
+        feed_line(&mut join, &sample("a", sn, t));
+        if sn % 10 != 5 {
+            feed_line(&mut join, &sample("b", sn, t + 1_000_000));
+        }
+    }
+    join.flush(&mut out);
+    // b's capture ends at 19.9 s: the lost samples up to 8.5 s are 11 s behind it (9),
+    // those from 9.5 s on are not (11)
+    assert_eq!(last_counter(&out, "decided_at_end"), 11, "{}", out.buf);
+    assert_eq!(last_counter(&out, "forced"), 0);
+    assert_eq!(last_counter(&out, "samples"), 200);
+    assert_eq!(last_counter(&out, "pending_samples"), 0);
+}

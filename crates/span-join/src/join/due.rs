@@ -25,55 +25,78 @@ enum Due {
     Now,
     /// Now, before every other host's capture passed it (counted `forced`).
     Forced,
+    /// Now, because the input ended before it was due (counted `decided_at_end`).
+    AtEnd,
+}
+
+/// Of what [`SpanJoin::due_positions`] picked: how many were forced, how many decided at
+/// the end of the input.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct DueCounts {
+    forced: u64,
+    at_end: u64,
 }
 
 impl SpanJoin {
     /// The positions in `queue` of what is joined now (see [`SpanJoin::due`]; `all`: the
     /// end of the input), anywhere in the queue (one waiting for a host must not hold up
-    /// the others), and how many of them are forced.
+    /// the others); those forced or decided at the end are counted.
     pub(super) fn due_positions<R: PendingRow>(
         &self,
         queue: &PendingQueue<R>,
         all: bool,
-    ) -> (Vec<usize>, u64) {
+    ) -> (Vec<usize>, DueCounts) {
         let mut at = Vec::new();
-        let mut forced = 0u64;
+        let mut n = DueCounts::default();
         for (i, p) in queue.entries.iter().enumerate() {
             if !all && self.tick.saturating_sub(p.first_tick) < self.settings.settle_pushes {
                 // (in order of arrival: the rest came later still)
                 break;
             }
-            let passed = self.passed_by_all(&p.writer, p.first_tick, p.rows.iter().map(R::seen));
-            match self.due(p.first_tick, all, passed) {
-                Due::Wait => {}
-                Due::Now => at.push(i),
-                Due::Forced => {
-                    at.push(i);
-                    forced = forced.saturating_add(1);
-                }
+            let passed =
+                self.passed_by_all(&p.writer, p.first_tick, all, p.rows.iter().map(R::seen));
+            let count = match self.due(p.first_tick, all, passed) {
+                Due::Wait => continue,
+                Due::Now => None,
+                Due::Forced => Some(&mut n.forced),
+                Due::AtEnd => Some(&mut n.at_end),
+            };
+            if let Some(count) = count {
+                *count = count.saturating_add(1);
             }
+            at.push(i);
         }
-        (at, forced)
+        (at, n)
+    }
+
+    /// Counts what [`SpanJoin::due_positions`] picked.
+    pub(super) fn count_due(&mut self, n: DueCounts) {
+        let c = &mut self.counters;
+        c.forced = c.forced.saturating_add(n.forced);
+        c.decided_at_end = c.decided_at_end.saturating_add(n.at_end);
     }
 
     /// Whether what first arrived at `first_tick` is joined now: once it waited
     /// `settle_pushes` and every other host passed it in capture time, or after
-    /// `max_wait_pushes` anyway; `all`: the end of the input. Joined before every host
-    /// passed it (backstop, or a host given up as silent): forced.
+    /// `max_wait_pushes` anyway. Joined before every host passed it (backstop, or a host
+    /// given up as silent): forced. `all`: the end of the input, where everything is joined;
+    /// what every host passed as it would have been, what was not due yet decided at the
+    /// end (no host was too late: the input ended first).
     fn due(&self, first_tick: u64, all: bool, passed: Passed) -> Due {
         let waited = self.tick.saturating_sub(first_tick);
+        let settled = all || waited >= self.settings.settle_pushes;
         let backstop = waited
             >= self
                 .settings
                 .max_wait_pushes
                 .max(self.settings.settle_pushes);
         let due = match passed {
-            _ if all => return Due::Now,
-            Passed::All => waited >= self.settings.settle_pushes,
+            Passed::All => settled,
             Passed::AllButSilent => waited >= self.settings.settle_pushes,
             Passed::NotYet => backstop,
         };
         match (due, passed) {
+            (false, _) if all => Due::AtEnd,
             (false, _) => Due::Wait,
             (true, Passed::All) => Due::Now,
             (true, _) => Due::Forced,
@@ -90,13 +113,15 @@ impl SpanJoin {
     /// `max_wait_pushes` pushes (its capture ended), or in more than `settle_pushes` while
     /// its capture time is [`STALE_NS`] behind the others' (a capture replayed before under
     /// other host names); skipping one that saw `writer` is `AllButSilent`.
+    /// (`all`: the end of the input, where every sample is looked at.)
     pub(super) fn passed_by_all<'a>(
         &self,
         writer: &Str,
         first_tick: u64,
+        all: bool,
         rows: impl Iterator<Item = (&'a Str, i64)> + Clone,
     ) -> Passed {
-        if self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
+        if !all && self.tick.saturating_sub(first_tick) < self.settings.settle_pushes {
             // (not due anyway: spare the look)
             return Passed::NotYet;
         }

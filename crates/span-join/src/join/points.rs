@@ -196,6 +196,7 @@ impl SpanJoin {
             .int("forgotten", as_i64(c.forgotten))
             .int("senderless", as_i64(c.senderless))
             .int("forced", as_i64(c.forced))
+            .int("decided_at_end", as_i64(c.decided_at_end))
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
             .int("pending_senderless", as_i64(self.senderless.len() as u64))
