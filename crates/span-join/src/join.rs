@@ -220,6 +220,14 @@ pub struct JoinCounters {
     /// other host's capture had passed them: what was still on its way is not in them.
     #[serde(default)]
     pub decided_at_end: u64,
+    /// Hosts the clock table forgot (not seen in a sample for the 5 min of capture time
+    /// its evidence spans), making room for others: it compares at most 64 at once.
+    #[serde(default)]
+    pub clock_hosts_forgotten: u64,
+    /// Samples' evidence for the hosts and clock offsets left out: the table of
+    /// (host pair, 100 ms, participant) cells was full (250,000).
+    #[serde(default)]
+    pub clock_cells_not_remembered: u64,
 }
 
 type Str = Arc<str>;
@@ -364,6 +372,12 @@ impl SpanJoin {
             self.clocks.observe(&p.writer, &p.rows);
         }
         self.clocks.decide();
+        let lost = self.clocks.take_losses();
+        let c = &mut self.counters;
+        c.clock_hosts_forgotten = c.clock_hosts_forgotten.saturating_add(lost.hosts_forgotten);
+        c.clock_cells_not_remembered = c
+            .clock_cells_not_remembered
+            .saturating_add(lost.cells_not_remembered);
         for p in &ready {
             points = points.saturating_add(self.join_sample(p, out));
         }

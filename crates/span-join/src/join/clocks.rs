@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// Most hosts whose clocks are compared (further hosts' samples are not evidence).
+/// Most hosts whose clocks are compared at once (further hosts' samples are not evidence
+/// until one of them is forgotten: unseen for [`CLOCK_HORIZON_NS`] of capture time).
 pub(super) const MAX_CLOCK_HOSTS: usize = 64;
 /// Most (participant, hosts) pairs the host rule tells apart.
 pub(super) const MAX_CLOCK_PARTICIPANTS: usize = 65_536;
@@ -19,11 +20,16 @@ pub(super) const CLOCK_HORIZON_NS: i64 = 300 * NS;
 #[derive(Debug)]
 pub(super) struct Clocks {
     pub(super) rule: HostRule,
-    pub(super) names: Vec<Str>,
+    /// Per capture index of the rule: its host (None: free, its host forgotten).
+    pub(super) names: Vec<Option<Str>>,
+    /// Per capture index: [`Clocks::newest`] when its host was last seen in a sample.
+    pub(super) last_seen: Vec<i64>,
     pub(super) index: HashMap<Str, usize>,
     /// (GUID prefix, bit set of the host indices that saw the sample) → the rule's
     /// participant (at most [`MAX_CLOCK_PARTICIPANTS`]; further ones are not evidence).
     pub(super) participants: HashMap<ParticipantKey, Participant>,
+    /// The number of the next participant made (the rule's participant id).
+    pub(super) next_participant: u64,
     pub(super) decided: Hosts,
     /// Per pair of host indices (X < Y): the estimate of Y's clock minus X's.
     pub(super) offsets: BTreeMap<(usize, usize), OffsetEstimate>,
@@ -32,6 +38,20 @@ pub(super) struct Clocks {
     /// push on (so that between pushes the rule holds what it decided from, which is what
     /// the state keeps).
     pub(super) queued: Vec<(Str, Vec<SampleRow>)>,
+    /// Hosts forgotten and cells the rule could not hold, not yet counted by the join.
+    losses: ClockLosses,
+    /// The rule's `cells_not_remembered` already in `losses` or counted.
+    cells_reported: u64,
+}
+
+/// What the clock table let go since the join last counted it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ClockLosses {
+    /// Hosts forgotten: unseen for [`CLOCK_HORIZON_NS`] of capture time.
+    pub(super) hosts_forgotten: u64,
+    /// (host pair, 100 ms, participant) cells of evidence the rule could not hold
+    /// ([`MAX_CLOCK_CELLS`]).
+    pub(super) cells_not_remembered: u64,
 }
 
 /// A GUID prefix and the bit set of the host indices that saw its sample.
@@ -40,8 +60,12 @@ pub(super) type ParticipantKey = ([u8; 12], u64);
 /// [`Clocks`] in the join's state: the evidence, not what is decided from it.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct ClocksState {
-    pub(super) names: Vec<Str>,
+    pub(super) names: Vec<Option<Str>>,
+    #[serde(default)]
+    pub(super) last_seen: Vec<i64>,
     pub(super) participants: Vec<(ParticipantKey, Participant)>,
+    #[serde(default)]
+    pub(super) next_participant: Option<u64>,
     pub(super) newest: i64,
     pub(super) evidence: HostRuleEvidence,
     pub(super) queued: Vec<(Str, Vec<SampleRow>)>,
@@ -63,27 +87,84 @@ impl Default for Clocks {
         Self {
             rule: HostRule::new(clock_rule_config()),
             names: Vec::new(),
+            last_seen: Vec::new(),
             index: HashMap::new(),
             participants: HashMap::new(),
+            next_participant: 0,
             decided: Hosts::default(),
             offsets: BTreeMap::new(),
             newest: i64::MIN,
             queued: Vec::new(),
+            losses: ClockLosses::default(),
+            cells_reported: 0,
         }
     }
 }
 
 impl Clocks {
+    /// `host`'s capture index, given a free one if it has none (making room by forgetting
+    /// the hosts idle for [`CLOCK_HORIZON_NS`] when the table is full).
     pub(super) fn index_of(&mut self, host: &Str) -> Option<usize> {
         if let Some(&i) = self.index.get(host) {
             return Some(i);
         }
-        if self.names.len() >= MAX_CLOCK_HOSTS {
-            return None;
+        let mut free = self.names.iter().position(Option::is_none);
+        if free.is_none() && self.names.len() >= MAX_CLOCK_HOSTS {
+            self.forget_idle_hosts();
+            free = self.names.iter().position(Option::is_none);
         }
-        self.names.push(host.clone());
-        self.index.insert(host.clone(), self.names.len() - 1);
-        Some(self.names.len() - 1)
+        let i = match free {
+            Some(i) => i,
+            None if self.names.len() < MAX_CLOCK_HOSTS => {
+                self.names.push(None);
+                self.last_seen.push(self.newest);
+                self.names.len() - 1
+            }
+            None => return None,
+        };
+        if let (Some(name), Some(seen)) = (self.names.get_mut(i), self.last_seen.get_mut(i)) {
+            *name = Some(host.clone());
+            *seen = self.newest;
+        }
+        self.index.insert(host.clone(), i);
+        Some(i)
+    }
+
+    /// Forgets the hosts not seen in a sample for [`CLOCK_HORIZON_NS`] of capture time
+    /// (their evidence is past the horizon): their indices are free for other hosts, the
+    /// rule's evidence from them and the participants they saw go. Counted.
+    fn forget_idle_hosts(&mut self) {
+        let before = self.newest.saturating_sub(CLOCK_HORIZON_NS);
+        let mut freed = 0u64;
+        for (i, (name, &seen)) in self.names.iter_mut().zip(&self.last_seen).enumerate() {
+            if seen >= before {
+                continue;
+            }
+            let Some(host) = name.take() else {
+                continue;
+            };
+            self.index.remove(&host);
+            self.rule.forget_capture(i);
+            freed |= 1u64
+                .checked_shl(u32::try_from(i).unwrap_or(u32::MAX))
+                .unwrap_or(0);
+            self.losses.hosts_forgotten = self.losses.hosts_forgotten.saturating_add(1);
+        }
+        if freed != 0 {
+            self.participants
+                .retain(|&(_, hosts), _| hosts & freed == 0);
+        }
+    }
+
+    /// What was let go since the last call (for the join's counters).
+    pub(super) fn take_losses(&mut self) -> ClockLosses {
+        let cells = self.rule.stats().cells_not_remembered;
+        self.losses.cells_not_remembered = self
+            .losses
+            .cells_not_remembered
+            .saturating_add(cells.saturating_sub(self.cells_reported));
+        self.cells_reported = cells;
+        std::mem::take(&mut self.losses)
     }
 
     /// The bit set of the host indices among `rows` (hosts not in the table: None, or left
@@ -115,14 +196,22 @@ impl Clocks {
             return None;
         }
         let mut id = [0u8; 12];
-        id[..8].copy_from_slice(&(self.participants.len() as u64).to_be_bytes());
+        id[..8].copy_from_slice(&self.next_participant.to_be_bytes());
+        self.next_participant = self.next_participant.saturating_add(1);
         self.participants.insert(key, id);
         Some(id)
     }
 
     pub(super) fn observe(&mut self, writer: &str, rows: &[SampleRow]) {
         for r in rows {
-            let _ = self.index_of(&r.host);
+            self.newest = self.newest.max(r.start);
+        }
+        for r in rows {
+            if let Some(i) = self.index_of(&r.host) {
+                if let Some(seen) = self.last_seen.get_mut(i) {
+                    *seen = self.newest;
+                }
+            }
         }
         let Some(participant) = self.participant(writer, rows, true) else {
             return;
@@ -141,7 +230,6 @@ impl Clocks {
                     src_mac: None,
                 }),
             }
-            self.newest = self.newest.max(r.start);
         }
         self.rule.observe(&Seen {
             participant,
@@ -158,17 +246,18 @@ impl Clocks {
         if h.basis != Basis::Order {
             return None;
         }
-        self.names.get(h.capture)
+        self.names.get(h.capture)?.as_ref()
     }
 
     /// New decisions from the evidence of the last [`CLOCK_HORIZON_NS`] (the samples
-    /// joined early since the last push included).
+    /// joined early since the last push included); hosts idle that long are forgotten.
     pub(super) fn decide(&mut self) {
         for (writer, rows) in std::mem::take(&mut self.queued) {
             self.observe(&writer, &rows);
         }
         self.rule
             .forget_before(self.newest.saturating_sub(CLOCK_HORIZON_NS));
+        self.forget_idle_hosts();
         self.redecide();
     }
 
@@ -188,7 +277,9 @@ impl Clocks {
         participants.sort();
         ClocksState {
             names: self.names.clone(),
+            last_seen: self.last_seen.clone(),
             participants,
+            next_participant: Some(self.next_participant),
             newest: self.newest,
             evidence: self.rule.evidence(),
             queued: self.queued.clone(),
@@ -204,9 +295,19 @@ impl Clocks {
             queued: state.queued,
             ..Clocks::default()
         };
-        for name in state.names.into_iter().take(MAX_CLOCK_HOSTS) {
-            let _ = clocks.index_of(&name);
+        // (a state from before hosts were forgotten has no last_seen: seen at its newest)
+        clocks.names = state.names;
+        clocks.names.truncate(MAX_CLOCK_HOSTS);
+        clocks.last_seen = state.last_seen;
+        clocks.last_seen.resize(clocks.names.len(), state.newest);
+        for (i, name) in clocks.names.iter().enumerate() {
+            if let Some(name) = name {
+                clocks.index.insert(name.clone(), i);
+            }
         }
+        clocks.next_participant = state
+            .next_participant
+            .unwrap_or(state.participants.len() as u64);
         clocks.participants = state
             .participants
             .into_iter()
@@ -235,7 +336,8 @@ impl Clocks {
     pub(super) fn write(&mut self, out: &mut LineWriter) -> u64 {
         let mut points = 0u64;
         for (&(x, y), e) in &self.offsets {
-            let (Some(a), Some(b)) = (self.names.get(x), self.names.get(y)) else {
+            let name = |i: usize| self.names.get(i).and_then(Option::as_ref);
+            let (Some(a), Some(b)) = (name(x), name(y)) else {
                 continue;
             };
             let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);

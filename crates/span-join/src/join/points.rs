@@ -197,6 +197,11 @@ impl SpanJoin {
             .int("senderless", as_i64(c.senderless))
             .int("forced", as_i64(c.forced))
             .int("decided_at_end", as_i64(c.decided_at_end))
+            .int("clock_hosts_forgotten", as_i64(c.clock_hosts_forgotten))
+            .int(
+                "clock_cells_not_remembered",
+                as_i64(c.clock_cells_not_remembered),
+            )
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
             .int("pending_senderless", as_i64(self.senderless.len() as u64))

@@ -483,3 +483,78 @@ fn a_state_of_another_format_is_refused() {
         }
     );
 }
+
+/// A SAMPLE span of `writer`.
+fn sample_of(writer: &str, host: &str, sn: i64, start: i64) -> String {
+    format!(
+        "spans,host.name={host},slot=0,span.name=SAMPLE,topic_name=rt/t,writer_id={writer} \
+         end_time_unix_nano={}i,sn={sn}i,start_ns={start}i,fragments_missing=0i,\
+         sample_size=100i,repairs=0i,submessages=1i {start}",
+        start + 1_000
+    )
+}
+
+/// 64 hosts fill the clock table in the first second; 10 minutes later two other hosts
+/// talk both ways. The 64, unseen for longer than the table's evidence spans, are
+/// forgotten (counted) and the two get their offset; before, the full table kept them out.
+#[test]
+fn hosts_idle_longer_than_the_clock_evidence_are_forgotten_for_new_ones() {
+    let s = 1_000_000_000i64;
+    let mut join = SpanJoin::new(settings());
+    let mut out = LineWriter::default();
+    for k in 0..32i64 {
+        let writer = format!("01{k:022x}000003c2");
+        let t = k * 10_000_000;
+        feed(
+            &mut join,
+            &[
+                sample_of(&writer, &format!("h{}", 2 * k), 1, t),
+                sample_of(&writer, &format!("h{}", 2 * k + 1), 1, t + 1_000_000),
+            ],
+        );
+    }
+    for _ in 0..4 {
+        join.push(&mut out);
+    }
+    assert_eq!(join.clocks.index.len(), 64);
+    let (wx, wy) = (
+        "02aaaaaaaaaaaaaaaaaaaaaa000003c2",
+        "03bbbbbbbbbbbbbbbbbbbbbb000003c2",
+    );
+    for sn in 0..200i64 {
+        let t = 600 * s + sn * s / 10;
+        let jitter = (sn % 7) * 100_000;
+        feed(
+            &mut join,
+            &[
+                sample_of(wx, "x", sn, t),
+                sample_of(wx, "y", sn, t + 2_000_000 + jitter),
+                sample_of(wy, "y", sn, t + 50_000_000),
+                sample_of(wy, "x", sn, t + 51_000_000 + jitter),
+            ],
+        );
+        if sn % 10 == 9 {
+            join.push(&mut out);
+        }
+    }
+    join.flush(&mut out);
+    assert_eq!(join.counters.clock_hosts_forgotten, 64, "{}", out.buf);
+    assert!(join.clocks.index.contains_key("x") && join.clocks.index.contains_key("y"));
+    assert_eq!(join.clocks.index.len(), 2);
+    let offsets = points(&out, "dds_clock_offset");
+    assert!(
+        offsets
+            .iter()
+            .any(|p| p.contains("host_a=x,host_b=y") || p.contains("host_a=y,host_b=x")),
+        "no offset between x and y: {offsets:?}"
+    );
+    let last = out.buf.lines().last().unwrap_or("");
+    assert!(last.contains("clock_hosts_forgotten=64i"), "{last}");
+    // the state keeps the table as it is: a restarted join forgets nothing more
+    let settings = join.settings;
+    let state: JoinState =
+        serde_json::from_str(&serde_json::to_string(&join.into_state()).unwrap()).unwrap();
+    let again = SpanJoin::from_state(settings, state).unwrap();
+    assert_eq!(again.clocks.index.len(), 2);
+    assert_eq!(again.counters.clock_hosts_forgotten, 64);
+}
