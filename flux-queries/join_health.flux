@@ -4,15 +4,18 @@
 // points written and dropped (its output socket), lines it could not use, samples and
 // DATA_FRAGs their writer's host did not see (senderless: no point; pending_senderless
 // still waiting for that host's span), samples joined before every host's capture had
-// passed them (forced: a host's spans came too late or stopped); the last value per
-// v.windowPeriod.
+// passed them (forced: a host's spans came too late or stopped; decided_at_end: the input
+// ended first), hosts the clock table forgot (unseen for 5 min of capture time) and clock
+// evidence it could not hold; the last value per v.windowPeriod.
 // Grafana variables: ${bucket}, v.timeRangeStart/Stop, v.windowPeriod.
 from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
     |> filter(fn: (r) => r._measurement == "ddshark_join")
     |> filter(fn: (r) => r._field == "pending_samples" or r._field == "pending_frags" or r._field == "early"
         or r._field == "points" or r._field == "points_dropped" or r._field == "rejected"
-        or r._field == "senderless" or r._field == "pending_senderless" or r._field == "forced")
+        or r._field == "senderless" or r._field == "pending_senderless" or r._field == "forced"
+        or r._field == "decided_at_end" or r._field == "clock_hosts_forgotten"
+        or r._field == "clock_cells_not_remembered")
     |> group(columns: ["_field"])
     |> aggregateWindow(every: v.windowPeriod, fn: last, createEmpty: false)
     |> map(fn: (r) => ({_time: r._time, _value: float(v: r._value), series: r._field}))

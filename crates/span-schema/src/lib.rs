@@ -94,6 +94,29 @@ pub const JOIN_MEASUREMENTS: [&str; 7] = [
     measurement::CLOCK_OFFSET,
 ];
 
+/// The fields of the join's counters point ([`measurement::JOIN`], one per push, all
+/// integers; docs/span-schema.md says what each counts; `flux-queries/join_health.flux` and
+/// the health dashboard show them).
+pub const JOIN_COUNTERS: [&str; 17] = [
+    "spans",
+    "rejected",
+    "samples",
+    "frags",
+    "early",
+    "points",
+    "points_dropped",
+    "forgotten",
+    "senderless",
+    "forced",
+    "decided_at_end",
+    "clock_hosts_forgotten",
+    "clock_cells_not_remembered",
+    "pending_samples",
+    "pending_frags",
+    "pending_senderless",
+    "writers",
+];
+
 /// An attribute's OTLP value type (and its InfluxDB field type when it is a field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ValueType {

@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use span_schema::{
-    influx, influx_span_fields, influx_span_tags, measurement, Stored, ValueType, JOIN_FIELDS,
-    JOIN_MEASUREMENTS, JOIN_SPAN_NAMES, JOIN_TAGS, RESOURCE_ATTRIBUTES, SAMPLE_WINDOW_NS,
-    SDK_RESOURCE_ATTRIBUTES, SPAN_ATTRIBUTES,
+    influx, influx_span_fields, influx_span_tags, measurement, Stored, ValueType, JOIN_COUNTERS,
+    JOIN_FIELDS, JOIN_MEASUREMENTS, JOIN_SPAN_NAMES, JOIN_TAGS, RESOURCE_ATTRIBUTES,
+    SAMPLE_WINDOW_NS, SDK_RESOURCE_ATTRIBUTES, SPAN_ATTRIBUTES,
 };
 
 fn repo(rel: &str) -> PathBuf {
@@ -429,5 +429,31 @@ fn python_schema_file_is_generated_from_the_schema() {
         have == want,
         "{} is not what the schema gives: UPDATE_SCHEMA=1 cargo test -p span-schema rewrites it",
         path.display()
+    );
+}
+
+/// The join's counters the health query reads are fields the join writes, and the docs
+/// name every one.
+#[test]
+fn the_join_health_query_and_the_docs_name_the_joins_counters() {
+    let query = read("flux-queries/join_health.flux");
+    let mut read_fields = BTreeSet::new();
+    for (at, m) in query.match_indices("r._field == \"") {
+        let rest = &query[at + m.len()..];
+        read_fields.insert(rest[..rest.find('"').unwrap()].to_string());
+    }
+    let written = set(JOIN_COUNTERS);
+    assert!(!read_fields.is_empty());
+    assert!(
+        read_fields.is_subset(&written),
+        "join_health.flux reads {:?}, not among span_schema::JOIN_COUNTERS",
+        read_fields.difference(&written).collect::<Vec<_>>()
+    );
+    let doc = read("docs/span-schema.md");
+    let documented = doc_paragraph(&doc, "**Bounded.**");
+    assert!(
+        written.is_subset(&documented),
+        "docs/span-schema.md's **Bounded.** paragraph does not name {:?}",
+        written.difference(&documented).collect::<Vec<_>>()
     );
 }

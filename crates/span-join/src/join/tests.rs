@@ -558,3 +558,18 @@ fn hosts_idle_longer_than_the_clock_evidence_are_forgotten_for_new_ones() {
     assert_eq!(again.clocks.index.len(), 2);
     assert_eq!(again.counters.clock_hosts_forgotten, 64);
 }
+
+#[test]
+fn the_counters_point_has_the_schemas_fields() {
+    let mut join = SpanJoin::new(settings());
+    let mut out = LineWriter::default();
+    join.push(&mut out);
+    let line = out.buf.lines().last().unwrap_or("");
+    let fields: Vec<&str> = line
+        .strip_prefix("ddshark_join ")
+        .unwrap_or_else(|| panic!("not the counters point: {line}"))
+        .split(',')
+        .filter_map(|f| f.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert_eq!(fields, span_schema::JOIN_COUNTERS);
+}
