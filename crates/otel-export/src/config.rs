@@ -387,7 +387,15 @@ impl ExporterConfig {
                     .filter(|v| !v.starts_with("unknown_service"))
             })
             .unwrap_or_else(|| "ddshark".to_string());
+        let instance_key = Key::from_static_str(attr::SERVICE_INSTANCE_ID);
+        let instance = (from_env.get(&instance_key).is_none()
+            && !self
+                .resource
+                .iter()
+                .any(|(k, _)| k == attr::SERVICE_INSTANCE_ID))
+        .then(|| KeyValue::new(instance_key, run_id()));
         let resource = Resource::builder()
+            .with_attributes(instance)
             .with_attributes(
                 self.resource
                     .iter()
@@ -413,6 +421,22 @@ impl ExporterConfig {
             self.resource.push((key.to_string(), value.to_string()));
         }
     }
+}
+
+/// This process's `service.instance.id` unless one is given: its start (Unix seconds)
+/// and pid, so a restart is a new run, not a gap in `export_seq`, and one tag value per
+/// run keeps the series count bounded by the restarts.
+fn run_id() -> String {
+    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RUN_ID
+        .get_or_init(|| {
+            let started = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            format!("{started}-{}", std::process::id())
+        })
+        .clone()
 }
 
 /// Splits `k=v,k2=v2` (flags like `--otlp-header`), as the specification's

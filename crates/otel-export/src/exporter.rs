@@ -568,6 +568,7 @@ async fn batch_loop(
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
     let mut batch: Vec<SpanRecord> = Vec::with_capacity(w.max_batch);
+    let mut seq = ExportSeq::default();
     let mut deadline: Option<tokio::time::Instant> = None;
     let mut spans_open = true;
     // (closed from the start when metrics are not exported)
@@ -587,10 +588,10 @@ async fn batch_loop(
                 while let Ok(rec) = spans.try_recv() {
                     batch.push(rec);
                     if batch.len() >= w.max_batch {
-                        dispatch(&w, &mut batch).await;
+                        dispatch(&w, &mut batch, &mut seq).await;
                     }
                 }
-                dispatch(&w, &mut batch).await;
+                dispatch(&w, &mut batch, &mut seq).await;
                 deadline = None;
                 while let Ok(m) = metrics.try_recv() {
                     send_metrics(&w, m).await;
@@ -614,7 +615,7 @@ async fn batch_loop(
                         }
                         batch.push(rec);
                         if batch.len() >= w.max_batch {
-                            dispatch(&w, &mut batch).await;
+                            dispatch(&w, &mut batch, &mut seq).await;
                             deadline = None;
                         }
                     }
@@ -628,23 +629,40 @@ async fn batch_loop(
                 }
             }
             _ = tokio::time::sleep_until(sleep_until), if deadline.is_some() => {
-                dispatch(&w, &mut batch).await;
+                dispatch(&w, &mut batch, &mut seq).await;
                 deadline = None;
             }
         }
     }
 }
 
+/// The next `export_seq`: spans are numbered when a request takes them, so every number
+/// is a span in a request that was sent (counted sent), given up (counted failed) or cut
+/// by shutdown (counted abandoned): a number missing in the store beyond those was lost
+/// after ddshark. (Spans dropped at the queue never get one: they are counted dropped.)
+#[derive(Debug, Default)]
+struct ExportSeq(u64);
+
+impl ExportSeq {
+    fn stamp(&mut self, records: &mut [SpanRecord]) {
+        for r in records {
+            r.export_seq = self.0;
+            self.0 = self.0.wrapping_add(1);
+        }
+    }
+}
+
 /// Hands the batch to an export task once a concurrency permit is free. While all
 /// permits are taken the batch loop waits here, the queue fills, and producers drop.
-async fn dispatch(w: &Arc<Worker>, batch: &mut Vec<SpanRecord>) {
+async fn dispatch(w: &Arc<Worker>, batch: &mut Vec<SpanRecord>, seq: &mut ExportSeq) {
     if batch.is_empty() {
         return;
     }
     let Ok(permit) = w.permits.clone().acquire_owned().await else {
         return;
     };
-    let records = std::mem::replace(batch, Vec::with_capacity(w.max_batch));
+    let mut records = std::mem::replace(batch, Vec::with_capacity(w.max_batch));
+    seq.stamp(&mut records);
     add(&w.counters.in_flight, records.len() as u64);
     let w2 = w.clone();
     tokio::spawn(async move {

@@ -16,12 +16,15 @@ pub mod attr {
     pub const SERVICE_NAME: &str = "service.name";
     pub const SERVICE_VERSION: &str = "service.version";
     pub const HOST_NAME: &str = "host.name";
+    /// One ddshark process (a run): a spans' `export_seq` counts within it.
+    pub const SERVICE_INSTANCE_ID: &str = "service.instance.id";
     pub const CAPTURE_INTERFACE: &str = "capture.interface";
     pub const TRAFFIC_TYPE: &str = "traffic_type";
     pub const TOPIC_NAME: &str = "topic_name";
     pub const TYPE_NAME: &str = "type_name";
     pub const WRITER_ID: &str = "writer_id";
     pub const SN: &str = "sn";
+    pub const EXPORT_SEQ: &str = "export_seq";
     pub const FRAGMENT_STARTING_NUM: &str = "fragment_starting_num";
     pub const FRAGS_IN_SUBMESSAGE: &str = "frags_in_submessage";
     pub const FRAGMENT_SIZE: &str = "fragment_size";
@@ -202,12 +205,13 @@ use Stored::{Field, Tag};
 use ValueType::{Int, Str};
 
 /// Every attribute a span may carry itself (not the resource's), in the docs' order.
-pub const SPAN_ATTRIBUTES: [SpanAttribute; 29] = [
+pub const SPAN_ATTRIBUTES: [SpanAttribute; 30] = [
     a(attr::TRAFFIC_TYPE, Str, Tag, Both, false, false),
     a(attr::TOPIC_NAME, Str, Tag, Both, true, false),
     a(attr::TYPE_NAME, Str, Tag, Both, true, false),
     a(attr::WRITER_ID, Str, Tag, Both, false, false),
     a(attr::SN, Int, Field, Both, false, false),
+    a(attr::EXPORT_SEQ, Int, Field, Both, false, false),
     a(
         attr::FRAGMENT_STARTING_NUM,
         Int,
@@ -255,8 +259,12 @@ pub const SPAN_ATTRIBUTES: [SpanAttribute; 29] = [
     a(attr::REPAIRS, Int, Field, Sample, false, false),
 ];
 
-/// Resource attributes ddshark sets (host-wide; tags in InfluxDB).
-pub const RESOURCE_ATTRIBUTES: [&str; 2] = [attr::SERVICE_NAME, attr::HOST_NAME];
+/// Resource attributes ddshark sets (host- or run-wide; tags in InfluxDB).
+pub const RESOURCE_ATTRIBUTES: [&str; 3] = [
+    attr::SERVICE_NAME,
+    attr::HOST_NAME,
+    attr::SERVICE_INSTANCE_ID,
+];
 
 /// The OpenTelemetry SDK's own resource attributes: Telegraf dimensions only so that they
 /// do not land in a JSON field; its outputs leave them out.
