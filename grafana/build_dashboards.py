@@ -357,6 +357,12 @@ def health_board():
                  "Cumulative counters of every ddshark instance, per host. Dropped or failed > 0 "
                  "means spans are missing.",
                  "exporter_health", "short", h=9, legend_calcs=["last"])
+    b.flux_panel("Spans lost in transit, per host and ddshark run",
+                 "Every span carries its ddshark run's export_seq (0, 1, 2, … as ddshark puts spans "
+                 "into requests): the numbers missing in the raw bucket, those ddshark counted failed, "
+                 "and the rest, lost after ddshark (collector, Telegraf, InfluxDB: a Telegraf killed "
+                 "with spans in its memory buffer). Exact for runs wholly inside the range.",
+                 "transit_loss", "short", h=7, kind="table")
     b.panel("Collector: spans accepted / exported / failed per second",
             "OpenTelemetry Collector pipeline (its own Prometheus metrics).",
             [prom_target("sum(rate(otelcol_receiver_accepted_spans_total[$__rate_interval])) or vector(0)",

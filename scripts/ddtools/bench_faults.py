@@ -155,8 +155,27 @@ def cmd_phase(a):
     res["collector"] = collector_lifetimes(os.path.join(a.dir, "collector.csv"))
     res["telegraf"] = telegraf_totals(influx)
     res["latency"] = compare_latencies(influx, a.ddshark, a.dir, hosts)
+    res["transit"] = transit_loss(influx, hosts)
+    log(f"{a.component}: transit check {res['transit']}")
     json.dump(res, open(os.path.join(a.dir, "result.json"), "w"), indent=1)
     return 0
+
+
+def transit_loss(influx, hosts):
+    """flux-queries/transit_loss.flux over everything: per host (one ddshark run each) the
+    spans missing in the raw bucket, ddshark's failed ones and the rest, lost in transit."""
+    text = open(os.path.join(FLUX_DIR, "transit_loss.flux")).read()
+    q = bind_flux(text, 0, 4_000_000_000_000_000_000, "1s",
+                  {"bucket": influx.bucket, "long_bucket": influx.long_bucket})
+    out = {}
+    for r in influx.query(q):
+        if r["host"] in hosts:
+            row = out.setdefault(r["host"], {"runs": 0, "stored": 0, "missing": 0, "failed": 0, "lost": 0})
+            row["runs"] += 1
+            for k, col in (("stored", "stored"), ("missing", "missing"), ("failed", "failed at ddshark"),
+                           ("lost", "lost in transit")):
+                row[k] += int(r[col])
+    return out
 
 
 def compare_latencies(influx, binary, d, hosts):
@@ -189,6 +208,15 @@ def fmt(n):
     return f"{n:,}" if isinstance(n, int) else str(n)
 
 
+def transit_cell(transit):
+    """The transit check's spans lost after ddshark (and those ddshark counted failed)."""
+    if transit is None:
+        return "—"
+    lost = sum(t["lost"] for t in transit.values())
+    failed = sum(t["failed"] for t in transit.values())
+    return fmt(lost) + (f" (+ {fmt(failed)} failed at ddshark)" if failed else "")
+
+
 def cmd_report(a):
     lines = []
     results = []
@@ -198,9 +226,9 @@ def cmd_report(a):
             results.append(json.load(open(p)))
     lines.append("| component killed (kill -9, outage) | spans sent by ddshark (A + B) | dropped / failed at ddshark | "
                  "accepted / sent / failed at the collector | Telegraf: written to InfluxDB, dropped | "
-                 "stored in InfluxDB | lost (sent − stored) | join: spans read | "
+                 "stored in InfluxDB | lost (sent − stored) | counted by the transit check | join: spans read | "
                  "latencies materialised / `ddshark latency` (A→B) | submessage latencies |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         d = r["ddshark"]
         sent = sum(d[s].get("sent", 0) for s in "ab")
@@ -216,6 +244,7 @@ def cmd_report(a):
             f"{fmt(col.get('accepted'))} / {fmt(col.get('sent'))} / {fmt(col.get('failed'))}"
             f"{' (+' + fmt(col['enqueue_failed']) + ' not queued)' if col.get('enqueue_failed') else ''} | "
             f"{fmt(tw.get('metrics_written'))}, {fmt(tw.get('metrics_dropped'))} | {fmt(stored)} | {fmt(sent - stored)} | "
+            f"{transit_cell(r.get('transit'))} | "
             f"{fmt(r['join'].get('spans'))} | {fmt(lat.get('flux'))} / {fmt(lat.get('ddshark'))}"
             f"{'' if lat.get('equal') else ' (missing ' + fmt(lat.get('missing')) + ', differ ' + fmt(lat.get('differ')) + ')'} | "
             f"{fmt(sub.get('flux'))} / {fmt(sub.get('ddshark'))} |")
