@@ -4,7 +4,9 @@
 //! sample it had accepted: the latencies it materialises are those of `ddshark latency` on
 //! the same captures, every one, to the ns; it counts every span Telegraf stored, and
 //! nothing is dropped anywhere. (The long version, every component in turn at the Autoware
-//! mix's rate: scripts/bench-faults.sh, docs/faults.md.)
+//! mix's rate: scripts/bench-faults.sh, docs/faults.md.) And Telegraf killed with spans in
+//! its memory buffer: the transit check (flux-queries/transit_loss.flux) counts exactly the
+//! spans lost, sent − stored.
 //!
 //! Needs the binaries that `scripts/stack/build.sh` caches (`common::stack::stack_dir`);
 //! without them this test fails, naming them.
@@ -20,32 +22,8 @@ use std::time::{Duration, Instant};
 use common::fixture;
 use common::stack::{fresh_run_dir, RunningStack};
 
-/// A stack of scripts/stack/start.sh on free ports (common::stack); stopped on drop.
-struct Stack(RunningStack);
-
-impl std::ops::Deref for Stack {
-    type Target = RunningStack;
-    fn deref(&self) -> &RunningStack {
-        &self.0
-    }
-}
-
-impl Stack {
-    fn start(name: &str, extra_env: &[(&str, &str)]) -> Stack {
-        Stack(RunningStack::start(&fresh_run_dir(name), extra_env))
-    }
-
-    /// The spans of `host` in InfluxDB whose span.name matches `kinds` (a regex).
-    fn count_spans(&self, host: &str, kinds: &str) -> u64 {
-        self.influx.query_count(&format!(
-            r#"from(bucket: "{}") |> range(start: 0)
-  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
-  |> filter(fn: (r) => r["span.name"] =~ /^({kinds})$/)
-  |> group() |> count()"#,
-            self.influx.bucket
-        ))
-    }
-
+/// What these tests read of a stack (common::stack: start.sh on free ports, stopped on drop).
+impl RunningStack {
     /// The latency join's last counters (its `ddshark_join` point) and when it was pushed.
     fn join_counters(&self) -> (HashMap<String, i64>, i64) {
         let rows = self.influx.query(&format!(
@@ -167,7 +145,7 @@ fn offline_latencies(a: &Path, b: &Path) -> HashMap<String, BTreeMap<(String, i6
     out
 }
 
-fn replay(stack: &Stack, pcap: &Path, host: &str) -> Child {
+fn replay(stack: &RunningStack, pcap: &Path, host: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_ddshark"))
         .arg("-r")
         .arg(pcap)
@@ -202,8 +180,8 @@ fn sent_of(child: Child, host: &str) -> u64 {
 #[test]
 fn join_killed_mid_run_loses_no_accepted_sample() {
     // (pushes every second, so the join has pushed, and saved, before and after the kill)
-    let stack = Stack::start(
-        "fault-join",
+    let stack = RunningStack::start(
+        &fresh_run_dir("fault-join"),
         &[
             ("DDSHARK_JOIN_PERIOD", "1s"),
             ("DDSHARK_JOIN_SETTLE_PUSHES", "3"),
@@ -316,5 +294,129 @@ fn join_killed_mid_run_loses_no_accepted_sample() {
     eprintln!(
         "join killed mid-run: {sent} spans sent and stored, {read} read by the join, \
          {total} latencies equal to ddshark latency"
+    );
+}
+
+/// `kill -SIGNAL pid`.
+fn signal(pid: u32, signal: &str) {
+    let st = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{signal} {pid}");
+}
+
+/// A process stopped with SIGSTOP, continued when dropped (also when the test fails, so
+/// the stack can be stopped).
+struct Frozen(u32);
+
+impl Frozen {
+    fn new(pid: u32) -> Frozen {
+        signal(pid, "STOP");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+impl RunningStack {
+    /// flux-queries/transit_loss.flux over all time, as Grafana runs it: per host its
+    /// rows (one per ddshark run).
+    fn transit_loss(&self) -> Vec<HashMap<String, String>> {
+        let text =
+            std::fs::read_to_string(common::repo_root().join("flux-queries/transit_loss.flux"))
+                .unwrap();
+        let flux = text
+            .replace("${bucket}", &self.influx.bucket)
+            .replace("${long_bucket}", &self.influx.long_bucket);
+        self.influx.query(&format!(
+            "option v = {{timeRangeStart: 1970-01-01T00:00:00Z, timeRangeStop: 2100-01-01T00:00:00Z, windowPeriod: 1s}}\n{flux}"
+        ))
+    }
+
+    /// The spans the collector handed to Telegraf (its exporter's sent counter).
+    fn sent_to_telegraf(&self) -> u64 {
+        self.collector_metric("otelcol_exporter_sent_spans_total", &["telegraf"])
+    }
+}
+
+/// Telegraf killed (kill -9) with spans in its memory buffer: spans the collector counted
+/// delivered, InfluxDB never got and nothing counted lost. The transit check
+/// (flux-queries/transit_loss.flux: holes in the spans' export_seq) counts exactly them:
+/// sent − stored.
+#[test]
+fn transit_check_counts_what_a_killed_telegraf_lost() {
+    let stack = RunningStack::start(&fresh_run_dir("fault-transit"), &[]);
+    let host = "transit-a";
+    // 10.8 s of capture at half speed: ~22 s of replay.
+    let replay = replay(&stack, &fixture("k_fastdds/a.pcap"), host);
+    wait_until(
+        "spans stored before the fault",
+        Duration::from_secs(60),
+        || stack.count_spans(host, ".*") > 0,
+    );
+    // InfluxDB frozen: Telegraf accepts spans (the collector counts them sent) and keeps
+    // them in its memory buffer, where the kill takes them. Deterministic: spans that
+    // arrive after its first write hung on the frozen InfluxDB are in no write at all.
+    let influxd = Frozen::new(stack.pid("influxd"));
+    std::thread::sleep(Duration::from_secs(3));
+    let before = stack.sent_to_telegraf();
+    wait_until(
+        "Telegraf accepts spans while InfluxDB is frozen",
+        Duration::from_secs(30),
+        || stack.sent_to_telegraf() >= before + 100,
+    );
+    signal(stack.pid("telegraf"), "KILL");
+    drop(influxd);
+    let relaunch = Command::new(common::repo_root().join("scripts/stack/relaunch.sh"))
+        .arg("--run-dir")
+        .arg(&stack.run_dir)
+        .arg("telegraf")
+        .output()
+        .unwrap();
+    assert!(
+        relaunch.status.success(),
+        "relaunch.sh telegraf: {}",
+        String::from_utf8_lossy(&relaunch.stderr)
+    );
+    let sent = sent_of(replay, host);
+    // Stored: until nothing more arrives for 10 s (the collector retried what it had queued
+    // while Telegraf was down).
+    let (mut stored, mut since) = (0, Instant::now());
+    wait_until("InfluxDB settles", Duration::from_secs(120), || {
+        let now = stack.count_spans(host, ".*");
+        if now != stored {
+            (stored, since) = (now, Instant::now());
+        }
+        since.elapsed() > Duration::from_secs(10)
+    });
+    assert!(
+        stored < sent,
+        "nothing lost ({stored} of {sent} stored): the kill found Telegraf's buffer empty"
+    );
+    let rows: Vec<_> = stack
+        .transit_loss()
+        .into_iter()
+        .filter(|r| r["host"] == host)
+        .collect();
+    assert_eq!(rows.len(), 1, "one ddshark run: {rows:?}");
+    let count = |k: &str| -> u64 { rows[0][k].parse().unwrap() };
+    assert_eq!(count("stored"), stored, "{rows:?}");
+    assert_eq!(count("failed at ddshark"), 0, "{rows:?}");
+    assert_eq!(
+        count("lost in transit"),
+        sent - stored,
+        "the transit check against sent − stored ({sent} − {stored}): {rows:?}"
+    );
+    eprintln!(
+        "Telegraf killed with a full memory buffer: {sent} spans sent, {stored} stored, \
+         {} counted lost in transit",
+        sent - stored
     );
 }

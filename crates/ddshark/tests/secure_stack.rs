@@ -16,58 +16,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::stack::{fresh_run_dir, metric_sum, RunningStack};
+use common::stack::{fresh_run_dir, RunningStack};
 use common::{fixture, repo_root};
 
 /// Spans `ddshark -r a_small_reliable/a.pcap --otlp` exports (DATA/DATA_FRAG and SAMPLE).
 const SPANS: u64 = 422;
 
 /// The secured stack: OTLP receivers beyond loopback (0.0.0.0).
-struct Stack(RunningStack);
-
-impl std::ops::Deref for Stack {
-    type Target = RunningStack;
-    fn deref(&self) -> &RunningStack {
-        &self.0
-    }
+fn secured_stack(run_dir: &Path) -> RunningStack {
+    RunningStack::start(
+        run_dir,
+        &[
+            ("DDSHARK_OTLP_BIND", "0.0.0.0"),
+            ("DDSHARK_OTELCOL_BATCH_TIMEOUT", "200ms"),
+        ],
+    )
 }
 
-impl Stack {
-    fn start(run_dir: &Path) -> Stack {
-        Stack(RunningStack::start(
-            run_dir,
-            &[
-                ("DDSHARK_OTLP_BIND", "0.0.0.0"),
-                ("DDSHARK_OTELCOL_BATCH_TIMEOUT", "200ms"),
-            ],
-        ))
-    }
-
-    /// Spans of `host` in InfluxDB.
-    fn count_spans(&self, host: &str) -> u64 {
-        self.influx.query_count(&format!(
-            r#"from(bucket:"{}") |> range(start: 0)
-  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
-  |> group() |> count()"#,
-            self.influx.bucket
-        ))
-    }
-
-    fn wait_spans(&self, host: &str, n: u64) -> u64 {
-        let t = Instant::now();
-        loop {
-            let c = self.count_spans(host);
-            if c >= n || t.elapsed() > Duration::from_secs(60) {
-                return c;
-            }
-            std::thread::sleep(Duration::from_millis(300));
+/// The spans of `host` in InfluxDB once they are `n` (or after a minute).
+fn wait_spans(stack: &RunningStack, host: &str, n: u64) -> u64 {
+    let t = Instant::now();
+    loop {
+        let c = stack.count_spans(host, ".*");
+        if c >= n || t.elapsed() > Duration::from_secs(60) {
+            return c;
         }
-    }
-
-    /// The sum of the collector's own metric `name` over the series whose labels contain
-    /// `label`.
-    fn collector_metric(&self, name: &str, label: &str) -> u64 {
-        metric_sum(self.var("DDSHARK_OTELCOL_METRICS_URL"), name, &[label])
+        std::thread::sleep(Duration::from_millis(300));
     }
 }
 
@@ -128,7 +102,7 @@ fn mode(p: &Path) -> u32 {
 #[test]
 fn secured_ingest_refuses_without_the_token_and_stores_with_it() {
     let run_dir = fresh_run_dir("secure-test");
-    let stack = Stack::start(&run_dir);
+    let stack = secured_stack(&run_dir);
 
     // Beyond loopback the stack is secured, and says how to reach it.
     let grpc = stack.var("DDSHARK_OTLP_ENDPOINT").to_string();
@@ -154,14 +128,14 @@ fn secured_ingest_refuses_without_the_token_and_stores_with_it() {
     assert_eq!(mode(&run_dir.join("stack.env")), 0o600);
 
     // No token, a wrong token, no TLS: refused, counted by the collector, non-zero exit.
-    let gone = |host: &str| stack.count_spans(host);
+    let gone = |host: &str| stack.count_spans(host, ".*");
     let unauth_grpc = "rpc_response_status_code=\"UNAUTHENTICATED\"";
     let grpc_refusals =
-        || stack.collector_metric("rpc_server_call_duration_seconds_count", unauth_grpc);
+        || stack.collector_metric("rpc_server_call_duration_seconds_count", &[unauth_grpc]);
     let http_refusals = || {
         stack.collector_metric(
             "http_server_request_duration_seconds_count",
-            "http_response_status_code=\"401\"",
+            &["http_response_status_code=\"401\""],
         )
     };
     let before = grpc_refusals();
@@ -234,12 +208,12 @@ fn secured_ingest_refuses_without_the_token_and_stores_with_it() {
     );
     accepted(&out, "gRPC with --otlp-header");
     assert_eq!(
-        stack.wait_spans("sec-env", SPANS),
+        wait_spans(&stack, "sec-env", SPANS),
         SPANS,
         "HTTP export stored"
     );
     assert_eq!(
-        stack.wait_spans("sec-flag", SPANS),
+        wait_spans(&stack, "sec-flag", SPANS),
         SPANS,
         "gRPC export stored"
     );
@@ -249,7 +223,7 @@ fn secured_ingest_refuses_without_the_token_and_stores_with_it() {
 
     // A restart keeps the credentials (remote exporters keep working).
     stack.stop();
-    let again = Stack::start(&run_dir);
+    let again = secured_stack(&run_dir);
     assert_eq!(again.var("DDSHARK_OTLP_TOKEN"), token);
     assert_eq!(
         again.var("DDSHARK_INFLUX_TOKEN"),
@@ -266,7 +240,7 @@ fn secured_ingest_refuses_without_the_token_and_stores_with_it() {
         &[],
     );
     accepted(&out, "after a restart");
-    assert_eq!(again.wait_spans("sec-again", SPANS), SPANS);
+    assert_eq!(wait_spans(&again, "sec-again", SPANS), SPANS);
     std::mem::forget(stack);
 }
 

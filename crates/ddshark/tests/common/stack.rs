@@ -250,6 +250,23 @@ impl RunningStack {
             .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", path.display()))
     }
 
+    /// The spans of `host` in InfluxDB whose span.name matches `kinds` (a regex; `.*`: all).
+    pub fn count_spans(&self, host: &str, kinds: &str) -> u64 {
+        self.influx.query_count(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host}" and r._field == "end_time_unix_nano")
+  |> filter(fn: (r) => r["span.name"] =~ /^({kinds})$/)
+  |> group() |> count()"#,
+            self.influx.bucket
+        ))
+    }
+
+    /// The sum of the collector's own metric `name` over the series whose labels contain
+    /// every one of `labels`.
+    pub fn collector_metric(&self, name: &str, labels: &[&str]) -> u64 {
+        metric_sum(self.var("DDSHARK_OTELCOL_METRICS_URL"), name, labels)
+    }
+
     /// A variable of its stack.env.
     pub fn var(&self, k: &str) -> &str {
         self.env
