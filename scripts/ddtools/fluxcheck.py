@@ -517,6 +517,19 @@ def check_topic_filter(influx, hosts, start, stop):
         check(rows and topics == {"rt/chatter"}, f"{f} topic filter: got {topics}")
 
 
+def check_transit(influx, spans, start, stop):
+    """transit_loss.flux: one run per exported host, every span stored, no number missing."""
+    q = bind_flux(open(os.path.join(FLUX_DIR, "transit_loss.flux")).read(), start, stop, "1s",
+                  {"bucket": influx.bucket, "long_bucket": influx.long_bucket})
+    got = {}
+    for r in influx.query(q):
+        if r["host"] in spans:
+            got.setdefault(r["host"], []).append((int(r["stored"]), int(r["missing"]),
+                                                  int(r["lost in transit"])))
+    want = {h: [(n, 0, 0)] for h, n in spans.items()}
+    check(got == want, f"transit_loss.flux: {got}, want (stored, missing, lost) {want}")
+
+
 def check_schema(influx, spans, start, stop):
     """Bounded series, bounded tags, typed fields (deploy/telegraf/telegraf.conf)."""
     rng = f"range(start: {rfc3339(start)}, stop: {rfc3339(stop)})"
@@ -788,6 +801,7 @@ def run_checks(args, env):
     hi = max(r[2] for r in ranges.values())
     wait_for_spans(influx, spans, lo, hi)
     check_schema(influx, spans, lo, hi)
+    check_transit(influx, spans, lo, hi)
     wait_for_join(influx)
     # The same capture again under other host names (as bench-e2e replays it): the
     # participants' hosts must follow (their votes for the first names are stale).
