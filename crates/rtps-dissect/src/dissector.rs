@@ -172,7 +172,10 @@ impl Dissector {
     }
 
     pub fn process<'a>(&'a mut self, frame: &Frame<'a>) -> FrameOutcome<'a> {
-        self.process_counted(frame).0
+        let (layers, stats, spare) = self.split();
+        let outcome = process_frame(layers, frame, spare);
+        count_outcome(stats, frame, &outcome);
+        outcome
     }
 
     /// [`Dissector::process`] for a caller that only looks at the outcome: `consume`
@@ -184,7 +187,12 @@ impl Dissector {
         frame: &Frame<'_>,
         consume: impl FnOnce(&FrameOutcome<'_>) -> R,
     ) -> R {
-        let (outcome, spare) = self.process_counted(frame);
+        let (layers, stats, spare) = self.split();
+        // Counted here and not by a function shared with `process`: returning the
+        // outcome after counting it copies it (rustc does not build a value that was
+        // borrowed in its caller's place), once per frame.
+        let outcome = process_frame(layers, frame, spare);
+        count_outcome(stats, frame, &outcome);
         let result = consume(&outcome);
         if let FrameOutcome::Rtps(d) = outcome {
             spare.keep(d);
@@ -192,13 +200,9 @@ impl Dissector {
         result
     }
 
-    /// One frame through every layer, counted; with the spare lists, which the outcome
-    /// does not borrow.
-    #[inline]
-    fn process_counted<'a>(
-        &'a mut self,
-        frame: &Frame<'a>,
-    ) -> (FrameOutcome<'a>, &'a mut SpareLists) {
+    /// The layers a frame goes through, borrowed apart from the counters and the spare
+    /// lists (which the outcome does not borrow).
+    fn split(&mut self) -> (Layers<'_>, &mut DissectorStats, &mut SpareLists) {
         let Dissector {
             fragments,
             tcp,
@@ -208,22 +212,24 @@ impl Dissector {
             stats,
             spare,
         } = self;
-        let outcome = process_frame(
-            (fragments, tcp),
-            (discovery_fragments, decoded),
-            topics,
-            frame,
+        (
+            ((fragments, tcp), (discovery_fragments, decoded), topics),
+            stats,
             spare,
-        );
-        count_outcome(stats, frame, &outcome);
-        (outcome, spare)
+        )
     }
 }
 
+/// What [`process_frame`] works with: IP fragments and TCP streams, discovery
+/// DATA_FRAG reassembly and decoded discovery, the topic map.
+type Layers<'a> = (
+    (&'a mut FragmentTracker, &'a mut TcpReassembly),
+    (&'a mut DiscoveryReassembly, &'a mut DecodedDiscovery),
+    &'a mut TopicMap,
+);
+
 fn process_frame<'a>(
-    (fragments, tcp): (&'a mut FragmentTracker, &'a mut TcpReassembly),
-    (discovery_fragments, decoded): (&mut DiscoveryReassembly, &mut DecodedDiscovery),
-    topics: &'a mut TopicMap,
+    ((fragments, tcp), (discovery_fragments, decoded), topics): Layers<'a>,
     frame: &Frame<'a>,
     spare: &mut SpareLists,
 ) -> FrameOutcome<'a> {
