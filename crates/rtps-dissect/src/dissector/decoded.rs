@@ -2,6 +2,7 @@
 //! decoded lately.
 
 use super::*;
+use crate::types::BuiltinWriter;
 
 /// What a discovery DATA's record is decoded from.
 struct DecodeInput<'a> {
@@ -100,7 +101,12 @@ pub(super) fn discovery_records(
     let mut list = Some(list);
     let mut discovery = Vec::new();
     for sm in submessages.iter().flatten() {
-        if let Some(rec) = discovery_of(sm, vendor, ts_ns, reassembly, decoded) {
+        // Most submessages are user traffic: told apart here, without a call per
+        // submessage.
+        let Some(role) = discovery_role(sm) else {
+            continue;
+        };
+        if let Some(rec) = discovery_of(sm, role, vendor, ts_ns, reassembly, decoded) {
             if let DiscoveryRecord::Endpoint(e) = &rec {
                 topics.insert(e.guid, &e.topic, &e.type_name, e.kind);
             }
@@ -113,19 +119,26 @@ pub(super) fn discovery_records(
     discovery
 }
 
-/// Decode the discovery content of a DATA/DATA_FRAG from a built-in discovery writer.
+/// The discovery stream of a DATA/DATA_FRAG from a built-in discovery writer; `None`
+/// for any other submessage (its body is not decoded).
+#[inline]
+fn discovery_role(sm: &Submessage<'_>) -> Option<BuiltinWriter> {
+    if !matches!(sm.kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
+        return None;
+    }
+    sm.writer_entity()?.builtin_writer_role()
+}
+
+/// Decode the discovery content of a DATA/DATA_FRAG from the built-in discovery writer
+/// of `role`.
 fn discovery_of(
     sm: &Submessage<'_>,
+    role: BuiltinWriter,
     vendor: VendorId,
     ts_ns: u64,
     reassembly: &mut DiscoveryReassembly,
     decoded: &mut DecodedDiscovery,
 ) -> Option<DiscoveryRecord> {
-    if !matches!(sm.kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
-        return None;
-    }
-    // Most DATA is user data: its body is not decoded here.
-    let role = sm.writer_entity()?.builtin_writer_role()?;
     let vendor = if sm.ctx.src_vendor == VendorId::default() {
         vendor
     } else {
