@@ -29,6 +29,10 @@ pub(crate) struct FragBudget {
 impl FragBudget {
     /// A writer's fragmented samples went from `before` to `after`.
     pub(crate) fn settle(&mut self, before: FragUsage, after: FragUsage) {
+        // The common case: most submessages and sweeps leave a writer's samples alone.
+        if before == after {
+            return;
+        }
         self.release(before);
         self.held.samples = self.held.samples.saturating_add(after.samples);
         self.held.bytes = self.held.bytes.saturating_add(after.bytes);

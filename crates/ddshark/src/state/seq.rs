@@ -512,6 +512,11 @@ impl SeqTracker {
         self.frag_usage
     }
 
+    /// Fragmented samples tracked so far: changes when one starts.
+    pub(crate) fn frags_born(&self) -> u64 {
+        self.frags_born
+    }
+
     /// The fragmented sample tracked last, if still in progress: (SN, birth).
     pub(crate) fn newest_frag(&self) -> Option<(SequenceNumber, u64)> {
         self.frags

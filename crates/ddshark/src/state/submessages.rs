@@ -92,10 +92,15 @@ impl State {
             return;
         };
         let frags_before = w.seq.frag_usage();
-        let newest_before = w.seq.newest_frag();
+        let born_before = w.seq.frags_born();
         let (observed, fin) = w.seq.observe(piece.sn, dst, now, piece.fragments, &seq_cfg);
         let frags_after = w.seq.frag_usage();
-        let newest = w.seq.newest_frag();
+        // Most pieces leave the writer's fragmented samples as they were.
+        let started = if w.seq.frags_born() == born_before {
+            None
+        } else {
+            w.seq.newest_frag()
+        };
         w.last_src = Some(d.src);
         let link = if credit {
             w.credit_datagram(d);
@@ -124,10 +129,8 @@ impl State {
         w.apply_final(now, fin);
         self.counters.count_observed(observed);
         self.frag_budget.settle(frags_before, frags_after);
-        if newest != newest_before {
-            if let Some(started) = newest {
-                self.frag_budget.started(guid, started);
-            }
+        if let Some(started) = started {
+            self.frag_budget.started(guid, started);
         }
         self.frag_budget
             .enforce(self.config.max_frag_bytes, &mut self.writers);
