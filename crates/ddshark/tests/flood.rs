@@ -506,9 +506,9 @@ fn dropped_fragmented_samples_stay_counted_after_their_writer_is_evicted() {
     run_inline(&mut MemorySource::new("frags", frames), &mut engine).expect("in memory");
     let snapshot = engine.finish();
     let state = &snapshot.health.state;
-    assert_eq!(state.writers_evicted_capacity, 1);
+    assert_eq!(state.writers_evicted_capacity(), 1);
     // 20 samples each, 16 tracked at once: 4 dropped per writer, the evicted one's included.
-    assert_eq!(state.frag_samples_evicted, 3 * 4);
+    assert_eq!(state.frag_samples_evicted(), 3 * 4);
 }
 
 /// The budget of all writers' fragmented samples drops the samples that started first,
@@ -556,7 +556,7 @@ fn fragmented_samples_of_all_writers_share_one_budget() {
     run_inline(&mut MemorySource::new("frags", frames), &mut engine).expect("in memory");
     let snapshot = engine.finish();
     // 12 started, 5 held: the first 7 dropped (the completed ones took no room for long).
-    assert_eq!(snapshot.health.state.frag_samples_evicted, 7);
+    assert_eq!(snapshot.health.state.frag_samples_evicted(), 7);
     let json = serde_json::to_value(&*snapshot).expect("snapshot JSON");
     assert_eq!(n(&json, "summary.incomplete"), 12);
 }

@@ -153,7 +153,7 @@ fn timestamps_going_backwards_are_tolerated() {
     let mut src = MemorySource::new("mem", frames);
     run_inline(&mut src, &mut engine).unwrap();
     let snap = engine.finish();
-    assert!(snap.health.state.ts_backwards > 0);
+    assert!(snap.health.state.ts_backwards() > 0);
     assert!(snap.health.reconciles, "{:?}", snap.health.checks);
     let reference = stats_file(
         &fixture("a_small_reliable/b.pcap"),

@@ -170,7 +170,7 @@ fn a_full_pair_map_evicts_counts_and_keeps_the_totals() {
     assert!(sec.pairs_evicted > 0, "evictions counted: {sec:?}");
     assert_eq!(
         sec.pairs_evicted,
-        snap.health.state.secured_pairs_evicted_capacity
+        snap.health.state.secured_pairs_evicted_capacity()
     );
     let t = &sec.totals;
     assert_eq!(

@@ -27,21 +27,40 @@ pub struct StateCounters {
     pub(crate) participants_evicted_idle: u64,
     pub(crate) participants_evicted_capacity: u64,
     pub(crate) writers_evicted_idle: u64,
-    pub writers_evicted_capacity: u64,
+    pub(crate) writers_evicted_capacity: u64,
     pub(crate) readers_evicted_idle: u64,
     pub(crate) readers_evicted_capacity: u64,
     /// Samples counted by writers that were evicted since (so totals still reconcile).
     pub(crate) samples_of_evicted_writers: u64,
-    pub frag_samples_evicted: u64,
+    pub(crate) frag_samples_evicted: u64,
     pub(crate) leases_expired: u64,
     /// Capture timestamps that went backwards (tolerated: the clock does not go back).
-    pub ts_backwards: u64,
+    pub(crate) ts_backwards: u64,
     /// Secured-traffic participant pairs dropped for room or idleness (their traffic
     /// stays in the secured totals).
-    pub secured_pairs_evicted_capacity: u64,
+    pub(crate) secured_pairs_evicted_capacity: u64,
     pub(crate) secured_pairs_evicted_idle: u64,
     /// Address → participant entries dropped (destinations then name the address).
     pub(crate) hosts_evicted: u64,
+}
+
+/// The counters tests outside the crate check (the snapshot's JSON shows them all).
+impl StateCounters {
+    pub fn writers_evicted_capacity(&self) -> u64 {
+        self.writers_evicted_capacity
+    }
+
+    pub fn frag_samples_evicted(&self) -> u64 {
+        self.frag_samples_evicted
+    }
+
+    pub fn ts_backwards(&self) -> u64 {
+        self.ts_backwards
+    }
+
+    pub fn secured_pairs_evicted_capacity(&self) -> u64 {
+        self.secured_pairs_evicted_capacity
+    }
 }
 
 impl StateCounters {
