@@ -38,22 +38,16 @@ OTLP_RETRY=120s
 OUT=/var/tmp/ddshark-bench-faults
 REPORT=""
 DDSHARK=""
-while (($#)); do
-  case "$1" in
-    --components) COMPONENTS="$2"; shift ;;
-    --speed) SPEED="$2"; shift ;;
-    --kill-at) KILL_AT="$2"; shift ;;
-    --outage) OUTAGE="$2"; shift ;;
-    --otlp-queue) OTLP_QUEUE="$2"; shift ;;
-    --otlp-retry) OTLP_RETRY="$2"; shift ;;
-    --out) OUT="$2"; shift ;;
-    --report) REPORT="$2"; shift ;;
-    --ddshark) DDSHARK="$2"; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) usage_error "unknown argument $1" ;;
-  esac
-  shift
-done
+take_options "
+--components COMPONENTS
+--speed SPEED
+--kill-at KILL_AT
+--outage OUTAGE
+--otlp-queue OTLP_QUEUE
+--otlp-retry OTLP_RETRY
+--out OUT
+--report REPORT
+--ddshark DDSHARK" "$@"
 REPORT=${REPORT:-$OUT/report.md}
 for c in $COMPONENTS; do
   case "$c" in otelcol|telegraf|influxd) ;; *) die "--components: $c is not otelcol, telegraf or influxd" ;; esac

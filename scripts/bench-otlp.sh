@@ -34,18 +34,12 @@ PER=6
 SINK=debug
 PROTO=grpc
 COMP=none
-while (($#)); do
-  case "$1" in
-    --spans) SPANS="$2"; shift ;;
-    --per-datagram) PER="$2"; shift ;;
-    --sink) SINK="$2"; shift ;;
-    --protocol) PROTO="$2"; shift ;;
-    --compression) COMP="$2"; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) usage_error "unknown argument $1" ;;
-  esac
-  shift
-done
+take_options "
+--spans SPANS
+--per-datagram PER
+--sink SINK
+--protocol PROTO
+--compression COMP" "$@"
 
 WORK="$(mktemp -d /tmp/ddshark-bench-otlp.XXXXXX)"
 RUN_DIR="$WORK/stack"

@@ -1,6 +1,7 @@
 # Shared by the scripts (source it; set LIB_TAG first to name the script in messages):
 #   say MSG / die MSG    progress and fatal errors on stderr, as "[TAG] MSG"
 #   usage / usage_error MSG   the script's help (its leading comment) / a wrong argument
+#   take_options TABLE ARGS...   `--name VALUE` options into variables, by a table
 #   REPO_ROOT            the repository
 #   FIXTURES             the bundled captures with their oracles ($REPO_ROOT/tests/pcaps)
 #   DDSHARK_CAPTURES     where scripts/make-fixtures.sh writes its captures
@@ -36,6 +37,24 @@ die() { printf '[%s] ERROR: %s\n' "${LIB_TAG:-ddshark}" "$*" >&2; exit 1; }
 # not a comment); usage_error MSG: MSG naming --help on stderr, exit 2 (a wrong argument)
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 usage_error() { printf '[%s] %s (see %s --help)\n' "${LIB_TAG:-ddshark}" "$*" "$0" >&2; exit 2; }
+# take_options TABLE ARGS...: the scripts' `--name VALUE` loop from a table of lines
+# "--name VAR" (VAR gets the next argument); -h/--help prints usage and exits 0, anything
+# else (or a --name without its value) is a usage_error naming it
+take_options() {
+  local _table=$1 _opt _var _known
+  shift
+  while (($#)); do
+    case "$1" in -h|--help) usage; exit 0 ;; esac
+    _known=''
+    while read -r _opt _var; do
+      if [ "$_opt" = "$1" ]; then _known=$_var; break; fi
+    done <<<"$_table"
+    [ -n "$_known" ] || usage_error "unknown argument $1"
+    [ $# -ge 2 ] || usage_error "$1 needs a value"
+    printf -v "$_known" '%s' "$2"
+    shift 2
+  done
+}
 
 # stop_children PID...: SIGTERM to each of this shell's background processes (background shells
 # ignore INT; ddshark and tcpdump stop cleanly on either), then waits for them all

@@ -27,16 +27,10 @@ cd "$REPO_ROOT"
 otlp=${DDSHARK_OTLP_ENDPOINT:-${OTEL_EXPORTER_OTLP_ENDPOINT:-http://127.0.0.1:4317}}
 capture=tests/pcaps/h_vlan_pcp
 bin=""
-while (($#)); do
-  case "$1" in
-    --otlp) otlp="$2"; shift ;;
-    --capture) capture="$2"; shift ;;
-    --ddshark) bin="$2"; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) usage_error "unknown option $1" ;;
-  esac
-  shift
-done
+take_options "
+--otlp otlp
+--capture capture
+--ddshark bin" "$@"
 if [ -z "$bin" ]; then
   if [ -x target/release/ddshark ]; then bin=target/release/ddshark
   elif command -v ddshark >/dev/null; then bin=$(command -v ddshark)
