@@ -537,9 +537,9 @@ fn recording_flags_that_cannot_apply_are_refused() {
 
 #[test]
 fn latency_refuses_inputs_that_cannot_give_latencies_before_writing_anything() {
-    let pcaps = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/pcaps");
-    let a = format!("{pcaps}/k_fastdds/a.pcap");
-    let other = format!("{pcaps}/a_small_reliable/b.pcap");
+    let pcaps = common::fixtures();
+    let a = pcaps.join("k_fastdds/a.pcap").display().to_string();
+    let other = pcaps.join("a_small_reliable/b.pcap").display().to_string();
     for (args, says) in [
         (vec!["latency", a.as_str(), a.as_str()], "same capture"),
         (

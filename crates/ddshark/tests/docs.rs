@@ -5,20 +5,20 @@
 //! or rounds) are left in it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::repo_root;
+
 const README_MAX_LINES: usize = 260;
 const SUBCOMMANDS: [&str; 4] = ["dissect", "latency", "stats", "join"];
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// README.md, every docs/*.md and deploy/README.md.
 fn doc_files() -> Vec<PathBuf> {
-    let root = repo();
+    let root = repo_root();
     let mut files = vec![root.join("README.md"), root.join("deploy/README.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .unwrap()
@@ -31,7 +31,7 @@ fn doc_files() -> Vec<PathBuf> {
 }
 
 fn rel(path: &Path) -> String {
-    path.strip_prefix(repo())
+    path.strip_prefix(repo_root())
         .unwrap_or(path)
         .display()
         .to_string()
@@ -228,7 +228,7 @@ fn every_documented_command_line_parses() {
     let mut help: HashMap<String, String> = HashMap::new();
     let mut checked = 0;
     let mut failures = Vec::new();
-    let compose = repo().join("deploy/docker-compose.yml");
+    let compose = repo_root().join("deploy/docker-compose.yml");
     for file in doc_files().into_iter().chain([compose]) {
         let text = std::fs::read_to_string(&file).unwrap();
         let snippets = if file.extension().is_some_and(|x| x == "md") {
@@ -388,7 +388,9 @@ fn named_scripts_exist() {
                     .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '.'))
                     .collect();
                 let path = path.trim_end_matches('.');
-                if (path.ends_with(".sh") || path.ends_with(".py")) && !repo().join(path).exists() {
+                if (path.ends_with(".sh") || path.ends_with(".py"))
+                    && !repo_root().join(path).exists()
+                {
                     bad.push(format!("{}: {path}", rel(&file)));
                 }
             }
@@ -403,7 +405,7 @@ fn named_scripts_exist() {
 
 #[test]
 fn readme_stays_short() {
-    let lines = std::fs::read_to_string(repo().join("README.md"))
+    let lines = std::fs::read_to_string(repo_root().join("README.md"))
         .unwrap()
         .lines()
         .count();

@@ -4,11 +4,13 @@
 //! and the discovery cache.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use common::fixture;
 use ddshark::capture::file::FileSource;
 use ddshark::capture::memory::{read_all, MemorySource, OwnedFrame};
 use ddshark::pipeline::{
@@ -18,14 +20,6 @@ use ddshark::pipeline::{
 use ddshark::state::snapshot::Snapshot;
 use ddshark::stats_cmd::{stats_engine_config, stats_file, StatsOptions};
 use rtps_dissect::Datagram;
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/pcaps")
-        .join(rel);
-    assert!(p.exists(), "fixture {} is missing", p.display());
-    p
-}
 
 fn frames_of(rel: &str) -> Vec<OwnedFrame> {
     read_all(&mut FileSource::open(&fixture(rel)).unwrap()).unwrap()

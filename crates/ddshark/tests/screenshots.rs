@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::tui::replay;
-use common::{chromium, fixtures, late_start_report};
+use common::{chromium, late_start_report, repo_root};
 use ddshark::tui::{render, TopicColumn};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -27,7 +27,7 @@ const CELL_W: f64 = 8.43;
 const CELL_H: u32 = 17;
 
 fn img_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");
+    let d = repo_root().join("docs/img");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -192,7 +192,7 @@ fn tui_screenshot() {
 #[test]
 fn latency_report_screenshot() {
     // The report names its captures as given: as a user in the repository would.
-    std::env::set_current_dir(fixtures().join("../..")).unwrap();
+    std::env::set_current_dir(repo_root()).unwrap();
     let page_text = late_start_report(Path::new("tests/pcaps/i_late_start"));
     assert!(
         page_text.contains("rt/chatter"),

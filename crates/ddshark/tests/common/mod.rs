@@ -130,8 +130,15 @@ pub fn write_eth_pcap<B: AsRef<[u8]>>(
 }
 
 /// The workspace root (the scripts, deploy/ and tests/ are under it).
+/// Every test finds a file of the repository from here, never from its own `../..`.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // crates/ddshark → crates → the repository.
+    manifest
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest)
+        .to_path_buf()
 }
 
 /// `tests/pcaps` at the workspace root.

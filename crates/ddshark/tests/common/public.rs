@@ -13,9 +13,8 @@ pub const PUBLIC_PREFIX: &str = "public/";
 
 /// Where the public captures are expected: `shared/pcaps/public` next to the repository.
 fn expected_dir() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // crates/ddshark → the repository → the folder holding it.
-    let beside_repo = manifest.ancestors().nth(3).unwrap_or(manifest);
+    let repo = super::repo_root();
+    let beside_repo = repo.parent().unwrap_or(&repo);
     beside_repo.join("shared/pcaps/public")
 }
 
