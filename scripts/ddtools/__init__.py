@@ -16,6 +16,7 @@ Commands:
   fluxcheck      the Flux queries and dashboards against `ddshark latency` (tests/flux/run.sh)
   demo           the stack demo as a newcomer meets it (tests/flux/demo.sh)
   bench_e2e      measurements and report of scripts/bench-e2e.sh and scripts/bench-ingest.sh
+  build_stamp    the digest of the sources a crate's binary is built from (scripts/stack/start.sh)
 """
 import sys
 

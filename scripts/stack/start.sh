@@ -4,8 +4,8 @@
 #     raw-span bucket (short retention) and the long bucket (materialised latencies,
 #     per-topic counters))
 #   telegraf with deploy/telegraf/telegraf.conf, writing that influxd; the latency join
-#     it runs (`ddshark-join`, this checkout's target/release/ddshark-join, built if missing)
-#     materialises the latencies
+#     it runs (`ddshark-join`, this checkout's target/release/ddshark-join, rebuilt when
+#     its sources changed) materialises the latencies
 #   otelcol-ddshark with deploy/otelcol/config.yaml, exporting to that telegraf
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
 # Credentials are made on first start (deploy/secrets.sh) and kept in RUN_DIR/secrets:
@@ -54,7 +54,7 @@
 #   DDSHARK_TELEGRAF_OTLP_PORT  telegraf's OTLP/gRPC input [4319]
 #   DDSHARK_TELEGRAF_GOGC       telegraf's Go GC target (GOGC) [400]
 #   DDSHARK_JOIN_BIN            the latency join (ddshark-join) [target/release/ddshark-join,
-#                               built or brought up to date by cargo]
+#                               rebuilt by cargo when its sources changed]
 #   DDSHARK_JOIN_SOCKET         its points' way back into telegraf [RUN_DIR/join.sock]
 #   DDSHARK_JOIN_STATE          the join's state across its restarts [RUN_DIR/join.state]
 #   DDSHARK_TELEGRAF_BUFFER     telegraf's output buffers: memory or disk [memory]
@@ -314,14 +314,25 @@ export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
 export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
 # The latency join is `ddshark-join` (crates/span-join), which Telegraf runs (outputs.execd):
 # this checkout's release build unless DDSHARK_JOIN_BIN names one.
+# It is rebuilt only when the sources it is built from changed (their digest is kept beside it
+# in ddshark-join.sources): cargo goes by the files' times, which every checkout moves, and
+# its fat-LTO release build takes minutes. A binary of other sources never runs.
 if [ -z "${DDSHARK_JOIN_BIN:-}" ]; then
   DDSHARK_JOIN_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark-join"
-  # Always through cargo (a no-op when the build is current): a build older than the join
-  # would leave Telegraf restarting a command that does not exist.
-  if command -v cargo >/dev/null; then
-    say "ddshark-join (the latency join): cargo build --release -p span-join --bin ddshark-join"
+  join_sources=$(python3 -m ddtools.build_stamp span-join) ||
+    die "cannot take the digest of ddshark-join's sources (python3 -m ddtools.build_stamp span-join)"
+  join_stamp="$DDSHARK_JOIN_BIN.sources"
+  if [ -x "$DDSHARK_JOIN_BIN" ] && [ "$(cat "$join_stamp" 2>/dev/null)" = "$join_sources" ]; then
+    say "ddshark-join (the latency join): $DDSHARK_JOIN_BIN, built from the current sources"
+  else
+    command -v cargo >/dev/null ||
+      die "$DDSHARK_JOIN_BIN is missing or built from other sources, and there is no cargo to build it (scripts/setup.sh installs Rust; or set DDSHARK_JOIN_BIN)"
+    say "ddshark-join (the latency join): its sources changed: cargo build --release -p span-join --bin ddshark-join"
+    rm -f "$join_stamp"
     (cd "$REPO_ROOT" && cargo build --release -q -p span-join --bin ddshark-join >&2) ||
       die "cargo build --release -p span-join --bin ddshark-join failed"
+    # The digest taken before the build: sources edited meanwhile make the next start rebuild.
+    echo "$join_sources" >"$join_stamp"
   fi
 fi
 [ -x "$DDSHARK_JOIN_BIN" ] || die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN is not an executable"
