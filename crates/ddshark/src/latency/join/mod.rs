@@ -9,21 +9,22 @@
 //!   those; only complete samples have a latency.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::net::IpAddr;
 
-use latency_core::hosts::Sighting;
-use latency_core::{HostRule, Hosts, LostRule, Seen};
+use latency_core::{HostRule, Hosts, LostRule};
 use rtps_dissect::Guid;
 use serde::Serialize;
 
 use super::extract::{Key, Obs};
 
+mod finalise;
 mod pending;
+mod rows;
+
+pub use rows::{LocalSample, SampleRow, Status};
 
 use pending::{
-    bit, completed_by_repair, is_multicast, local_sample, pending_bytes, set_bit, CapObs, Done,
-    DstBits, Pending, NOT_DONE, NO_DST,
+    bit, is_multicast, pending_bytes, set_bit, CapObs, Done, DstBits, Pending, NOT_DONE, NO_DST,
 };
 
 /// Most destinations tracked per sample and capture for repair detection.
@@ -40,91 +41,6 @@ pub struct JoinConfig {
     pub max_bytes: usize,
     /// When a sample that never reached a capture is lost there (latency_core's rule).
     pub lost: LostRule,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Complete at the receiver: has a latency.
-    Ok,
-    /// Some but not all of its fragments reached the receiver.
-    Incomplete,
-    /// Sent towards the receiver, never seen there.
-    Lost,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Incomplete => "incomplete",
-            Status::Lost => "lost",
-        }
-    }
-}
-
-/// One sample (or submessage) from its writer's capture to one other capture.
-#[derive(Debug, Clone)]
-pub struct SampleRow {
-    pub sender: usize,
-    pub receiver: usize,
-    pub key: Key,
-    pub fragmented: bool,
-    pub topic: Option<Arc<str>>,
-    pub status: Status,
-    pub t_send: i64,
-    pub frame_send: u64,
-    pub t_recv: Option<i64>,
-    pub frame_recv: Option<u64>,
-    /// Earliest complete datagram carrying any part of it at the receiver.
-    pub(crate) t_recv_first: Option<i64>,
-    pub latency_ns: Option<i64>,
-    /// DATA/DATA_FRAG submessages carrying it in the sender's capture.
-    pub tx_sender: u32,
-    /// Of those, retransmissions (a fragment sent again to the same or after a multicast destination).
-    pub repairs_sender: u32,
-    pub rx_receiver: u32,
-    /// The receiver completed it with data from a retransmission.
-    pub repaired: bool,
-    pub sample_size: u64,
-    pub(crate) units: u32,
-    pub(crate) src: Option<SocketAddr>,
-    pub(crate) dst: Option<SocketAddr>,
-    pub(crate) pcp: Option<u8>,
-}
-
-/// What one capture saw of one sample: the per-host half of a [`SampleRow`]. A join
-/// of a single capture ([`JoinConfig::captures`] = 1) finalises samples into these
-/// (the live exporter's `SAMPLE` spans, which the database then joins across hosts).
-#[derive(Debug, Clone)]
-pub struct LocalSample {
-    pub key: Key,
-    pub topic: Option<Arc<str>>,
-    pub sample_size: u64,
-    /// DDS fragments that make the sample (DATA: 1).
-    pub units: u32,
-    /// Of those, how many arrived in a complete datagram.
-    pub units_seen: u32,
-    /// First IP fragment of the earliest datagram carrying any part of it (`t_send` on
-    /// the writer's host).
-    pub t_first: i64,
-    pub(crate) frame_first: u64,
-    /// Slot of the span that carried it first.
-    pub slot: u16,
-    /// When every fragment had arrived in a complete datagram: per fragment the
-    /// earliest, then the latest of those (`t_recv` on a receiving host); None while
-    /// incomplete.
-    pub t_complete: Option<i64>,
-    pub(crate) frame_complete: Option<u64>,
-    /// Latest end (last IP fragment) of any datagram carrying part of it.
-    pub t_last: i64,
-    /// DATA/DATA_FRAG submessages that carried it.
-    pub submessages: u32,
-    /// Of those, retransmissions (as `repairs_sender`).
-    pub repairs: u32,
-    pub(crate) src: Option<SocketAddr>,
-    pub(crate) dst: Option<SocketAddr>,
-    pub(crate) pcp: Option<u8>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -410,243 +326,11 @@ impl Join {
         }
     }
 
-    /// The writer's capture: the host rule's decision (latency_core::hosts), else the
-    /// only capture that saw the sample, else the one that saw it first.
-    fn home_of(&self, key: &Key, p: &Pending) -> Option<usize> {
-        let src = p.caps.iter().find_map(|c| c.src).map(|s| s.ip());
-        if let Some(h) = self
-            .hosts
-            .as_ref()
-            .and_then(|h| h.home(&key.writer.prefix.0, src))
-        {
-            return Some(h.capture);
-        }
-        p.caps
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.seen)
-            .min_by_key(|(i, c)| (c.t_first, *i))
-            .map(|(i, _)| i)
-    }
-
-    fn observe(&mut self, key: &Key, p: &Pending) {
-        let Some(rule) = self.rule.as_mut() else {
-            return;
-        };
-        let sightings: Vec<Sighting> = p
-            .caps
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.seen)
-            .map(|(i, c)| Sighting {
-                capture: i,
-                t_first: c.t_first,
-                src: c.src.map(|s| s.ip()),
-                src_mac: c.src_mac,
-            })
-            .collect();
-        rule.observe(&Seen {
-            participant: key.writer.prefix.0,
-            builtin: key.writer.entity.is_builtin(),
-            sightings: &sightings,
-        });
-    }
-
-    fn finalise(&mut self, key: Key, out: &mut Vec<SampleRow>) -> bool {
-        let Some(p) = self.pending.remove(&key) else {
-            return false;
-        };
-        self.stats.bytes_held = self.stats.bytes_held.saturating_sub(p.bytes as u64);
-        self.stats.finalised = self.stats.finalised.saturating_add(1);
-        if self.cfg.captures == 1 {
-            if let Some(c) = p.caps.first().filter(|c| c.seen) {
-                self.local.push(local_sample(key, &p, c));
-            }
-            return true;
-        }
-        self.observe(&key, &p);
-        let Some(home) = self.home_of(&key, &p) else {
-            return true;
-        };
-        let Some(s) = p.caps.get(home) else {
-            return true;
-        };
-        if !s.seen {
-            self.stats.receiver_only = self.stats.receiver_only.saturating_add(1);
-            return true;
-        }
-        for (r, c) in p.caps.iter().enumerate() {
-            if r == home {
-                continue;
-            }
-            let complete = c.seen && c.filled >= p.units && p.units > 0;
-            let status = if complete {
-                Status::Ok
-            } else if c.seen {
-                Status::Incomplete
-            } else if self.expected_at(r, key.writer, s) {
-                Status::Lost
-            } else {
-                self.stats.not_expected = self.stats.not_expected.saturating_add(1);
-                continue;
-            };
-            let (t_recv, frame_recv) = if complete {
-                match c.done.iter().max_by_key(|d| (d.t_last, d.frame)) {
-                    Some(d) => (Some(d.t_last), Some(d.frame)),
-                    None => (None, None),
-                }
-            } else {
-                (None, None)
-            };
-            let t_recv_first = c
-                .done
-                .iter()
-                .map(|d| d.t_last)
-                .filter(|&t| t != i64::MAX)
-                .min();
-            let repaired = complete && completed_by_repair(s, c);
-            out.push(SampleRow {
-                sender: home,
-                receiver: r,
-                key,
-                fragmented: p.fragmented,
-                topic: p.topic.clone(),
-                status,
-                t_send: s.t_first,
-                frame_send: s.frame_first,
-                t_recv,
-                frame_recv,
-                t_recv_first,
-                latency_ns: t_recv.map(|t| t.saturating_sub(s.t_first)),
-                tx_sender: s.subs,
-                repairs_sender: s.repairs,
-                rx_receiver: c.subs,
-                repaired,
-                sample_size: p.sample_size,
-                units: p.units,
-                src: s.src,
-                dst: if c.seen { c.dst } else { s.dst },
-                pcp: s.pcp,
-            });
-        }
-        true
-    }
-
     /// Moves the samples a single-capture join finalised so far into `out`.
     pub fn take_local(&mut self, out: &mut Vec<LocalSample>) {
         out.append(&mut self.local);
     }
-
-    /// Should capture `r` have seen a sample its writer's capture saw as `s`?
-    fn expected_at(&self, r: usize, writer: Guid, s: &CapObs) -> bool {
-        self.cfg.lost.expected(
-            s.t_first,
-            self.range.get(r).copied().flatten(),
-            self.writer_seen.get(&(r, writer)).copied(),
-        )
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rtps_dissect::{EntityId, Guid, GuidPrefix};
-
-    const S: i64 = 1_000_000_000;
-
-    fn obs(writer: u8, ts: i64) -> Obs {
-        let addr: SocketAddr = "10.0.0.1:7400"
-            .parse()
-            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-        Obs {
-            key: Key {
-                writer: Guid {
-                    prefix: GuidPrefix([writer; 12]),
-                    entity: EntityId([0, 0, 1, 2]),
-                },
-                sn: 1,
-                frag_start: 0,
-            },
-            unit_start: 1,
-            unit_count: 1,
-            units_total: 1,
-            sample_size: 100,
-            fragmented: false,
-            ts_first: ts,
-            ts_last: ts,
-            frame_first: 0,
-            frame_last: 0,
-            src: addr,
-            dst: addr,
-            src_mac: None,
-            pcp: None,
-            topic: None,
-            index: 0,
-            slot: 0,
-        }
-    }
-
-    /// latency_core's lost rule: a sample the other capture missed is lost there only if that
-    /// capture saw the same writer within the receiver window (not merely its destination).
-    #[test]
-    fn a_sample_is_lost_only_at_a_receiver_of_its_writer() {
-        let mut join = Join::new(JoinConfig {
-            captures: 2,
-            window_ns: S,
-            max_pending: 1000,
-            max_bytes: 1 << 20,
-            lost: LostRule::default(),
-        });
-        let mut rows = Vec::new();
-        join.saw_frame(1, 0);
-        join.saw_frame(1, 100 * S);
-        let with_sn = |mut o: Obs, sn| {
-            o.key.sn = sn;
-            o
-        };
-        join.push(0, obs(1, S), &mut rows);
-        join.push(1, obs(1, S + 1_000_000), &mut rows);
-        join.push(0, with_sn(obs(1, 5 * S), 2), &mut rows);
-        // writer 2, to the same destination, never seen by capture 1
-        join.push(0, obs(2, 5 * S), &mut rows);
-        join.finish(&mut rows);
-        let mut got: Vec<(u8, i64, &str)> = rows
-            .iter()
-            .map(|r| (r.key.writer.prefix.0[0], r.key.sn, r.status.name()))
-            .collect();
-        got.sort_unstable();
-        assert_eq!(got, vec![(1, 1, "ok"), (1, 2, "lost")]);
-        assert_eq!(join.stats().not_expected, 1);
-    }
-
-    /// A copy after more than the window of quiet starts a new sample even while the old
-    /// one's queue entry still waits behind a younger one (it was a "repair" of the old one).
-    #[test]
-    fn a_copy_after_a_quiet_window_is_a_new_sample() {
-        let mut join = Join::new(JoinConfig {
-            captures: 1,
-            window_ns: 10 * S,
-            max_pending: 1000,
-            max_bytes: 1 << 20,
-            lost: LostRule::default(),
-        });
-        let mut rows = Vec::new();
-        join.push(0, obs(1, 0), &mut rows);
-        join.push(0, obs(1, 5 * S), &mut rows);
-        join.push(0, obs(2, 9 * S), &mut rows);
-        // writer 1's entry is re-queued behind writer 2's (stamp 5 s behind 9 s)
-        join.advance(10 * S + 1, &mut rows);
-        join.push(0, obs(2, 14 * S), &mut rows);
-        // 12 s after writer 1's last copy
-        join.push(0, obs(1, 17 * S), &mut rows);
-        join.finish(&mut rows);
-        let mut local = Vec::new();
-        join.take_local(&mut local);
-        let mut firsts: Vec<(u8, i64, u32)> = local
-            .iter()
-            .map(|l| (l.key.writer.prefix.0[0], l.t_first, l.submessages))
-            .collect();
-        firsts.sort_unstable();
-        assert_eq!(firsts, vec![(1, 0, 2), (1, 17 * S, 1), (2, 9 * S, 2)]);
-    }
-}
+mod tests;

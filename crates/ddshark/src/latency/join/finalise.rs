@@ -1,0 +1,143 @@
+//! A sample finalised: whose capture is the writer's, the evidence for the host rule, and a
+//! row per other capture (or lost, or not expected there).
+
+use latency_core::hosts::Sighting;
+use latency_core::Seen;
+use rtps_dissect::Guid;
+
+use super::pending::{completed_by_repair, local_sample, CapObs, Pending};
+use super::{Join, SampleRow, Status};
+use crate::latency::extract::Key;
+
+impl Join {
+    /// The writer's capture: the host rule's decision (latency_core::hosts), else the
+    /// only capture that saw the sample, else the one that saw it first.
+    fn home_of(&self, key: &Key, p: &Pending) -> Option<usize> {
+        let src = p.caps.iter().find_map(|c| c.src).map(|s| s.ip());
+        if let Some(h) = self
+            .hosts
+            .as_ref()
+            .and_then(|h| h.home(&key.writer.prefix.0, src))
+        {
+            return Some(h.capture);
+        }
+        p.caps
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.seen)
+            .min_by_key(|(i, c)| (c.t_first, *i))
+            .map(|(i, _)| i)
+    }
+
+    fn observe(&mut self, key: &Key, p: &Pending) {
+        let Some(rule) = self.rule.as_mut() else {
+            return;
+        };
+        let sightings: Vec<Sighting> = p
+            .caps
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.seen)
+            .map(|(i, c)| Sighting {
+                capture: i,
+                t_first: c.t_first,
+                src: c.src.map(|s| s.ip()),
+                src_mac: c.src_mac,
+            })
+            .collect();
+        rule.observe(&Seen {
+            participant: key.writer.prefix.0,
+            builtin: key.writer.entity.is_builtin(),
+            sightings: &sightings,
+        });
+    }
+
+    pub(super) fn finalise(&mut self, key: Key, out: &mut Vec<SampleRow>) -> bool {
+        let Some(p) = self.pending.remove(&key) else {
+            return false;
+        };
+        self.stats.bytes_held = self.stats.bytes_held.saturating_sub(p.bytes as u64);
+        self.stats.finalised = self.stats.finalised.saturating_add(1);
+        if self.cfg.captures == 1 {
+            if let Some(c) = p.caps.first().filter(|c| c.seen) {
+                self.local.push(local_sample(key, &p, c));
+            }
+            return true;
+        }
+        self.observe(&key, &p);
+        let Some(home) = self.home_of(&key, &p) else {
+            return true;
+        };
+        let Some(s) = p.caps.get(home) else {
+            return true;
+        };
+        if !s.seen {
+            self.stats.receiver_only = self.stats.receiver_only.saturating_add(1);
+            return true;
+        }
+        for (r, c) in p.caps.iter().enumerate() {
+            if r == home {
+                continue;
+            }
+            let complete = c.seen && c.filled >= p.units && p.units > 0;
+            let status = if complete {
+                Status::Ok
+            } else if c.seen {
+                Status::Incomplete
+            } else if self.expected_at(r, key.writer, s) {
+                Status::Lost
+            } else {
+                self.stats.not_expected = self.stats.not_expected.saturating_add(1);
+                continue;
+            };
+            let (t_recv, frame_recv) = if complete {
+                match c.done.iter().max_by_key(|d| (d.t_last, d.frame)) {
+                    Some(d) => (Some(d.t_last), Some(d.frame)),
+                    None => (None, None),
+                }
+            } else {
+                (None, None)
+            };
+            let t_recv_first = c
+                .done
+                .iter()
+                .map(|d| d.t_last)
+                .filter(|&t| t != i64::MAX)
+                .min();
+            let repaired = complete && completed_by_repair(s, c);
+            out.push(SampleRow {
+                sender: home,
+                receiver: r,
+                key,
+                fragmented: p.fragmented,
+                topic: p.topic.clone(),
+                status,
+                t_send: s.t_first,
+                frame_send: s.frame_first,
+                t_recv,
+                frame_recv,
+                t_recv_first,
+                latency_ns: t_recv.map(|t| t.saturating_sub(s.t_first)),
+                tx_sender: s.subs,
+                repairs_sender: s.repairs,
+                rx_receiver: c.subs,
+                repaired,
+                sample_size: p.sample_size,
+                units: p.units,
+                src: s.src,
+                dst: if c.seen { c.dst } else { s.dst },
+                pcp: s.pcp,
+            });
+        }
+        true
+    }
+
+    /// Should capture `r` have seen a sample its writer's capture saw as `s`?
+    fn expected_at(&self, r: usize, writer: Guid, s: &CapObs) -> bool {
+        self.cfg.lost.expected(
+            s.t_first,
+            self.range.get(r).copied().flatten(),
+            self.writer_seen.get(&(r, writer)).copied(),
+        )
+    }
+}
