@@ -21,7 +21,7 @@ use crate::net::{
 use crate::plist::{PID_KEY_HASH, PID_STATUS_INFO};
 use crate::rtps::{
     is_rtps_magic, RtpsHeader, SerializedPayload, Submessage, SubmessageBody, SubmessageError,
-    SubmessageIter, SubmessageKind,
+    SubmessageIter,
 };
 use crate::tcp::{parse_tcp, TcpFraming, TcpLimits, TcpMessage, TcpPush, TcpReassembly, TcpStats};
 use crate::types::{Guid, SequenceNumber, VendorId};
@@ -339,14 +339,18 @@ fn process_frame<'a>(
             submessages.push(sm);
         }
         let submessage_errors = walk.errors();
-        let discovery = discovery_records(
-            &submessages,
-            header.vendor,
-            envelope.ts_last_ns,
-            (discovery_fragments, decoded),
-            topics,
-            || std::mem::take(&mut spare.discovery),
-        );
+        let discovery = if walk.carried_discovery() {
+            discovery_records(
+                &submessages,
+                header.vendor,
+                envelope.ts_last_ns,
+                (discovery_fragments, decoded),
+                topics,
+                || std::mem::take(&mut spare.discovery),
+            )
+        } else {
+            Vec::new()
+        };
         FrameOutcome::Rtps(Datagram {
             ts_first_ns: envelope.ts_first_ns,
             frame_first: envelope.frame_first,
@@ -427,14 +431,18 @@ fn process_tcp<'a>(
         let mut walk = SubmessageIter::with_wire_len(message, &header, message.len());
         let submessages: Vec<_> = walk.by_ref().collect();
         let submessage_errors = walk.errors();
-        let discovery = discovery_records(
-            &submessages,
-            header.vendor,
-            m.ts_last_ns,
-            (discovery_fragments, decoded),
-            topics,
-            Vec::new,
-        );
+        let discovery = if walk.carried_discovery() {
+            discovery_records(
+                &submessages,
+                header.vendor,
+                m.ts_last_ns,
+                (discovery_fragments, decoded),
+                topics,
+                Vec::new,
+            )
+        } else {
+            Vec::new()
+        };
         walked.push((
             m,
             header,

@@ -103,7 +103,7 @@ pub(super) fn discovery_records(
     for sm in submessages.iter().flatten() {
         // Most submessages are user traffic: told apart here, without a call per
         // submessage.
-        let Some(role) = discovery_role(sm) else {
+        let Some(role) = sm.discovery_role() else {
             continue;
         };
         if let Some(rec) = discovery_of(sm, role, vendor, ts_ns, reassembly, decoded) {
@@ -117,16 +117,6 @@ pub(super) fn discovery_records(
         }
     }
     discovery
-}
-
-/// The discovery stream of a DATA/DATA_FRAG from a built-in discovery writer; `None`
-/// for any other submessage (its body is not decoded).
-#[inline]
-fn discovery_role(sm: &Submessage<'_>) -> Option<BuiltinWriter> {
-    if !matches!(sm.kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
-        return None;
-    }
-    sm.writer_entity()?.builtin_writer_role()
 }
 
 /// Decode the discovery content of a DATA/DATA_FRAG from the built-in discovery writer

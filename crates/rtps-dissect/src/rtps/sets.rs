@@ -91,6 +91,9 @@ fn read_bitmap<'a>(
 }
 
 /// Parse a SequenceNumberSet at `offset`; returns it and the offset after it.
+// Inlined into ACKNACK's and GAP's readers, as it was before sets.rs had its own module
+// (out of line it cost a call per ACKNACK: +2.8 M instructions on the small-frame replay).
+#[inline]
 pub(super) fn read_sn_set<'a>(
     b: &Bytes<'a>,
     offset: usize,

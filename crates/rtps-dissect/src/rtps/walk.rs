@@ -3,7 +3,7 @@
 
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer};
-use crate::types::{EntityId, Guid, GuidPrefix, SequenceNumber, Time, VendorId};
+use crate::types::{BuiltinWriter, EntityId, Guid, GuidPrefix, SequenceNumber, Time, VendorId};
 
 use super::*;
 
@@ -145,6 +145,12 @@ impl<'a> Submessage<'a> {
             read_entity(&b, reader_at).ok()?,
             read_entity(&b, writer_at).ok()?,
         ))
+    }
+
+    /// The discovery stream of a DATA/DATA_FRAG from a built-in discovery writer; `None`
+    /// for any other submessage.
+    pub(crate) fn discovery_role(&self) -> Option<BuiltinWriter> {
+        discovery_role(self.kind, self.body_bytes)
     }
 
     /// The writer entity id of DATA, DATA_FRAG, HEARTBEAT, GAP, HEARTBEAT_FRAG,
@@ -430,12 +436,21 @@ pub struct SubmessageIter<'a> {
     ctx: Context,
     done: bool,
     errors: usize,
+    /// A submessage handed out was discovery DATA.
+    discovery: bool,
 }
 
 impl<'a> SubmessageIter<'a> {
     /// Errors handed out so far (the rest were submessages).
     pub fn errors(&self) -> usize {
         self.errors
+    }
+
+    /// Whether a submessage handed out so far is DATA/DATA_FRAG of a built-in discovery
+    /// writer ([`Submessage::discovery_role`]): most messages carry none, and the
+    /// dissector then looks no further for discovery records.
+    pub(crate) fn carried_discovery(&self) -> bool {
+        self.discovery
     }
 
     /// `message` starts at the RTPS header and is whole.
@@ -459,6 +474,7 @@ impl<'a> SubmessageIter<'a> {
             },
             done: false,
             errors: 0,
+            discovery: false,
         }
     }
 }
@@ -564,6 +580,10 @@ impl<'a> Iterator for SubmessageIter<'a> {
                 error,
             )));
         }
+        // (told here, where kind and body are at hand, rather than in a pass of its own)
+        if !self.discovery {
+            self.discovery = discovery_role(kind, body).is_some();
+        }
         Some(Ok(Submessage {
             index,
             offset: start,
@@ -580,6 +600,19 @@ impl<'a> Iterator for SubmessageIter<'a> {
             body_bytes: body,
         }))
     }
+}
+
+/// [`Submessage::discovery_role`] from the submessage's kind and body (the body is not
+/// decoded: its writer entity id is read where the kind keeps it).
+#[inline]
+fn discovery_role(kind: SubmessageKind, body: &[u8]) -> Option<BuiltinWriter> {
+    if !matches!(kind, SubmessageKind::Data | SubmessageKind::DataFrag) {
+        return None;
+    }
+    let (_, writer_at, _) = id_fields(kind)?;
+    // (an entity id is four octets in any byte order)
+    let b = Bytes::big(body, Layer::Submessage);
+    read_entity(&b, writer_at).ok()?.builtin_writer_role()
 }
 
 /// A position or length within one RTPS message (at most 64 KiB) as the u32 of
