@@ -5,10 +5,12 @@
 // up itself (ddshark.otlp.spans.failed, its last value in the range; the spans it dropped at
 // its full queue got no number); the rest were lost after it — by the collector, Telegraf
 // or InfluxDB — and no counter of theirs may show them ("lost in transit"; a Telegraf
-// killed with its memory buffer is one). Exact when the range holds the whole run: a
-// SAMPLE span is numbered ~10 s of capture after its start, so a range cutting a run in
-// two counts the spans of the other side of its start that were numbered after the
-// first one inside; the spans of a run's very first or last request are out of sight.
+// killed with its memory buffer is one). Checked only for runs whose first span (number 0)
+// is in the range ("—" otherwise: widen the range): a SAMPLE span is numbered ~10 s of
+// capture after its start, so a range that cut a run would count the spans on the other
+// side of its start as missing; for the same reason a range ending before a run's end counts
+// those captured after it (live ranges end now). A run's last request, lost whole, is out
+// of sight, and so is a run whose first one was ("—").
 // Grafana variables: ${bucket}, ${long_bucket}, v.timeRangeStart/Stop.
 numbers = from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
@@ -31,13 +33,14 @@ union(tables: [stored, lowest, highest, failed])
     |> map(fn: (r) => {
         missing = r.highest - r.lowest + 1 - r.stored
         failed = if exists r.failed then r.failed else 0
+        whole = r.lowest == 0
         return {
             host: r["host.name"],
             run: r["service.instance.id"],
             stored: r.stored,
-            missing: missing,
+            missing: if whole then string(v: missing) else "—",
             "failed at ddshark": failed,
-            "lost in transit": missing - failed,
+            "lost in transit": if whole then string(v: missing - failed) else "—",
         }
     })
     |> sort(columns: ["host", "run"])

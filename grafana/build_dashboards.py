@@ -361,7 +361,7 @@ def health_board():
                  "Every span carries its ddshark run's export_seq (0, 1, 2, … as ddshark puts spans "
                  "into requests): the numbers missing in the raw bucket, those ddshark counted failed, "
                  "and the rest, lost after ddshark (collector, Telegraf, InfluxDB: a Telegraf killed "
-                 "with spans in its memory buffer). Exact for runs wholly inside the range.",
+                 "with spans in its memory buffer). —: the run started before the range (widen it).",
                  "transit_loss", "short", h=7, kind="table")
     b.panel("Collector: spans accepted / exported / failed per second",
             "OpenTelemetry Collector pipeline (its own Prometheus metrics).",

@@ -172,6 +172,9 @@ def transit_loss(influx, hosts):
         if r["host"] in hosts:
             row = out.setdefault(r["host"], {"runs": 0, "stored": 0, "missing": 0, "failed": 0, "lost": 0})
             row["runs"] += 1
+            if r["missing"] == "—":
+                row["unchecked"] = row.get("unchecked", 0) + 1
+                continue
             for k, col in (("stored", "stored"), ("missing", "missing"), ("failed", "failed at ddshark"),
                            ("lost", "lost in transit")):
                 row[k] += int(r[col])
