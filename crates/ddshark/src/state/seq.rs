@@ -13,10 +13,14 @@
 //!   longer offers it, or the input ended;
 //! - an *incomplete* sample is a DATA_FRAG sample some of whose fragments never came.
 
-use rtps_dissect::FragmentRange;
+mod frag;
+
 use std::collections::VecDeque;
 
-use rtps_dissect::SequenceNumber;
+use rtps_dissect::{FragmentRange, SequenceNumber};
+
+use frag::FragSample;
+pub(crate) use frag::FragUsage;
 
 /// Bounds of one writer's tracker.
 #[derive(Debug, Clone, Copy)]
@@ -64,68 +68,6 @@ struct Slot {
 impl Slot {
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
-    }
-}
-
-/// Fragments received of one DATA_FRAG sample.
-#[derive(Debug, Clone)]
-struct FragSample {
-    sn: SequenceNumber,
-    /// Its place among the writer's fragmented samples (the n-th tracked): with the SN it
-    /// names this sample and not a later one of the same SN.
-    birth: u64,
-    total: u32,
-    received: u32,
-    bits: Vec<u64>,
-}
-
-impl FragSample {
-    fn new(sn: SequenceNumber, birth: u64, total: u32, cap: u32) -> Self {
-        let tracked = total.min(cap);
-        let words = usize::try_from(tracked.div_ceil(64)).unwrap_or(0);
-        Self {
-            sn,
-            birth,
-            total: tracked,
-            received: 0,
-            bits: vec![0; words],
-        }
-    }
-
-    /// Memory it holds (the fragment flags and itself).
-    fn bytes(&self) -> usize {
-        self.bits
-            .capacity()
-            .saturating_mul(std::mem::size_of::<u64>())
-            .saturating_add(std::mem::size_of::<Self>())
-    }
-
-    /// Mark fragments `[start, start + count)` (1-based). Returns (new, repeated).
-    fn mark(&mut self, start: u32, count: u32) -> (u32, u32) {
-        let mut new = 0u32;
-        let mut old = 0u32;
-        let end = start
-            .saturating_add(count)
-            .min(self.total.saturating_add(1));
-        for n in start.max(1)..end {
-            let i = n.saturating_sub(1);
-            let w = usize::try_from(i / 64).unwrap_or(usize::MAX);
-            let bit = 1u64 << (i % 64);
-            if let Some(word) = self.bits.get_mut(w) {
-                if *word & bit == 0 {
-                    *word |= bit;
-                    new = new.saturating_add(1);
-                } else {
-                    old = old.saturating_add(1);
-                }
-            }
-        }
-        self.received = self.received.saturating_add(new);
-        (new, old)
-    }
-
-    fn complete(&self) -> bool {
-        self.received >= self.total
     }
 }
 
@@ -228,13 +170,6 @@ fn repeat(slot: &mut Slot, dst: u32) -> Observed {
         fanout,
         was_fanout,
     }
-}
-
-/// Memory held by fragmented samples in progress (`SeqTracker::frag_usage`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct FragUsage {
-    pub(crate) samples: usize,
-    pub(crate) bytes: usize,
 }
 
 /// Appends `item` to a ring of at most `cap` recent items (none when `cap` is 0).
@@ -453,94 +388,6 @@ impl SeqTracker {
         (observed, fin)
     }
 
-    /// Returns (sample now complete, new fragments, repeated fragments).
-    fn mark_frags(
-        &mut self,
-        sn: SequenceNumber,
-        fi: FragmentRange,
-        cfg: &SeqConfig,
-    ) -> (bool, u32, u32) {
-        let pos = match self.frags.iter().position(|s| s.sn == sn) {
-            Some(p) => p,
-            None => {
-                let total = if fi.fragment_size == 0 {
-                    1
-                } else {
-                    fi.sample_size.div_ceil(u32::from(fi.fragment_size)).max(1)
-                };
-                if self.frags.len() >= cfg.max_frag_samples.max(1) {
-                    let oldest = self.frags.first().map(|s| s.birth);
-                    self.remove_frags(|s| Some(s.birth) == oldest);
-                    self.frag_evicted = self.frag_evicted.saturating_add(1);
-                }
-                let sample = FragSample::new(sn, self.frags_born, total, cfg.max_fragments);
-                self.frags_born = self.frags_born.saturating_add(1);
-                self.frag_usage.samples = self.frag_usage.samples.saturating_add(1);
-                self.frag_usage.bytes = self.frag_usage.bytes.saturating_add(sample.bytes());
-                self.frags.push(sample);
-                self.frags.len().saturating_sub(1)
-            }
-        };
-        let Some(s) = self.frags.get_mut(pos) else {
-            return (false, 0, 0);
-        };
-        let (new, old) = s.mark(fi.start, u32::from(fi.count));
-        let complete = s.complete();
-        if complete {
-            let birth = s.birth;
-            self.remove_frags(|s| s.birth == birth);
-        }
-        (complete, new, old)
-    }
-
-    /// Drops the fragmented samples `matches` names from tracking (accounted in
-    /// `frag_usage`, not counted as evicted).
-    fn remove_frags(&mut self, matches: impl Fn(&FragSample) -> bool) {
-        let usage = &mut self.frag_usage;
-        self.frags.retain(|s| {
-            let keep = !matches(s);
-            if !keep {
-                usage.samples = usage.samples.saturating_sub(1);
-                usage.bytes = usage.bytes.saturating_sub(s.bytes());
-            }
-            keep
-        });
-    }
-
-    /// Memory held by this writer's fragmented samples in progress.
-    pub(crate) fn frag_usage(&self) -> FragUsage {
-        self.frag_usage
-    }
-
-    /// Fragmented samples tracked so far: changes when one starts.
-    pub(crate) fn frags_born(&self) -> u64 {
-        self.frags_born
-    }
-
-    /// The fragmented sample tracked last, if still in progress: (SN, birth).
-    pub(crate) fn newest_frag(&self) -> Option<(SequenceNumber, u64)> {
-        self.frags
-            .last()
-            .filter(|s| s.birth.saturating_add(1) == self.frags_born)
-            .map(|s| (s.sn, s.birth))
-    }
-
-    /// Whether the fragmented sample (`sn`, `birth`) is still in progress.
-    pub(crate) fn has_frag(&self, sn: SequenceNumber, birth: u64) -> bool {
-        self.frags.iter().any(|s| s.sn == sn && s.birth == birth)
-    }
-
-    /// Drops the fragmented sample (`sn`, `birth`) from tracking, counted as evicted (the
-    /// budget shared by all writers needs its room); false if it is no longer tracked.
-    pub(crate) fn drop_frag(&mut self, sn: SequenceNumber, birth: u64) -> bool {
-        if !self.has_frag(sn, birth) {
-            return false;
-        }
-        self.remove_frags(|s| s.sn == sn && s.birth == birth);
-        self.frag_evicted = self.frag_evicted.saturating_add(1);
-        true
-    }
-
     /// SNs a reader asked for (ACKNACK bitmap, NACK_FRAG).
     pub(crate) fn requested(&mut self, sn: SequenceNumber) {
         if let Some(i) = self.index(sn) {
@@ -642,154 +489,4 @@ impl SeqTracker {
 
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-mod tests {
-    use super::*;
-
-    fn cfg() -> SeqConfig {
-        SeqConfig {
-            window: 16,
-            ..SeqConfig::default()
-        }
-    }
-
-    #[test]
-    fn holes_become_lost_unless_gapped_or_filled() {
-        let c = cfg();
-        let mut t = SeqTracker::default();
-        for sn in [1, 2, 5, 6, 9] {
-            assert_eq!(
-                t.observe(sn, 1, 0, None, &c).0,
-                Observed::NewSample { late_fill: false }
-            );
-        }
-        // 3 is filled, 4 is gapped, 7 and 8 are lost.
-        assert!(matches!(
-            t.observe(3, 1, 0, None, &c).0,
-            Observed::NewSample { .. }
-        ));
-        t.gap_range(4, 4, 0, &c);
-        let f = t.finish(&c);
-        assert_eq!(f.lost, 2);
-        assert_eq!(f.irrelevant, 1);
-    }
-
-    #[test]
-    fn fan_out_finishing_after_a_heartbeat_moved_past_the_sample_is_still_fan_out() {
-        // Fast DDS (NXP capture, rt/odom): a sample goes to four unicast readers and the
-        // writer's HEARTBEAT no longer offers it before the last copies are sent.
-        let c = cfg();
-        let mut t = SeqTracker::default();
-        t.observe(1, 10, 0, None, &c);
-        t.observe(1, 20, 0, None, &c);
-        t.observe(2, 10, 0, None, &c);
-        t.heartbeat(2, 2, 0, &c);
-        let none = Observed::Repeat {
-            retransmitted: false,
-            repaired: false,
-            fanout: false,
-            was_fanout: false,
-        };
-        assert_eq!(t.observe(1, 30, 0, None, &c).0, none);
-        // Back to the first destination: a retransmission, no longer fan-out.
-        assert_eq!(
-            t.observe(1, 10, 0, None, &c).0,
-            Observed::Repeat {
-                retransmitted: true,
-                repaired: false,
-                fanout: false,
-                was_fanout: true
-            }
-        );
-        assert_eq!(t.observe(1, 10, 0, None, &c).0, none);
-    }
-
-    #[test]
-    fn repeats_are_retransmissions_or_fanout() {
-        let c = cfg();
-        let mut t = SeqTracker::default();
-        t.observe(1, 1, 0, None, &c);
-        // Another destination, nobody asked: fan-out.
-        assert_eq!(
-            t.observe(1, 2, 0, None, &c).0,
-            Observed::Repeat {
-                retransmitted: false,
-                repaired: false,
-                fanout: true,
-                was_fanout: false
-            }
-        );
-        t.observe(2, 1, 0, None, &c);
-        t.requested(2);
-        assert_eq!(
-            t.observe(2, 3, 0, None, &c).0,
-            Observed::Repeat {
-                retransmitted: true,
-                repaired: true,
-                fanout: false,
-                was_fanout: false
-            }
-        );
-        // Counted once per sample.
-        assert_eq!(
-            t.observe(2, 3, 0, None, &c).0,
-            Observed::Repeat {
-                retransmitted: false,
-                repaired: false,
-                fanout: false,
-                was_fanout: false
-            }
-        );
-    }
-
-    #[test]
-    fn fragments_complete_or_count_incomplete() {
-        let c = cfg();
-        let mut t = SeqTracker::default();
-        let fi = |start| FragmentRange {
-            start,
-            count: 1,
-            fragment_size: 100,
-            sample_size: 250,
-        };
-        assert!(matches!(
-            t.observe(1, 1, 0, Some(fi(1)), &c).0,
-            Observed::NewSample { .. }
-        ));
-        assert_eq!(
-            t.observe(1, 1, 0, Some(fi(2)), &c).0,
-            Observed::MoreFragments
-        );
-        assert_eq!(
-            t.observe(1, 1, 0, Some(fi(3)), &c).0,
-            Observed::MoreFragments
-        );
-        t.observe(2, 1, 0, Some(fi(1)), &c);
-        let f = t.finish(&c);
-        assert_eq!(f.incomplete, 1);
-        assert_eq!(f.lost, 0);
-    }
-
-    #[test]
-    fn hostile_jumps_stay_bounded() {
-        let c = cfg();
-        let mut t = SeqTracker::default();
-        t.observe(1, 1, 0, None, &c);
-        let (_, f) = t.observe(i64::MAX, 1, 0, None, &c);
-        assert_eq!(f.jumps, 1);
-        t.gap_range(i64::MIN, i64::MAX, 0, &c);
-        t.heartbeat(i64::MIN, i64::MAX, 0, &c);
-        assert!(t.slots.len() <= c.window);
-        assert_eq!(t.observe(-5, 1, 0, None, &c).0, Observed::Invalid);
-    }
-
-    #[test]
-    fn late_start_extends_downwards() {
-        let c = cfg();
-        let mut t = SeqTracker::default();
-        t.observe(10, 1, 0, None, &c);
-        t.observe(9, 1, 0, None, &c);
-        // Below the lowest SN seen nothing is lost; between SNs seen it is.
-        t.observe(5, 1, 0, None, &c);
-        assert_eq!(t.finish(&c).lost, 3);
-    }
-}
+mod tests;
