@@ -9,7 +9,8 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 
 use common::{
-    add_sample_span, fixtures, host_samples, latency_args, live_join, replay_into, shifted_copy,
+    add_sample_span, fixtures, host_samples, latency_args, live_join, live_join_arriving,
+    replay_into, shifted_copy,
 };
 use ddshark::latency::{join_captures, label, Level};
 
@@ -30,7 +31,10 @@ fn tag(line: &str, key: &str) -> Option<String> {
         .find_map(|t| t.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
 }
 
-fn check(fixture: &str, offset: i64, ppb: i64) {
+/// `far`: a further shift of B that only the live join sees (`ddshark latency` pairs the
+/// captures' samples only where their times overlap): its offset must be the offline one
+/// plus `far`.
+fn check(fixture: &str, offset: i64, ppb: i64, far: i64) {
     let dir = fixtures().join(fixture);
     let a = dir.join("a.pcap");
     let b = std::env::temp_dir().join(format!(
@@ -41,7 +45,7 @@ fn check(fixture: &str, offset: i64, ppb: i64) {
     shifted_copy(&dir.join("b.pcap"), &b, |t| {
         t + offset + ((i128::from(t - t0) * i128::from(ppb)) / 1_000_000_000) as i64
     });
-    let name = format!("{fixture} shifted by {offset} ns, {ppb} ppb");
+    let name = format!("{fixture} shifted by {offset} ns + {far} ns, {ppb} ppb");
 
     // Offline.
     let mut offline_sender: HashMap<String, String> = HashMap::new();
@@ -56,7 +60,19 @@ fn check(fixture: &str, offset: i64, ppb: i64) {
     let est = run.offsets[0].estimate.unwrap();
 
     // Live: each host's SAMPLE spans in capture-time order, a push every 2 s of it.
-    let text = live_join(&[("hostA", &a), ("hostB", &b)]);
+    if far != 0 {
+        shifted_copy(&dir.join("b.pcap"), &b, |t| {
+            t + far + offset + ((i128::from(t - t0) * i128::from(ppb)) / 1_000_000_000) as i64
+        });
+    }
+    // (B's spans arrive as they are made: at its capture time less the far shift)
+    let text = live_join_arriving(&[("hostA", &a), ("hostB", &b)], |host, t| {
+        if host == 1 {
+            t - far
+        } else {
+            t
+        }
+    });
     let _ = std::fs::remove_file(&b);
     let last = text
         .lines()
@@ -69,7 +85,7 @@ fn check(fixture: &str, offset: i64, ppb: i64) {
     }
     let half = int_field(last, "half_width_ns").unwrap();
     let t_live = last.rsplit(' ').next().unwrap().parse::<i64>().unwrap();
-    let offline = est.offset_at(t_live);
+    let offline = est.offset_at(t_live.saturating_sub(far)) + far;
     eprintln!(
         "{name}: live {live} ± {half} ns (samples {}+{}), ddshark latency {offline} ± {} ns",
         int_field(last, "samples_a_to_b").unwrap(),
@@ -101,9 +117,12 @@ fn live_join_reports_the_offline_clock_offset() {
         ("a_small_reliable", S),
         ("d_rustdds_interop", -900_000),
     ] {
-        check(fixture, offset, 0);
+        check(fixture, offset, 0, 0);
     }
-    check("k_fastdds", 12_345_678, 50_000);
+    check("k_fastdds", 12_345_678, 50_000, 0);
+    // clocks further apart than the evidence the live join keeps (5 min)
+    check("k_fastdds", 12_345_678, 0, 600 * S);
+    check("a_small_reliable", S, 0, -3_600 * S);
 }
 
 /// Per direction ("sender->receiver"), the dds_latency points; and the last dds_clock_offset

@@ -342,10 +342,13 @@ impl HostRule {
         }
     }
 
-    /// Forget the evidence of windows before X-time `t` (a rolling view for the live join).
-    pub fn forget_before(&mut self, t: i64) {
-        let w = t.div_euclid(self.cfg.window_ns);
-        self.cells.retain(|k, _| k.2 >= w);
+    /// Forget the evidence of windows before `before(X)`, on capture X's own clock (a
+    /// rolling view for the live join: one horizon for all captures would drop every cell
+    /// of a capture whose clock is behind the others' by more than the horizon).
+    pub fn forget_before(&mut self, before: impl Fn(usize) -> i64) {
+        let window = self.cfg.window_ns;
+        self.cells
+            .retain(|k, _| k.2 >= before(usize::from(k.0)).div_euclid(window));
     }
 
     /// Forget what capture `c` contributed (its cells and its counts of samples seen and

@@ -24,6 +24,9 @@ pub(super) struct Clocks {
     pub(super) names: Vec<Option<Str>>,
     /// Per capture index: [`Clocks::newest`] when its host was last seen in a sample.
     pub(super) last_seen: Vec<i64>,
+    /// Per capture index: the latest start of its host's samples, on that host's clock
+    /// (its evidence is kept for [`CLOCK_HORIZON_NS`] before it).
+    pub(super) newest_own: Vec<i64>,
     pub(super) index: HashMap<Str, usize>,
     /// (GUID prefix, bit set of the host indices that saw the sample) → the rule's
     /// participant (at most [`MAX_CLOCK_PARTICIPANTS`]; further ones are not evidence).
@@ -63,6 +66,8 @@ pub(super) struct ClocksState {
     pub(super) names: Vec<Option<Str>>,
     #[serde(default)]
     pub(super) last_seen: Vec<i64>,
+    #[serde(default)]
+    pub(super) newest_own: Vec<i64>,
     pub(super) participants: Vec<(ParticipantKey, Participant)>,
     #[serde(default)]
     pub(super) next_participant: Option<u64>,
@@ -88,6 +93,7 @@ impl Default for Clocks {
             rule: HostRule::new(clock_rule_config()),
             names: Vec::new(),
             last_seen: Vec::new(),
+            newest_own: Vec::new(),
             index: HashMap::new(),
             participants: HashMap::new(),
             next_participant: 0,
@@ -118,6 +124,7 @@ impl Clocks {
             None if self.names.len() < MAX_CLOCK_HOSTS => {
                 self.names.push(None);
                 self.last_seen.push(self.newest);
+                self.newest_own.push(i64::MIN);
                 self.names.len() - 1
             }
             None => return None,
@@ -125,6 +132,9 @@ impl Clocks {
         if let (Some(name), Some(seen)) = (self.names.get_mut(i), self.last_seen.get_mut(i)) {
             *name = Some(host.clone());
             *seen = self.newest;
+        }
+        if let Some(own) = self.newest_own.get_mut(i) {
+            *own = i64::MIN;
         }
         self.index.insert(host.clone(), i);
         Some(i)
@@ -211,6 +221,9 @@ impl Clocks {
                 if let Some(seen) = self.last_seen.get_mut(i) {
                     *seen = self.newest;
                 }
+                if let Some(own) = self.newest_own.get_mut(i) {
+                    *own = (*own).max(r.start);
+                }
             }
         }
         let Some(participant) = self.participant(writer, rows, true) else {
@@ -256,7 +269,10 @@ impl Clocks {
             self.observe(&writer, &rows);
         }
         self.rule
-            .forget_before(self.newest.saturating_sub(CLOCK_HORIZON_NS));
+            .forget_before(|capture| match self.newest_own.get(capture) {
+                Some(&own) => own.saturating_sub(CLOCK_HORIZON_NS),
+                None => i64::MIN,
+            });
         self.forget_idle_hosts();
         self.redecide();
     }
@@ -278,6 +294,7 @@ impl Clocks {
         ClocksState {
             names: self.names.clone(),
             last_seen: self.last_seen.clone(),
+            newest_own: self.newest_own.clone(),
             participants,
             next_participant: Some(self.next_participant),
             newest: self.newest,
@@ -300,6 +317,9 @@ impl Clocks {
         clocks.names.truncate(MAX_CLOCK_HOSTS);
         clocks.last_seen = state.last_seen;
         clocks.last_seen.resize(clocks.names.len(), state.newest);
+        // (a state from before: every host's evidence was kept from the newest of all)
+        clocks.newest_own = state.newest_own;
+        clocks.newest_own.resize(clocks.names.len(), state.newest);
         for (i, name) in clocks.names.iter().enumerate() {
             if let Some(name) = name {
                 clocks.index.insert(name.clone(), i);
