@@ -153,6 +153,21 @@ fn a_senders_span_that_comes_long_after_the_receivers_still_gives_the_latency() 
     assert_eq!(last_counter(&out, "senderless"), 0);
 }
 
+/// 200 samples from a, 0.1 s apart, each but every 10th received by b 1 ms later; with
+/// `push`, a push after every 10.
+fn every_tenth_sample_lost_at_b(join: &mut SpanJoin, out: &mut LineWriter, push: bool) {
+    for sn in 0..200 {
+        let t = 100 + sn * S / 10;
+        feed_line(join, &sample("a", sn, t));
+        if sn % 10 != 5 {
+            feed_line(join, &sample("b", sn, t + 1_000_000));
+        }
+        if push && sn % 10 == 9 {
+            join.push(out);
+        }
+    }
+}
+
 /// Every 10th sample is lost at b: each waits until b's capture is 11 s past it. The
 /// samples b received are joined meanwhile, not held behind them.
 #[test]
@@ -163,16 +178,7 @@ fn a_sample_waiting_for_a_host_holds_up_no_other() {
     };
     let mut join = SpanJoin::new(settings);
     let mut out = LineWriter::default();
-    for sn in 0..200 {
-        let t = 100 + sn * S / 10;
-        feed_line(&mut join, &sample("a", sn, t));
-        if sn % 10 != 5 {
-            feed_line(&mut join, &sample("b", sn, t + 1_000_000));
-        }
-        if sn % 10 == 9 {
-            join.push(&mut out);
-        }
-    }
+    every_tenth_sample_lost_at_b(&mut join, &mut out, true);
     // 180 received: all but the last push's 9 (the 2 pushes' settle; held behind the
     // first lost one: 86); lost: those b's capture passed by 11 s (up to 8.9 s)
     assert_eq!(count(&out, "dds_latency"), 180 - 9, "{}", out.buf);
@@ -187,13 +193,7 @@ fn a_sample_waiting_for_a_host_holds_up_no_other() {
 fn samples_joined_at_the_end_of_the_input_are_counted_apart_from_forced() {
     let mut join = SpanJoin::new(JoinSettings::default());
     let mut out = LineWriter::default();
-    for sn in 0..200 {
-        let t = 100 + sn * S / 10;
-        feed_line(&mut join, &sample("a", sn, t));
-        if sn % 10 != 5 {
-            feed_line(&mut join, &sample("b", sn, t + 1_000_000));
-        }
-    }
+    every_tenth_sample_lost_at_b(&mut join, &mut out, false);
     join.flush(&mut out);
     // b's capture ends at 19.9 s: the lost samples up to 8.5 s are 11 s behind it (9),
     // those from 9.5 s on are not (11)
