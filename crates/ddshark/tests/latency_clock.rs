@@ -300,6 +300,44 @@ fn captures_that_share_no_sample_are_refused() {
     let _ = std::fs::remove_file(tmp("probe.pcap"));
 }
 
+/// Clocks 10 min apart and captures of 10 s: no sample is paired on the raw clocks (the
+/// error says to give the offset), and `--offset-ns` pairs them all: the latencies of the
+/// unshifted pair, the estimate of the unshifted pair plus 10 min.
+#[test]
+fn clocks_further_apart_than_the_captures_are_paired_with_offset_ns() {
+    let dir = fixtures().join("k_fastdds");
+    let a = dir.join("a.pcap");
+    let far = tmp("far.pcap");
+    shifted_copy(&dir.join("b.pcap"), &far, |t| t + 600 * S);
+    let msg = error_of(&latency_args(&a, std::slice::from_ref(&far), Level::Sample));
+    assert!(
+        msg.contains("--offset-ns") && msg.contains("far.pcap"),
+        "{msg}"
+    );
+
+    let (near_rows, near) = run(&latency_args(&a, &[dir.join("b.pcap")], Level::Sample)).unwrap();
+    let mut hinted = latency_args(&a, std::slice::from_ref(&far), Level::Sample);
+    hinted.offset_ns = 600 * S;
+    let (far_rows, far_run) = run(&hinted).unwrap();
+    let outcomes = |rows: &[SampleRow]| -> Vec<_> {
+        rows.iter()
+            .map(|r| (r.key.clone(), r.status, r.latency_ns))
+            .collect()
+    };
+    assert!(near_rows.len() > 100);
+    assert_eq!(outcomes(&far_rows), outcomes(&near_rows));
+    let estimate = |run: &RunSummary| run.offsets[0].estimate.clone().unwrap();
+    assert_eq!(
+        estimate(&far_run).offset_ns,
+        estimate(&near).offset_ns + 600 * S
+    );
+    assert_eq!(
+        estimate(&far_run).half_width_ns,
+        estimate(&near).half_width_ns
+    );
+    let _ = std::fs::remove_file(&far);
+}
+
 /// `src` rewritten as pcapng whose section header records `host` (as `ddshark -w` does).
 fn pcapng_of_host(src: &std::path::Path, dst: &std::path::Path, host: &str) {
     use ddshark::capture::PacketSource;

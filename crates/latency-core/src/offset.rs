@@ -133,6 +133,15 @@ impl OffsetEstimate {
         i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
     }
 
+    /// The estimate made from Y's timestamps moved by `-shift` (Y's clock minus X's by
+    /// `shift` less), as of Y's own clock.
+    pub fn moved_by(mut self, shift: i64) -> Self {
+        self.offset_ns = self.offset_ns.saturating_add(shift);
+        self.min_x_to_y_ns = self.min_x_to_y_ns.saturating_add(shift);
+        self.min_y_to_x_ns = self.min_y_to_x_ns.saturating_sub(shift);
+        self
+    }
+
     /// θ̂ at the Y-time `t_y` (for moving Y's timestamps onto X's clock).
     pub fn offset_at_y(&self, t_y: i64) -> i64 {
         let first = self.offset_at(t_y);

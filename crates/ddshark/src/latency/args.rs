@@ -74,7 +74,8 @@ pub struct LatencyArgs {
     /// Output: text, tsv (rows), json (one document) or jsonl (JSON lines)
     #[arg(long, value_enum, default_value = "text")]
     pub format: LatencyFormat,
-    /// Receiver clock minus sender clock, in ns (subtracted from the receivers' timestamps)
+    /// Receiver clock minus sender clock, in ns (subtracted from the receivers' timestamps;
+    /// needed, roughly, when the clocks are further apart than --window)
     #[arg(
         long,
         default_value_t = 0,

@@ -125,8 +125,11 @@ pub fn join_captures(
         .collect();
     check_distinct(&paths)?;
     let labels = capture_labels(&paths);
-    // First pass: each capture on its own clock; the evidence for hosts and offsets.
-    let raw = vec![Shift::Constant(0); paths.len()];
+    // First pass: the receivers moved by --offset-ns only (0 unless given: each capture on
+    // its own clock); the evidence for hosts and offsets. Samples are paired within the
+    // join's window, so clocks further apart than it need that hint to be paired at all.
+    let hint = |capture: usize| if capture == 0 { 0 } else { args.offset_ns };
+    let raw: Vec<Shift> = (0..paths.len()).map(|k| Shift::Constant(hint(k))).collect();
     let first = pass(args, &paths, &raw, None, |_| Ok(()))?;
     let rule = first
         .rule
@@ -138,7 +141,9 @@ pub fn join_captures(
         .map(|(&(x, y), e)| PairOffset {
             x,
             y,
-            estimate: e.estimate(),
+            estimate: e
+                .estimate()
+                .map(|e| e.moved_by(hint(y).saturating_sub(hint(x)))),
         })
         .collect();
     let mut hosts_from_clock: Vec<String> = hosts
@@ -168,7 +173,8 @@ pub fn join_captures(
                 matches!((ra, rb), (Some((a0, a1)), Some((b0, b1))) if a0 <= b1 && b0 <= a1);
             if !overlap {
                 bail!(
-                    "{} ({}) and {} ({}) do not overlap in time and share no sample: no latency to measure",
+                    "{} ({}) and {} ({}) do not overlap in time and share no sample: no latency to measure \
+                     (if their clocks are that far apart, give the receiver's clock minus the sender's with --offset-ns)",
                     paths.first().map_or(String::new(), |p| p.display().to_string()),
                     span_text(ra),
                     p.display(),
@@ -176,7 +182,8 @@ pub fn join_captures(
                 );
             }
             bail!(
-                "{} and {} share no DDS sample (no writer GUID and SN seen in both): not the same DDS traffic, or filtered apart",
+                "{} and {} share no DDS sample (no writer GUID and SN seen in both within --window): not the same DDS traffic, \
+                 filtered apart, or clocks further apart than --window (give the receiver's clock minus the sender's with --offset-ns)",
                 paths.first().map_or(String::new(), |p| p.display().to_string()),
                 p.display()
             );
