@@ -321,12 +321,12 @@ fn clocks_further_apart_than_the_captures_are_paired_with_offset_ns() {
     let (far_rows, far_run) = run(&hinted).unwrap();
     let outcomes = |rows: &[SampleRow]| -> Vec<_> {
         rows.iter()
-            .map(|r| (r.key.clone(), r.status, r.latency_ns))
+            .map(|r| (r.key, r.status, r.latency_ns))
             .collect()
     };
     assert!(near_rows.len() > 100);
     assert_eq!(outcomes(&far_rows), outcomes(&near_rows));
-    let estimate = |run: &RunSummary| run.offsets[0].estimate.clone().unwrap();
+    let estimate = |run: &RunSummary| run.offsets[0].estimate.unwrap();
     assert_eq!(
         estimate(&far_run).offset_ns,
         estimate(&near).offset_ns + 600 * S
