@@ -14,7 +14,9 @@ use std::path::PathBuf;
 
 use common::{fixtures, latency_args, ns_of, read_tsv, shifted_copy};
 use ddshark::latency::join::{SampleRow, Status};
-use ddshark::latency::{direction, join_captures, LatencyArgs, Level, OffsetMode, RunSummary};
+use ddshark::latency::{
+    direction, join_captures, Correction, LatencyArgs, Level, OffsetMode, RunSummary,
+};
 
 const MS: i64 = 1_000_000;
 const S: i64 = 1_000_000_000;
@@ -88,8 +90,11 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
         .map(|r| ((r.key, r.receiver), direction(r.sender, r.receiver)))
         .collect();
 
-    let (rows, s) = run(&latency_args(&a, std::slice::from_ref(&b), Level::Sample))
-        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    // --offset auto: no other flag, whatever the offset (the coarse alignment pairs clocks
+    // further apart than --window).
+    let mut auto = latency_args(&a, std::slice::from_ref(&b), Level::Sample);
+    auto.offset = Some(OffsetMode::Auto);
+    let (rows, s) = run(&auto).unwrap_or_else(|e| panic!("{name} auto: {e:#}"));
     let est = s
         .offsets
         .iter()
@@ -97,6 +102,13 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
         .unwrap_or_else(|| panic!("{name}: no pair A-B"))
         .estimate
         .unwrap_or_else(|e| panic!("{name}: no estimate: {e}"));
+    // Without --offset, the same evidence (clocks within the window pair raw).
+    if offset.abs() < 5 * S {
+        let (_, raw) = run(&latency_args(&a, std::slice::from_ref(&b), Level::Sample))
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert_eq!(raw.offsets[0].estimate, Ok(est), "{name}");
+        assert_eq!(raw.corrections[1], Correction::None, "{name}");
+    }
     // The interval holds the true offset at every sample's send time.
     for r in rows.iter().filter(|r| r.sender == 0) {
         assert!(
@@ -133,10 +145,20 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
         s.hosts_from_clock
     );
 
-    // --offset auto: latencies equal the oracle's within the half-width.
-    let mut auto = latency_args(&a, std::slice::from_ref(&b), Level::Sample);
-    auto.offset = Some(OffsetMode::Auto);
-    let (corrected, _) = run(&auto).unwrap_or_else(|e| panic!("{name} auto: {e:#}"));
+    // --offset auto: latencies equal the oracle's within what they claim: the half-width
+    // when corrected; kept raw (the bound holds 0), the estimate's distance from 0 plus it.
+    let claimed = s.corrections[1]
+        .residual_ns()
+        .unwrap_or_else(|| panic!("{name}: {:?}", s.corrections[1]));
+    match s.corrections[1] {
+        Correction::KeptRaw(e) => assert!(e.holds(e.t_ref, 0), "{name}"),
+        Correction::Estimated(e) => {
+            assert!(!e.holds(e.t_ref, 0) || !e.holds(e.t_last, 0), "{name}");
+            assert_eq!(claimed, e.half_width_ns, "{name}");
+        }
+        c => panic!("{name}: {c:?}"),
+    }
+    let corrected = &rows;
     let by_key: HashMap<(String, i64), &SampleRow> = corrected
         .iter()
         .map(|r| ((r.key.writer.to_string(), r.key.sn), r))
@@ -165,10 +187,19 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
     }
     assert!(checked > 30, "{name}: only {checked} oracle samples");
     assert!(
-        worst <= est.half_width_ns,
-        "{name}: --offset auto latency off by {worst} ns > half-width {}",
-        est.half_width_ns
+        worst <= claimed,
+        "{name}: --offset auto latency off by {worst} ns > its claimed bound {claimed} ({:?})",
+        s.corrections[1]
     );
+    // Every corrected latency carries that bound; raw ones none.
+    let corrected_by_estimate = matches!(s.corrections[1], Correction::Estimated(_));
+    for r in rows.iter().filter(|r| r.latency_ns.is_some()) {
+        assert_eq!(
+            r.latency_uncertainty_ns,
+            corrected_by_estimate.then_some(claimed),
+            "{name}"
+        );
+    }
     let _ = std::fs::remove_file(&b);
     Outcome {
         offset_ns: est.offset_at(t0) - clock.theta(t0),
@@ -179,7 +210,18 @@ fn check_pair(fixture: &str, offset: i64, ppb: i64) -> Outcome {
     }
 }
 
-const OFFSETS: &[i64] = &[-S, -12_345_678, -900_000, 0, 12_345_678, S];
+/// From one clock to clocks an hour apart (37 s: TAI against UTC), all found without a flag.
+const OFFSETS: &[i64] = &[
+    -3600 * S,
+    -S,
+    -12_345_678,
+    -900_000,
+    0,
+    12_345_678,
+    S,
+    37 * S,
+    3600 * S,
+];
 
 fn check_fixture(fixture: &str) {
     for &offset in OFFSETS {
@@ -395,4 +437,162 @@ fn hosts_are_named_as_the_pcapng_section_headers_record() {
     let (_, plain) = run(&latency_args(&a, &[dir.join("b.pcap")], Level::Sample)).unwrap();
     assert_eq!(plain.labels, ["A", "B"]);
     let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
+}
+
+fn ddshark(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Pairs captured on one clock: each estimate's bound holds 0, so `--offset auto` keeps the
+/// raw latencies and says why. Before, a_small_reliable's estimate (970 µs ± 1.045 ms) moved
+/// every latency by 970 µs (rt/chatter A->B p50 2.241 ms -> 1.271 ms, B->A 85 µs -> 1.055 ms).
+#[test]
+fn offset_auto_on_one_clock_equals_the_raw_output() {
+    for fixture in [
+        "a_small_reliable",
+        "k_fastdds",
+        "d_rustdds_interop",
+        "h_vlan_pcp",
+    ] {
+        let dir = fixtures().join(fixture);
+        let raw_args = latency_args(&dir.join("a.pcap"), &[dir.join("b.pcap")], Level::Sample);
+        let mut auto_args = raw_args.clone();
+        auto_args.offset = Some(OffsetMode::Auto);
+        let outcome = |rows: &[SampleRow]| -> Vec<_> {
+            rows.iter()
+                .map(|r| {
+                    let u = r.latency_uncertainty_ns;
+                    (r.key, r.sender, r.receiver, r.status, r.latency_ns, u)
+                })
+                .collect()
+        };
+        let (raw, _) = run(&raw_args).unwrap();
+        let (auto, s) = run(&auto_args).unwrap();
+        assert_eq!(outcome(&auto), outcome(&raw), "{fixture}");
+        assert!(
+            matches!(s.corrections[1], Correction::KeptRaw(_)),
+            "{fixture}: {:?}",
+            s.corrections[1]
+        );
+    }
+
+    // The binary: every line but the clock offset's is the raw output's, which says why.
+    let dir = fixtures().join("a_small_reliable");
+    let (a, b) = (dir.join("a.pcap"), dir.join("b.pcap"));
+    for format in ["jsonl", "text"] {
+        let base: Vec<&std::ffi::OsStr> = vec![
+            "latency".as_ref(),
+            a.as_os_str(),
+            b.as_os_str(),
+            "-q".as_ref(),
+            "--format".as_ref(),
+            format.as_ref(),
+        ];
+        let raw = stdout_of(&ddshark(&base));
+        let mut with_auto = base.clone();
+        with_auto.extend([
+            std::ffi::OsStr::new("--offset"),
+            std::ffi::OsStr::new("auto"),
+        ]);
+        let auto = stdout_of(&ddshark(&with_auto));
+        let differ = |a: &str, b: &str| -> Vec<String> {
+            let raw_lines: std::collections::HashSet<&str> = b.lines().collect();
+            a.lines()
+                .filter(|l| !raw_lines.contains(l))
+                .map(str::to_owned)
+                .collect()
+        };
+        let extra = differ(&auto, &raw);
+        assert_eq!(differ(&raw, &auto).len(), 1, "{format}: {extra:?}");
+        match format {
+            "jsonl" => {
+                assert_eq!(extra.len(), 1, "{extra:?}");
+                let v: serde_json::Value = serde_json::from_str(&extra[0]).unwrap();
+                assert_eq!(v["kind"], "clock_offset");
+                assert_eq!(v["offset_ns"], 970_000);
+                assert_eq!(v["applied"], false);
+                assert_eq!(v["applied_offset_ns"], serde_json::Value::Null);
+                let why = v["not_applied"].as_str().unwrap();
+                assert!(why.contains("holds 0"), "{why}");
+            }
+            _ => {
+                // The header line and the offset line of the summary.
+                assert_eq!(extra.len(), 2, "{extra:?}");
+                assert!(
+                    extra[0].starts_with("clock B-A: not corrected (--offset auto): the estimate 970.0 µs ± 1.045 ms holds 0"),
+                    "{extra:?}"
+                );
+                assert!(auto.starts_with(&extra[0]), "the header comes first");
+                assert!(extra[1].contains("not corrected (--offset auto)"));
+            }
+        }
+    }
+}
+
+/// A 37 s offset (a PTP hardware clock on TAI against a system clock on UTC) and an hour:
+/// found, corrected and printed with `--offset auto` alone (before: exit 1, "do not overlap
+/// in time"); without `--offset`, an error naming `--offset auto`.
+#[test]
+fn a_37_s_offset_is_found_printed_and_named_without_other_flags() {
+    let dir = fixtures().join("k_fastdds");
+    let a = dir.join("a.pcap");
+    for shift in [37 * S, -3600 * S] {
+        let b = tmp(&format!("tai{shift}.pcap"));
+        shifted_copy(&dir.join("b.pcap"), &b, |t| t + shift);
+        let text = stdout_of(&ddshark(&[
+            "latency".as_ref(),
+            a.as_os_str(),
+            b.as_os_str(),
+            "-q".as_ref(),
+            "--offset".as_ref(),
+            "auto".as_ref(),
+        ]));
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with("clock B-A: corrected by the estimate ")
+                && first.ends_with("every latency between A and B is ± 593.5 µs"),
+            "{first}"
+        );
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("A->B  ")).collect();
+        assert!(rows.len() > 100);
+        let bare = rows.iter().find(|l| !l.contains("±593.5 µs"));
+        assert_eq!(bare, None, "every corrected latency carries its ±");
+        let jsonl = stdout_of(&ddshark(&[
+            "latency".as_ref(),
+            a.as_os_str(),
+            b.as_os_str(),
+            "-q".as_ref(),
+            "--offset".as_ref(),
+            "auto".as_ref(),
+            "--format".as_ref(),
+            "jsonl".as_ref(),
+        ]));
+        let offset: serde_json::Value = jsonl
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["kind"] == "clock_offset")
+            .unwrap();
+        let applied = offset["applied_offset_ns"].as_i64().unwrap();
+        // The Fast DDS pair's NTP bound from its true delays: 593.5 µs.
+        assert!((applied - shift).abs() <= 593_500, "{offset}");
+        assert_eq!(offset["applied_by"], "auto");
+
+        let out = ddshark(&["latency".as_ref(), a.as_os_str(), b.as_os_str()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("give --offset auto"), "{err}");
+        let _ = std::fs::remove_file(&b);
+    }
 }

@@ -8,26 +8,31 @@
 //! clock offset between each pair of hosts (`latency_core`: the host from the order of
 //! events, not from the clocks; the offset from minimum one-way delays), the second joins
 //! with those hosts (and, with `--offset auto`, the receivers' clocks moved onto the
-//! sender's by the estimate). Both directions of a capture pair come out of one run, and
+//! sender's by the estimate when its bound excludes 0). Clocks too far apart to pair samples
+//! within the window are first aligned coarsely by the samples both captures saw. Both directions of a capture pair come out of one run, and
 //! a multicast sample yields one row per receiving capture.
 
 mod args;
+pub mod clocks;
+mod coarse;
 pub mod extract;
 mod input;
 pub mod join;
 mod passes;
+mod plan;
 mod run_summary;
 pub(crate) mod stats;
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
 
 use anyhow::{Context, Result};
 
 use crate::output::{latency as latency_out, latency_html};
 pub use args::{LatencyArgs, LatencyFormat, Level, OffsetMode};
+pub use clocks::Correction;
+pub use coarse::CoarseOffset;
 pub use passes::join_captures;
-use run_summary::capture_labels;
+pub use plan::{plan, Plan};
 pub(crate) use run_summary::direction_in;
 pub use run_summary::{clock_warnings, direction, label, PairOffset, RunSummary};
 
@@ -37,23 +42,27 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     let mut open = true;
     let mut line = String::with_capacity(512);
     let rows_wanted = !(args.summary && args.format == LatencyFormat::Text);
-    // The header goes out with the first row (or after the run): inputs that cannot give
-    // latencies are refused before anything is written.
+    // Inputs that cannot give latencies are refused before anything is written; the header
+    // says what was done to the clocks.
+    let plan = plan(args)?;
     let mut header_due = rows_wanted;
+    let mut h = String::new();
+    latency_out::header(
+        args.format,
+        args.level,
+        &plan.labels,
+        &plan.corrections,
+        &mut h,
+    );
     let header = |out: &mut BufWriter<_>, due: &mut bool| -> Result<bool> {
         if !std::mem::take(due) {
             return Ok(true);
         }
-        let mut h = String::new();
-        latency_out::header(args.format, args.level, &mut h);
         Ok(crate::output::write_or_stop(out, h.as_bytes())?)
     };
     let mut rows = 0u64;
-    let paths: Vec<&Path> = std::iter::once(args.sender.as_path())
-        .chain(args.receivers.iter().map(|p| p.as_path()))
-        .collect();
-    let labels = capture_labels(&paths);
-    let run = join_captures(args, |r| {
+    let labels = plan.labels.clone();
+    let run = plan.join(args, |r| {
         if !open || !rows_wanted {
             return Ok(());
         }

@@ -23,8 +23,11 @@ pub struct RunSummary {
     pub offsets: Vec<PairOffset>,
     /// Writers' hosts decided from the clocks (one-way traffic), by participant.
     pub hosts_from_clock: Vec<String>,
-    /// The receivers' clocks were corrected by the estimate.
-    pub(crate) offset_auto: bool,
+    /// Per capture, what was done to its clock (the first capture's: nothing).
+    pub corrections: Vec<super::Correction>,
+    /// Per capture, the coarse alignment it was paired with (clocks too far apart for the
+    /// window).
+    pub coarse: Vec<Option<super::CoarseOffset>>,
     /// Rows with a negative latency (after any correction).
     pub negative_latencies: u64,
     pub summary: Summary,
@@ -86,6 +89,26 @@ impl RunSummary {
     pub fn direction(&self, sender: usize, receiver: usize) -> String {
         direction_in(&self.labels, sender, receiver)
     }
+
+    /// Capture `k`'s clock was corrected by an estimate (`--offset auto`).
+    pub(crate) fn corrected(&self, k: usize) -> bool {
+        matches!(
+            self.corrections.get(k),
+            Some(super::Correction::Estimated(_))
+        )
+    }
+
+    /// A group's statistics, with the uncertainty its latencies carry.
+    pub(crate) fn topic_stats(&self, k: &stats::GroupKey, g: &stats::Group) -> stats::TopicStats {
+        stats::TopicStats {
+            latency_uncertainty_ns: super::clocks::latency_uncertainty(
+                &self.corrections,
+                k.sender,
+                k.receiver,
+            ),
+            ..stats::TopicStats::of(self.direction(k.sender, k.receiver), k, g)
+        }
+    }
 }
 
 /// The estimate for one pair of captures.
@@ -108,12 +131,8 @@ pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
     };
     for o in &run.offsets {
         match &o.estimate {
-            Ok(e) if o.x == 0 && !run.offset_auto => {
-                let given = if args.offset_ns != 0 {
-                    args.offset_ns
-                } else {
-                    0
-                };
+            Ok(e) if o.x == 0 && !run.corrected(o.y) => {
+                let given = args.offset_ns;
                 if e.offset_ns.abs_diff(given) > e.half_width_ns.unsigned_abs() {
                     w.push(format!(
                         "the clock of {} reads {} against {}'s (± {}), outside the bound of the offset in use ({}): latencies are off by about that much; --offset auto corrects them",
@@ -146,7 +165,11 @@ pub fn clock_warnings(args: &LatencyArgs, run: &RunSummary) -> Vec<String> {
         w.push(format!(
             "{} latencies are negative: the clocks of the captures differ{}",
             run.negative_latencies,
-            if run.offset_auto {
+            if run
+                .corrections
+                .iter()
+                .any(|c| matches!(c, super::Correction::Estimated(_)))
+            {
                 " by more than the estimate's bound (see the clock offset lines)"
             } else {
                 "; --offset auto corrects by the offset estimated from the traffic"

@@ -222,6 +222,9 @@ pub(crate) struct TopicStats {
     pub(crate) p99_ns: Option<i64>,
     pub(crate) max_ns: Option<i64>,
     pub(crate) mean_ns: Option<i64>,
+    /// When a clock offset estimate corrected these latencies: each lies within ± this of
+    /// the truth (see `SampleRow::latency_uncertainty_ns`).
+    pub(crate) latency_uncertainty_ns: Option<i64>,
     /// Percentiles are exact (false: over a reservoir sample).
     pub(crate) exact: bool,
 }
@@ -243,6 +246,7 @@ impl TopicStats {
             p99_ns: pct(&s, 99.0),
             max_ns: g.max,
             mean_ns: (g.ok > 0).then(|| (g.sum / i128::from(g.ok)) as i64),
+            latency_uncertainty_ns: None,
             exact: g.exact(),
         }
     }

@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::latency::clocks::{self, Correction};
 use crate::latency::join::SampleRow;
-use crate::latency::stats::{histogram, human_ns, topic_label, TopicStats};
+use crate::latency::stats::{histogram, human_ns, topic_label};
 use crate::latency::{LatencyFormat, Level, RunSummary};
 use crate::units::timestamp;
 
@@ -31,6 +32,7 @@ pub(crate) const TSV_COLUMNS: &[&str] = &[
     "src",
     "dst",
     "pcp",
+    "latency_uncertainty_ns",
 ];
 
 #[derive(Serialize)]
@@ -46,6 +48,8 @@ struct JsonRow<'a> {
     t_send_ns: i64,
     t_recv_ns: Option<i64>,
     latency_ns: Option<i64>,
+    /// The true latency lies within ± this of `latency_ns` (an estimate corrected it).
+    latency_uncertainty_ns: Option<i64>,
     t_recv_first_ns: Option<i64>,
     tx_sender: u32,
     repairs_sender: u32,
@@ -68,7 +72,25 @@ fn frag_col(level: Level, r: &SampleRow) -> Option<u32> {
     (level == Level::Submessage && r.fragmented).then_some(r.key.frag_start)
 }
 
-pub(crate) fn header(format: LatencyFormat, level: Level, out: &mut String) {
+/// Width of the text rows' latency column: wider when latencies carry their ± (an estimate
+/// corrected them).
+fn latency_width(corrected: bool) -> usize {
+    if corrected {
+        22
+    } else {
+        12
+    }
+}
+
+/// What the output says first: for text, what was done to each capture's clock (any offset
+/// applied, or why `--offset auto` left the latencies raw), then the column header.
+pub(crate) fn header(
+    format: LatencyFormat,
+    level: Level,
+    labels: &[String],
+    corrections: &[Correction],
+    out: &mut String,
+) {
     match format {
         LatencyFormat::Tsv => {
             out.push_str(&TSV_COLUMNS.join("\t"));
@@ -80,10 +102,31 @@ pub(crate) fn header(format: LatencyFormat, level: Level, out: &mut String) {
             } else {
                 ""
             };
+            let label = |k: usize| {
+                labels
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| crate::latency::label(k))
+            };
+            for (k, c) in corrections.iter().enumerate().skip(1) {
+                if let Some(line) = clocks::describe(&label(0), &label(k), c) {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+            let corrected = corrections
+                .iter()
+                .any(|c| matches!(c, Correction::Estimated(_)));
             let _ = writeln!(
                 out,
-                "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>12} {:>6} topic",
-                "dir", "writer", "sn", "status", "t_send", "latency", "tx/rep"
+                "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>w$} {:>6} topic",
+                "dir",
+                "writer",
+                "sn",
+                "status",
+                "t_send",
+                "latency",
+                "tx/rep",
+                w = latency_width(corrected)
             );
         }
         LatencyFormat::Json => out.push_str("{\"samples\":[\n"),
@@ -122,6 +165,7 @@ pub(crate) fn row(
                 opt(r.src),
                 opt(r.dst),
                 opt(r.pcp),
+                opt(r.latency_uncertainty_ns),
             ];
             out.push_str(&cols.join("\t"));
             out.push('\n');
@@ -139,6 +183,7 @@ pub(crate) fn row(
                 t_send_ns: r.t_send,
                 t_recv_ns: r.t_recv,
                 latency_ns: r.latency_ns,
+                latency_uncertainty_ns: r.latency_uncertainty_ns,
                 t_recv_first_ns: r.t_recv_first,
                 tx_sender: r.tx_sender,
                 repairs_sender: r.repairs_sender,
@@ -163,11 +208,15 @@ pub(crate) fn row(
                 None if level == Level::Submessage => "      ".to_string(),
                 None => String::new(),
             };
-            let lat = r.latency_ns.map(human_ns).unwrap_or_else(|| "-".into());
+            let lat = match (r.latency_ns, r.latency_uncertainty_ns) {
+                (Some(l), Some(u)) => format!("{} ±{}", human_ns(l), human_ns(u)),
+                (Some(l), None) => human_ns(l),
+                (None, _) => "-".into(),
+            };
             let rep = if r.repaired { " repaired" } else { "" };
             let _ = writeln!(
                 out,
-                "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>12} {:>3}/{:<2} {}{rep}",
+                "{:<5} {:<32} {:>7}{frag} {:<10} {:<20} {:>w$} {:>3}/{:<2} {}{rep}",
                 crate::latency::direction_in(labels, r.sender, r.receiver),
                 r.key.writer.to_string(),
                 r.key.sn,
@@ -177,6 +226,7 @@ pub(crate) fn row(
                 r.tx_sender,
                 r.repairs_sender,
                 topic_label(r),
+                w = latency_width(r.latency_uncertainty_ns.is_some()),
             );
         }
     }
@@ -197,10 +247,26 @@ pub fn offsets_text(run: &RunSummary, out: &mut String) {
                 } else {
                     String::new()
                 };
-                let applied = if run.offset_auto && o.x == 0 {
-                    "; corrected (--offset auto)"
-                } else {
-                    ""
+                let applied = match run.corrections.get(o.y) {
+                    Some(Correction::Estimated(_)) if o.x == 0 => {
+                        format!(
+                            "; corrected (--offset auto): latencies ± {}",
+                            human_ns(e.half_width_ns)
+                        )
+                    }
+                    Some(Correction::KeptRaw(e)) if o.x == 0 => {
+                        format!(
+                            "; not corrected (--offset auto): {}",
+                            clocks::kept_raw_reason(e)
+                        )
+                    }
+                    Some(Correction::Given(ns)) if o.x == 0 => {
+                        format!(
+                            "; {y}'s timestamps moved by {} (--offset-ns {ns})",
+                            human_ns(ns.saturating_neg())
+                        )
+                    }
+                    _ => String::new(),
                 };
                 let _ = writeln!(
                     out,
@@ -215,8 +281,35 @@ pub fn offsets_text(run: &RunSummary, out: &mut String) {
                 );
             }
             Err(why) => {
-                let _ = writeln!(out, "clock offset {y}-{x}: none: {why}");
+                let given = match run.corrections.get(o.y) {
+                    Some(Correction::Given(ns)) if o.x == 0 => {
+                        format!(
+                            "; {y}'s timestamps moved by {} (--offset-ns {ns})",
+                            human_ns(ns.saturating_neg())
+                        )
+                    }
+                    _ => String::new(),
+                };
+                let _ = writeln!(out, "clock offset {y}-{x}: none: {why}{given}");
             }
+        }
+    }
+    for (k, c) in run.coarse.iter().enumerate() {
+        if let Some(c) = c {
+            let _ = writeln!(
+                out,
+                "  ({} and {} were paired after moving {}'s timestamps by {}: the median difference over {} samples both saw{})",
+                run.label(0),
+                run.label(k),
+                run.label(k),
+                human_ns(c.offset_ns.saturating_neg()),
+                c.samples,
+                if c.sampled_one_in > 1 {
+                    format!(", 1 in {} looked at", c.sampled_one_in)
+                } else {
+                    String::new()
+                }
+            );
         }
     }
     if run.offsets.iter().any(|o| o.estimate.is_ok()) {
@@ -248,11 +341,14 @@ pub(crate) fn summary_text(run: &RunSummary, out: &mut String, histograms: bool)
         "dir", "topic", "count", "lost", "incpl", "rep", "min", "p50", "p90", "p99", "max"
     );
     for (k, g) in &run.summary.groups {
-        let t = TopicStats::of(run.direction(k.sender, k.receiver), k, g);
+        let t = run.topic_stats(k, g);
         let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());
+        let pm = t
+            .latency_uncertainty_ns
+            .map_or(String::new(), |u| format!(" ±{}", human_ns(u)));
         let _ = writeln!(
             out,
-            "{:<6} {:<48} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}",
+            "{:<6} {:<48} {:>7} {:>5} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{pm}{}",
             t.direction,
             t.topic,
             t.count,
@@ -350,13 +446,23 @@ struct JsonOffset {
     samples_backward: u64,
     samples_builtin: u64,
     outliers: u32,
+    /// The receiver's timestamps were moved (by `applied_offset_ns`).
     applied: bool,
+    /// What was subtracted from the receiver's timestamps (at `t_ref_ns` when drifting).
+    applied_offset_ns: Option<i64>,
+    /// "auto" (--offset auto) or "offset-ns" (--offset-ns), when applied.
+    applied_by: Option<&'static str>,
+    /// Why --offset auto left the latencies raw.
+    not_applied: Option<String>,
     error: Option<String>,
 }
 
 fn json_offset(run: &RunSummary, o: &crate::latency::PairOffset) -> JsonOffset {
     let e = o.estimate.as_ref().ok();
     let counts = e.map(|e| e.counts).unwrap_or_default();
+    // Only the receivers' clocks are moved, each onto the first capture's.
+    let correction = run.corrections.get(o.y).filter(|_| o.x == 0);
+    let applied = correction.and_then(|c| c.applied_ns());
     JsonOffset {
         kind: "clock_offset",
         pair: format!("{}-{}", run.label(o.y), run.label(o.x)),
@@ -370,7 +476,17 @@ fn json_offset(run: &RunSummary, o: &crate::latency::PairOffset) -> JsonOffset {
         samples_backward: counts.y_to_x,
         samples_builtin: counts.builtin,
         outliers: e.map_or(0, |e| e.outliers),
-        applied: run.offset_auto && o.x == 0 && e.is_some(),
+        applied: applied.is_some(),
+        applied_offset_ns: applied,
+        applied_by: match correction {
+            Some(Correction::Estimated(_)) => Some("auto"),
+            Some(Correction::Given(_)) => Some("offset-ns"),
+            _ => None,
+        },
+        not_applied: match correction {
+            Some(Correction::KeptRaw(e)) => Some(clocks::kept_raw_reason(e)),
+            _ => None,
+        },
         error: o.estimate.as_ref().err().map(|w| w.to_string()),
     }
 }
@@ -403,7 +519,7 @@ pub(crate) fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String)
         run.summary
             .groups
             .iter()
-            .map(|(k, g)| TopicStats::of(run.direction(k.sender, k.receiver), k, g))
+            .map(|(k, g)| run.topic_stats(k, g))
     };
     let stats = JsonStats {
         kind: "stats",

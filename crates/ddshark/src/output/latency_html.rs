@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::latency::stats::{human_ns, pct, Group, GroupKey, TopicStats};
+use crate::latency::stats::{human_ns, pct, Group, GroupKey};
 use crate::latency::{label, Level, RunSummary};
 
 const PALETTE: &[&str] = &[
@@ -504,13 +504,22 @@ pub fn report(run: &RunSummary) -> String {
         offsets.push_str("no pair of captures saw samples in common\n");
     }
     out.push_str(&esc(&offsets));
-    out.push_str("</pre><h2>Per topic</h2><table><tr><th>direction</th><th>topic</th><th>count</th><th>lost</th><th>incomplete</th><th>repaired</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
+    out.push_str("</pre><h2>Per topic</h2><table><tr><th>direction</th><th>topic</th><th>count</th><th>lost</th><th>incomplete</th><th>repaired</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>");
+    // Latencies an estimate corrected carry its bound.
+    let corrected = run
+        .corrections
+        .iter()
+        .any(|c| matches!(c, crate::latency::Correction::Estimated(_)));
+    if corrected {
+        out.push_str("<th>± (clock offset)</th>");
+    }
+    out.push_str("</tr>");
     for r in &rows {
-        let t = TopicStats::of(run.direction(r.key.sender, r.key.receiver), r.key, r.group);
+        let t = run.topic_stats(r.key, r.group);
         let f = |v: Option<i64>| v.map(human_ns).unwrap_or_else(|| "-".into());
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
             esc(&t.direction),
             esc(&t.topic),
             t.count,
@@ -521,7 +530,17 @@ pub fn report(run: &RunSummary) -> String {
             esc(&f(t.p50_ns)),
             esc(&f(t.p90_ns)),
             esc(&f(t.p99_ns)),
-            esc(&f(t.max_ns))
+            esc(&f(t.max_ns)),
+            if corrected {
+                format!(
+                    "<td>{}</td>",
+                    esc(&t
+                        .latency_uncertainty_ns
+                        .map_or_else(|| "-".to_string(), |u| format!("±{}", human_ns(u))))
+                )
+            } else {
+                String::new()
+            },
         );
     }
     out.push_str("</table><p class=\"note\">Whiskers at 1.5 IQR; circles are outliers. Percentiles over at most 1,000,000 samples per topic.</p>");

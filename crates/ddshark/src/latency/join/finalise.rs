@@ -118,6 +118,7 @@ impl Join {
                 frame_recv,
                 t_recv_first,
                 latency_ns: t_recv.map(|t| t.saturating_sub(s.t_first)),
+                latency_uncertainty_ns: None,
                 tx_sender: s.subs,
                 repairs_sender: s.repairs,
                 rx_receiver: c.subs,

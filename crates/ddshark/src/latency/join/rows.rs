@@ -45,6 +45,10 @@ pub struct SampleRow {
     /// Earliest complete datagram carrying any part of it at the receiver.
     pub(crate) t_recv_first: Option<i64>,
     pub latency_ns: Option<i64>,
+    /// When a clock offset estimate corrected `latency_ns`: the true latency lies within ±
+    /// this of it (the estimate's half-width; see `latency::clocks`). None: raw, or moved by
+    /// a given offset.
+    pub latency_uncertainty_ns: Option<i64>,
     /// DATA/DATA_FRAG submessages carrying it in the sender's capture.
     pub tx_sender: u32,
     /// Of those, retransmissions (a fragment sent again to the same or after a multicast destination).
