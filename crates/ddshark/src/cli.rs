@@ -14,6 +14,11 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit status: the command line is wrong (clap's own code for usage errors).
 pub const EXIT_USAGE: u8 = 2;
 
+/// A command line clap accepted that cannot be run as written (exit status [`EXIT_USAGE`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 const EXAMPLES: &str = "\
 Examples:
   ddshark -i eth0                                 live, the terminal UI

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ddshark::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NOTHING_TO_DO};
+use ddshark::cli::{Cli, Command, UsageError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NOTHING_TO_DO};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -29,7 +29,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(e) => {
             eprintln!("ddshark: error: {e:#}");
-            ExitCode::from(EXIT_FAILURE)
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::from(EXIT_FAILURE)
+            }
         }
     }
 }

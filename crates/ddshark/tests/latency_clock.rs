@@ -486,6 +486,10 @@ fn offset_auto_on_one_clock_equals_the_raw_output() {
             "{fixture}: {:?}",
             s.corrections[1]
         );
+        // The HTML report says why, and has no ± column.
+        let html = ddshark::output::latency_html::report(&s);
+        assert!(html.contains("not corrected (--offset auto)"), "{fixture}");
+        assert!(!html.contains("± (clock offset)"), "{fixture}");
     }
 
     // The binary: every line but the clock offset's is the raw output's, which says why.
@@ -588,6 +592,13 @@ fn a_37_s_offset_is_found_printed_and_named_without_other_flags() {
         // The Fast DDS pair's NTP bound from its true delays: 593.5 µs.
         assert!((applied - shift).abs() <= 593_500, "{offset}");
         assert_eq!(offset["applied_by"], "auto");
+
+        // The HTML report: the correction and a ± column.
+        let mut args = latency_args(&a, std::slice::from_ref(&b), Level::Sample);
+        args.offset = Some(OffsetMode::Auto);
+        let html = ddshark::output::latency_html::report(&run(&args).unwrap().1);
+        assert!(html.contains("corrected (--offset auto): latencies ± 593.5 µs"));
+        assert!(html.contains("<th>± (clock offset)</th>") && html.contains("<td>±593.5 µs</td>"));
 
         let out = ddshark(&["latency".as_ref(), a.as_os_str(), b.as_os_str()]);
         let err = String::from_utf8_lossy(&out.stderr);

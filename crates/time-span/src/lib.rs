@@ -49,9 +49,20 @@ impl TimeSpan {
     /// clap's parser of a span that must be more than zero (`--interval 0s` would
     /// print a summary per frame).
     pub fn positive(s: &str) -> Result<Self, String> {
+        let zero = || {
+            format!(
+                "{s:?} must be more than 0: give e.g. 10s or 250ms (allowed: 1ns or more, with a unit: ns, us, ms, s, m, h)"
+            )
+        };
+        // A bare 0 is refused for being 0, not for its missing unit ("write 0s" would be
+        // refused next).
+        let t = s.trim();
+        if !t.is_empty() && t.chars().all(|c| c == '0' || c == '.') && t.contains('0') {
+            return Err(zero());
+        }
         let span: Self = s.parse()?;
         if span.ns == 0 {
-            return Err(format!("{s:?} must be more than 0 (e.g. 10s)"));
+            return Err(zero());
         }
         Ok(span)
     }
@@ -194,6 +205,19 @@ mod tests {
         }
         assert!(TimeSpan::positive("0s").is_err());
         assert!(TimeSpan::positive("0ms").is_err());
+        // A bare 0 suggests a valid value and the range, not "0s" (refused too).
+        for zero in ["0", "0.0", "00"] {
+            let err = TimeSpan::positive(zero).err().unwrap_or_default();
+            assert!(
+                err.contains("more than 0") && err.contains("10s") && err.contains("1ns or more"),
+                "{err}"
+            );
+            assert!(!err.contains("e.g. 0s"), "{err}");
+        }
+        assert!(TimeSpan::positive("5")
+            .err()
+            .unwrap_or_default()
+            .contains("no unit"));
         assert_eq!(TimeSpan::positive("1ms").map(TimeSpan::ns), Ok(1_000_000));
         assert_eq!(TimeSpan::from_ns(1_500_000_000).to_string(), "1500ms");
         assert_eq!(TimeSpan::from_secs(10).to_string(), "10s");

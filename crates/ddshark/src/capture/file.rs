@@ -153,10 +153,16 @@ impl FileSource {
             message,
         };
         let file = std::fs::File::open(path).map_err(|e| open_error(e.to_string()))?;
-        let file_size = file
-            .metadata()
-            .map_err(|e| open_error(e.to_string()))?
-            .len();
+        let meta = file.metadata().map_err(|e| open_error(e.to_string()))?;
+        if meta.is_dir() {
+            return Err(open_error(
+                "it is a directory, not a capture file (give a pcap or pcapng file in it)".into(),
+            ));
+        }
+        let file_size = meta.len();
+        if let Some(why) = short_header(path, file_size) {
+            return Err(open_error(why));
+        }
         Self::from_reader(file, name, file_size, BUFFER)
     }
 
@@ -489,6 +495,33 @@ impl PacketSource for FileSource {
     fn link_type(&self) -> Option<LinkType> {
         self.interfaces.first().map(|i| i.link)
     }
+}
+
+/// A file that starts like a pcap or pcapng file but ends inside its file header: said as
+/// such (pcap-parser calls it an unknown format).
+fn short_header(path: &Path, size: u64) -> Option<String> {
+    /// A pcap file header; the smallest pcapng section header block.
+    const PCAP_HEADER: u64 = 24;
+    const PCAPNG_HEADER: u64 = 28;
+    if size == 0 || size >= PCAPNG_HEADER {
+        return None;
+    }
+    let mut magic = [0u8; 4];
+    let mut f = std::fs::File::open(path).ok()?;
+    std::io::Read::read_exact(&mut f, &mut magic).ok()?;
+    let needs = match magic {
+        [0xd4, 0xc3, 0xb2, 0xa1]
+        | [0xa1, 0xb2, 0xc3, 0xd4]
+        | [0x4d, 0x3c, 0xb2, 0xa1]
+        | [0xa1, 0xb2, 0x3c, 0x4d] => PCAP_HEADER,
+        [0x0a, 0x0d, 0x0d, 0x0a] => PCAPNG_HEADER,
+        _ => return None,
+    };
+    (size < needs).then(|| {
+        format!(
+            "the file is cut short inside its file header ({size} bytes of the {needs} it needs): no frame to read"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -184,6 +184,13 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         report_recording(&r.health());
     }
     let snap = result?;
+    // A file cut short is not fatal (the frames before it stand), but it is said, whatever
+    // the mode: the TUI's Health view is gone by now.
+    for src in &snap.health.pipeline.sources {
+        if let Some(e) = &src.error {
+            eprintln!("ddshark: warning: {e}; the replay covers what came before it");
+        }
+    }
     if let Some(p) = &args.final_json {
         let text = serde_json::to_string_pretty(&*snap)?;
         crate::atomic_file::write(p, text).with_context(|| format!("writing {}", p.display()))?;

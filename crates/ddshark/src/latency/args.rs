@@ -75,7 +75,7 @@ pub struct LatencyArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub format: LatencyFormat,
     /// Receiver clock minus sender clock, in ns (subtracted from the receivers' timestamps;
-    /// needed, roughly, when the clocks are further apart than --window)
+    /// also used to pair samples instead of the coarse alignment ddshark finds by itself)
     #[arg(
         long,
         default_value_t = 0,
@@ -84,8 +84,9 @@ pub struct LatencyArgs {
     )]
     pub offset_ns: i64,
     /// `auto`: subtract the clock offset estimated from the traffic itself (NTP's estimate
-    /// from the minimum one-way delay each way, drift followed); the estimate and its bound
-    /// are printed either way
+    /// from the minimum one-way delay each way, drift followed; clocks any distance apart),
+    /// each corrected latency shown with its ±; when the estimate's bound holds 0 the raw
+    /// latencies are kept and the output says why. The estimate is printed either way
     #[arg(long, value_enum, value_name = "MODE")]
     pub offset: Option<OffsetMode>,
     /// Also write a self-contained HTML report (box plot per topic, latency over time, histogram)

@@ -22,6 +22,7 @@ mod passes;
 mod plan;
 mod run_summary;
 pub(crate) mod stats;
+mod stdin;
 
 use std::io::{self, BufWriter, Write};
 

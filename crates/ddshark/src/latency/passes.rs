@@ -2,7 +2,7 @@
 //! the clock offsets ([`super::plan`] decides from it), the second joins with the hosts
 //! decided and the clocks moved as planned.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use latency_core::{HostRule, HostRuleConfig, Hosts, LostRule};
@@ -33,6 +33,7 @@ pub(super) struct Pass {
 
 pub(super) fn pass(
     args: &LatencyArgs,
+    discovery: &[PathBuf],
     paths: &[&Path],
     shifts: &[Shift],
     hosts: Option<Hosts>,
@@ -50,7 +51,7 @@ pub(super) fn pass(
             truncated: None,
         });
     }
-    seed_topics(&args.discovery, &mut inputs)?;
+    seed_topics(discovery, &mut inputs)?;
     for input in inputs.iter_mut() {
         input.refill(args.level)?;
     }
@@ -135,25 +136,32 @@ impl Plan {
         let mut summary = Summary::default();
         let mut negative = 0u64;
         let corrections = &self.corrections;
-        let second = pass(args, &paths, &shifts, Some(self.hosts), |rows| {
-            for mut r in rows {
-                if args.user_only && r.key.writer.entity.is_builtin() {
-                    continue;
+        let second = pass(
+            args,
+            &self.discovery,
+            &paths,
+            &shifts,
+            Some(self.hosts),
+            |rows| {
+                for mut r in rows {
+                    if args.user_only && r.key.writer.entity.is_builtin() {
+                        continue;
+                    }
+                    if r.latency_ns.is_some_and(|l| l < 0) {
+                        negative += 1;
+                    }
+                    if r.latency_ns.is_some() {
+                        r.latency_uncertainty_ns =
+                            latency_uncertainty(corrections, r.sender, r.receiver);
+                    }
+                    summary.add(&r);
+                    sink(&r)?;
                 }
-                if r.latency_ns.is_some_and(|l| l < 0) {
-                    negative += 1;
-                }
-                if r.latency_ns.is_some() {
-                    r.latency_uncertainty_ns =
-                        latency_uncertainty(corrections, r.sender, r.receiver);
-                }
-                summary.add(&r);
-                sink(&r)?;
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         Ok(RunSummary {
-            captures: paths.iter().map(|p| p.display().to_string()).collect(),
+            captures: self.names,
             labels: self.labels,
             offsets: self.offsets,
             hosts_from_clock: self.hosts_from_clock,

@@ -15,11 +15,19 @@ use super::input::{check_distinct, Shift};
 use super::passes::{pass, Pass};
 use super::run_summary::{capture_labels, PairOffset};
 use super::stats::human_ns;
+use super::stdin::{is_stdin, spool_stdin, Spool};
+use crate::capture::file::FileSource;
 
 /// What the joining pass needs, decided from the evidence pass.
 #[derive(Debug)]
 pub struct Plan {
+    /// The captures to read (standard input's spool in place of `-`).
     pub(super) paths: Vec<PathBuf>,
+    /// The captures as given, for the output.
+    pub(super) names: Vec<String>,
+    pub(super) discovery: Vec<PathBuf>,
+    /// Standard input's copy, removed with the plan.
+    pub(super) _spool: Option<Spool>,
     /// Per capture, its name in the output.
     pub labels: Vec<String>,
     pub offsets: Vec<PairOffset>,
@@ -52,10 +60,30 @@ pub fn plan(args: &LatencyArgs) -> Result<Plan> {
     if args.window_ns <= 0 {
         bail!("--window must be more than 0");
     }
-    let paths: Vec<PathBuf> = std::iter::once(args.sender.clone())
+    let given: Vec<PathBuf> = std::iter::once(args.sender.clone())
         .chain(args.receivers.iter().cloned())
         .collect();
+    let names: Vec<String> = given
+        .iter()
+        .map(|p| {
+            if is_stdin(p) {
+                "- (standard input)".to_string()
+            } else {
+                p.display().to_string()
+            }
+        })
+        .collect();
+    // Standard input (one capture, or a discovery capture) is read more than once: spooled.
+    let mut all: Vec<PathBuf> = given.iter().chain(&args.discovery).cloned().collect();
+    let spool = spool_stdin(&mut all)?;
+    let discovery = all.split_off(given.len());
+    let paths = all;
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    // Each capture readable (a message naming it and what is wrong: missing, a directory,
+    // empty, not a capture), then no capture twice.
+    for p in &refs {
+        FileSource::open(p)?;
+    }
     check_distinct(&refs)?;
     let labels = capture_labels(&refs);
     let n = paths.len();
@@ -64,7 +92,14 @@ pub fn plan(args: &LatencyArgs) -> Result<Plan> {
     let mut hints: Vec<i64> = (0..n)
         .map(|k| if k == 0 { 0 } else { args.offset_ns })
         .collect();
-    let mut first = pass(args, &refs, &shifts_of(&hints), None, |_| Ok(()))?;
+    let mut first = pass(
+        args,
+        &discovery,
+        &refs,
+        &shifts_of(&hints),
+        None,
+        |_| Ok(()),
+    )?;
     refuse_empty(&refs, &first)?;
     // Without a given offset, a receiver whose clock reads further from the first capture's
     // than half the window is paired again, moved by the coarse alignment (the same samples
@@ -72,20 +107,25 @@ pub fn plan(args: &LatencyArgs) -> Result<Plan> {
     let mut coarse: Vec<Option<CoarseOffset>> = vec![None; n];
     if args.offset_ns == 0 {
         let half_window = args.window_ns.unsigned_abs() / 2;
-        for k in 1..n {
+        for (k, (slot, hint)) in coarse.iter_mut().zip(hints.iter_mut()).enumerate().skip(1) {
             let c = match (first.sketches.first(), first.sketches.get(k)) {
                 (Some(a), Some(b)) => a.offset_of(b),
                 _ => None,
             };
-            if let (Some(c), Some(h)) = (c, hints.get_mut(k)) {
-                if c.offset_ns.unsigned_abs() > half_window {
-                    *h = c.offset_ns;
-                    coarse[k] = Some(c);
-                }
+            if let Some(c) = c.filter(|c| c.offset_ns.unsigned_abs() > half_window) {
+                *hint = c.offset_ns;
+                *slot = Some(c);
             }
         }
         if coarse.iter().any(Option::is_some) {
-            first = pass(args, &refs, &shifts_of(&hints), None, |_| Ok(()))?;
+            first = pass(
+                args,
+                &discovery,
+                &refs,
+                &shifts_of(&hints),
+                None,
+                |_| Ok(()),
+            )?;
         }
     }
     let hint = |k: usize| hints.get(k).copied().unwrap_or(0);
@@ -170,6 +210,9 @@ pub fn plan(args: &LatencyArgs) -> Result<Plan> {
     }
     Ok(Plan {
         paths,
+        names,
+        discovery,
+        _spool: spool,
         labels,
         offsets,
         hosts,
