@@ -107,6 +107,15 @@ fn latency_reads_one_capture_from_standard_input() {
     let twice = ddshark(&["latency", "-", "-"]);
     assert_eq!(twice.status.code(), Some(2), "{}", stderr(&twice));
     assert!(stderr(&twice).contains("- (standard input) is given 2 times"));
+    let text = scratch("stdin.txt");
+    std::fs::write(&text, "not a capture\n").unwrap();
+    let garbage = ddshark_with_stdin(&["latency", "-", &b], Some(&text));
+    assert_eq!(garbage.status.code(), Some(1));
+    assert!(
+        stderr(&garbage).contains("- (standard input): cannot open capture: unknown file format"),
+        "{}",
+        stderr(&garbage)
+    );
     let empty = ddshark(&["latency", "-", &b]);
     assert_eq!(empty.status.code(), Some(1));
     assert!(

@@ -45,6 +45,11 @@ pub(super) fn spool_stdin(paths: &mut [PathBuf]) -> Result<Option<Spool>> {
         .into());
     }
     let spool = spool(std::io::stdin().lock(), MAX_SPOOL_BYTES)?;
+    // Not a capture: said of standard input, not of the temporary file.
+    if let Err(e) = crate::capture::file::FileSource::open(&spool.path) {
+        let temp = spool.path.display().to_string();
+        bail!("{}", e.to_string().replace(&temp, "- (standard input)"));
+    }
     for p in paths.iter_mut().filter(|p| is_stdin(p)) {
         p.clone_from(&spool.path);
     }
