@@ -465,8 +465,8 @@ fn format_is_a_long_option_with_one_vocabulary() {
 
 #[test]
 fn bursts_of_discovery_are_not_extrapolated_to_rates() {
-    // DCPSSubscription's 4 samples here come within 22 µs: no rate, and the window's
-    // rate and bandwidth are over at least a second.
+    // DCPSSubscription's 4 samples here come within 22 µs: no rate (a rate needs its
+    // samples to span at least 100 ms), and no topic reads a burst as a rate.
     let out = ddshark(&["stats", &small(), "-q"]);
     assert!(out.status.success());
     let snap: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -476,22 +476,20 @@ fn bursts_of_discovery_are_not_extrapolated_to_rates() {
         .find(|t| t["name"] == "DCPSSubscription")
         .expect("DCPSSubscription");
     assert_eq!(sub["samples"], 4);
-    assert!(sub["timing"]["rate_hz"].is_null(), "{}", sub["timing"]);
+    assert!(sub["rate"]["hz"].is_null(), "{}", sub["rate"]);
+    assert!(sub["rate"]["bandwidth_bps"].is_null(), "{}", sub["rate"]);
     for t in topics {
-        let window_rate = t["window"]["rate_hz"].as_f64().unwrap_or(0.0);
-        let bytes_per_s = t["window"]["bandwidth_bps"].as_f64().unwrap_or(0.0) / 8.0;
-        assert!(window_rate <= 100.0, "{}: {window_rate}/s", t["name"]);
+        let rate = t["rate"]["hz"].as_f64().unwrap_or(0.0);
+        let bytes_per_s = t["rate"]["bandwidth_bps"].as_f64().unwrap_or(0.0) / 8.0;
+        assert!(rate <= 100.0, "{}: {rate}/s", t["name"]);
         assert!(bytes_per_s < 10_000.0, "{}: {bytes_per_s} B/s", t["name"]);
-        if let Some(r) = t["timing"]["rate_hz"].as_f64() {
-            assert!(r <= 100.0, "{}: {r}/s", t["name"]);
-        }
     }
     // The steady topics keep their rate: rt/chatter publishes at 20 Hz.
     let chatter = topics
         .iter()
         .find(|t| t["name"] == "rt/chatter")
         .expect("chatter");
-    let r = chatter["timing"]["rate_hz"].as_f64().expect("a rate");
+    let r = chatter["rate"]["hz"].as_f64().expect("a rate");
     assert!((r - 20.0).abs() < 0.5, "{r}");
 }
 

@@ -1183,7 +1183,7 @@ fn stack_topic_timing_shared_memory_and_secured_metrics() {
         .iter()
         .find(|r| r["topic_name"] == "rt/chatter")
         .unwrap_or_else(|| panic!("no rate for rt/chatter: {rate:?}"));
-    let want = chatter["timing"]["rate_hz"].as_f64().unwrap();
+    let want = chatter["rate"]["hz"].as_f64().unwrap();
     assert!((row["_value"].parse::<f64>().unwrap() - want).abs() < 1e-6 * want);
     let jitter = last("ddshark.topic.period.jitter", "gauge", host);
     assert!(

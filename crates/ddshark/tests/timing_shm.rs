@@ -61,11 +61,12 @@ fn fastdds_publishers_rates_within_3_percent_with_jitter() {
         let s = stats(&format!("k_fastdds/{side}.pcap"));
         for (name, nominal) in [("rt/imu", 100.0), ("rt/chatter", 50.0)] {
             let logged = logged_rate("k_fastdds", name);
-            for (what, t) in [
-                ("topic", &topic(&s, name).timing),
-                ("writer", &writer(&s, name).timing),
+            let (t, w) = (topic(&s, name), writer(&s, name));
+            for (what, t, rate) in [
+                ("topic", &t.timing, &t.rate),
+                ("writer", &w.timing, &w.rate),
             ] {
-                let rate = t.rate_hz.unwrap();
+                let rate = rate.hz.unwrap();
                 assert!(
                     within(rate, nominal, 0.03) && within(rate, logged, 0.03),
                     "{side} {what} {name}: {rate:.3} Hz, nominal {nominal}, publisher log {logged:.3}"

@@ -215,9 +215,9 @@ fn column_value(column: TopicColumn) -> Option<fn(&TopicView) -> f64> {
     Some(match column {
         TopicColumn::Writers => |t| t.writers as f64,
         TopicColumn::Readers => |t| t.readers as f64,
-        TopicColumn::Rate => |t| t.window.rate_hz,
+        TopicColumn::Rate => |t| t.rate.hz.unwrap_or(0.0),
         TopicColumn::Jitter => |t| t.timing.period_stddev_ns.unwrap_or(0.0),
-        TopicColumn::Bandwidth => |t| t.window.bandwidth_bps,
+        TopicColumn::Bandwidth => |t| t.rate.bandwidth_bps.unwrap_or(0.0),
         TopicColumn::MeanSize => |t| t.size.mean.unwrap_or(0.0),
         TopicColumn::Fragments => |t| t.data_frags_per_sample.unwrap_or(0.0),
         TopicColumn::Lost => |t| t.totals.lost as f64,

@@ -70,7 +70,8 @@ pub struct TopicCounters {
     pub retransmitted: u64,
     /// Samples that came later than the DEADLINE their writer announced.
     pub deadline_misses: u64,
-    /// Mean rate over the time the topic's writers were active.
+    /// Samples per second: ddshark's one rate (the sum over the topic's writers, each
+    /// over the last window, or over its own first → latest sample when active less).
     pub rate_hz: Option<f64>,
     /// Standard deviation of the inter-arrival period, nanoseconds.
     pub period_jitter_ns: Option<f64>,
@@ -327,7 +328,7 @@ impl MetricsPipeline {
             (
                 METRIC_RATE,
                 "Hz",
-                "Mean sample rate over the time the topic's writers were active",
+                "Sample rate: the sum over the topic's writers, each over the last window (or its own first to latest sample when active less than a window)",
                 |t| t.rate_hz,
             ),
             (

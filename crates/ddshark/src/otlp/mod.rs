@@ -320,7 +320,7 @@ impl OtlpSink {
                     lost: t.totals.lost,
                     retransmitted: t.totals.retransmitted,
                     deadline_misses: t.timing.deadline_misses,
-                    rate_hz: t.timing.rate_hz,
+                    rate_hz: t.rate.hz,
                     period_jitter_ns: t.timing.period_stddev_ns,
                     shared_memory_only: t.shared_memory_only,
                 })

@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::state::rate::RateView;
 use crate::state::ros::{display_topic, display_type};
-use crate::state::snapshot::{Snapshot, TopicView};
-use crate::state::timing::{TimingView, MIN_RATE_SPAN_NS};
+use crate::state::snapshot::Snapshot;
+use crate::state::timing::TimingView;
 use crate::units;
 
 /// The snapshot as one pretty-printed JSON document and a newline.
@@ -77,7 +78,8 @@ fn topics_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
         "INCMP",
         "SIZE min/mean/max"
     );
-    for t in s.topics.iter().filter(|t| o.builtin || !t.builtin) {
+    let shown = || s.topics.iter().filter(|t| o.builtin || !t.builtin);
+    for t in shown() {
         let size = match (t.size.min, t.size.mean, t.size.max) {
             (Some(a), Some(m), Some(b)) => format!("{a}/{m:.0}/{b}"),
             _ => "-".into(),
@@ -91,14 +93,38 @@ fn topics_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
             t.readers,
             t.totals.samples,
             units::bytes(t.totals.bytes as f64),
-            t.timing.rate_hz.map_or("-".into(), |v| format!("{v:.1}")),
-            format!("{}/s", units::bytes(active_bandwidth(t))),
+            rate_text(&t.rate),
+            bandwidth_text(&t.rate),
             t.totals.lost,
             t.totals.retransmitted,
             t.totals.incomplete,
             size
         );
     }
+    if shown().any(|t| t.rate.over_active_span && t.rate.hz.is_some()) {
+        let _ = writeln!(r, "{ACTIVE_SPAN_NOTE}");
+    }
+}
+
+/// Marks a rate taken over a writer's own active span rather than the whole window.
+pub(crate) const ACTIVE_SPAN_MARK: &str = "*";
+
+/// What [`ACTIVE_SPAN_MARK`] means, under a table that shows it.
+pub(crate) const ACTIVE_SPAN_NOTE: &str =
+    "* rate over the writer's own first→latest sample: it was active less than the window (--window)";
+
+/// A rate as the tables show it: `30.0`, `30.0*` over an active span, `-` when none.
+fn rate_text(r: &RateView) -> String {
+    match r.hz {
+        Some(v) if r.over_active_span => format!("{v:.1}{ACTIVE_SPAN_MARK}"),
+        Some(v) => format!("{v:.1}"),
+        None => "-".into(),
+    }
+}
+
+fn bandwidth_text(r: &RateView) -> String {
+    r.bandwidth_bps
+        .map_or("-".into(), |b| format!("{}/s", units::bytes(b / 8.0)))
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -119,29 +145,19 @@ fn trunc(s: &str, n: usize) -> String {
     }
 }
 
-/// Bytes per second over the time the topic's writers were active (the last window's
-/// when they were active less than a second: a burst is not extrapolated).
-fn active_bandwidth(t: &TopicView) -> f64 {
-    if t.timing.active_s >= MIN_RATE_SPAN_NS as f64 / 1e9 {
-        t.totals.bytes as f64 / t.timing.active_s
-    } else {
-        t.window.bandwidth_bps / 8.0
-    }
-}
-
 fn ms(ns: Option<f64>) -> String {
     ns.map_or("-".into(), |v| format!("{:.2}", v / 1e6))
 }
 
-/// Per topic (and, with `--writers`, per writer): rate over the active time, period
-/// min/mean/max, jitter, DEADLINE and the samples later than it.
+/// Per topic (and, with `--writers`, per writer): rate (the topics table's), time active,
+/// period min/mean/max, jitter, DEADLINE and the samples later than it.
 fn timing_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
     let _ = writeln!(
         r,
         "\ntiming (capture time of each new sample, as `ros2 topic hz` would see it at this point)\n{:<40} {:>8} {:>8} {:>26} {:>10} {:>10} {:>7}",
         "TOPIC / writer", "RATE/s", "ACTIVE s", "PERIOD ms min/mean/max", "JITTER ms", "DEADLINE", "MISSED"
     );
-    let row = |r: &mut String, name: String, t: &TimingView| {
+    let row = |r: &mut String, name: String, t: &TimingView, rate: &RateView| {
         let period = format!(
             "{}/{}/{}",
             ms(t.period_min_ns.map(|v| v as f64)),
@@ -152,7 +168,7 @@ fn timing_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
             r,
             "{:<40} {:>8} {:>8.3} {:>26} {:>10} {:>10} {:>7}",
             trunc(&name, 40),
-            t.rate_hz.map_or("-".into(), |v| format!("{v:.2}")),
+            rate_text(rate),
             t.active_s,
             period,
             ms(t.period_stddev_ns),
@@ -162,14 +178,14 @@ fn timing_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
         );
     };
     for t in s.topics.iter().filter(|t| o.builtin || !t.builtin) {
-        row(r, display_topic(&t.name, o.ros), &t.timing);
+        row(r, display_topic(&t.name, o.ros), &t.timing, &t.rate);
         if o.writers {
             for w in s
                 .writers
                 .iter()
                 .filter(|w| w.topic.as_deref() == Some(t.name.as_str()))
             {
-                row(r, format!("  {}", w.guid), &w.timing);
+                row(r, format!("  {}", w.guid), &w.timing, &w.rate);
             }
         }
     }

@@ -21,6 +21,7 @@ mod discovery;
 mod entities;
 pub(crate) mod frag_budget;
 pub(crate) mod qos;
+pub(crate) mod rate;
 pub(crate) mod ros;
 pub(crate) mod secured;
 pub(crate) mod seq;

@@ -123,8 +123,12 @@ impl State {
             Observed::MoreFragments | Observed::Repeat { .. } => {}
         }
         let is_frag = piece.fragments.is_some();
+        let new_sample = matches!(observed, Observed::NewSample { .. });
         w.stats.record(now, |c| {
             count_sample_piece(c, observed, is_frag, piece.sample_size, link);
+            if new_sample {
+                c.sample_times.note(d.ts_first_ns);
+            }
         });
         w.apply_final(now, fin);
         self.counters.count_observed(observed);

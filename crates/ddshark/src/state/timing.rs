@@ -1,7 +1,7 @@
 //! Sample timing like `ros2 topic hz`, but passive and for every writer at once: the
 //! inter-arrival period of a writer's new samples at the capture point (capture time of
-//! the first IP fragment of the datagram that brought each sample), its mean rate over
-//! the time it was active, and how often the period exceeded the DEADLINE its SEDP
+//! the first IP fragment of the datagram that brought each sample), the time it was
+//! active, and how often the period exceeded the DEADLINE its SEDP
 //! announced. Bounded memory: running sums (Welford), nothing per sample.
 
 use serde::Serialize;
@@ -111,30 +111,16 @@ impl Timing {
     pub(crate) fn first_ns(&self) -> Option<u64> {
         self.first_ns
     }
-
-    /// Samples per second over the time the writer was active: `n - 1` periods between
-    /// the first and the latest sample; none until it was active [`MIN_RATE_SPAN_NS`]
-    /// (a burst of discovery samples microseconds apart is not 100 000/s).
-    pub(crate) fn rate_hz(&self) -> Option<f64> {
-        let active = self.active_ns();
-        (self.samples >= 2 && active >= MIN_RATE_SPAN_NS)
-            .then(|| self.samples.saturating_sub(1) as f64 * 1e9 / active as f64)
-    }
 }
 
-/// The shortest capture time a rate is computed over: shorter bursts would extrapolate
-/// a few milliseconds to a second.
-pub(crate) const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
-
-/// What `stats`, the TUI and the exporters show of a writer's (or a topic's) timing.
+/// What `stats`, the TUI and the exporters show of a writer's (or a topic's) timing. Its
+/// rate is not here but in [`super::rate::RateView`], the one every output shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TimingView {
     /// Samples timed (new samples in SN order).
     pub(crate) samples: u64,
     /// Seconds from the first to the latest timed sample.
     pub(crate) active_s: f64,
-    /// Mean rate over the active time (a topic: the sum over its writers).
-    pub rate_hz: Option<f64>,
     pub period_min_ns: Option<u64>,
     pub period_mean_ns: Option<f64>,
     pub period_max_ns: Option<u64>,
@@ -151,7 +137,6 @@ impl TimingView {
         let mut v = Self::from_moments(t.periods(), deadline_ns, t.deadline_misses());
         v.samples = t.samples;
         v.active_s = t.active_ns() as f64 / 1e9;
-        v.rate_hz = t.rate_hz();
         v
     }
 
@@ -160,7 +145,6 @@ impl TimingView {
         Self {
             samples: 0,
             active_s: 0.0,
-            rate_hz: None,
             period_min_ns: some.then_some(m.min),
             period_mean_ns: some.then_some(m.mean),
             period_max_ns: some.then_some(m.max),
@@ -177,7 +161,6 @@ pub(crate) struct TimingAgg {
     samples: u64,
     first_ns: Option<u64>,
     last_ns: u64,
-    rate_hz: Option<f64>,
     periods: Moments,
     deadline_ns: Option<u64>,
     deadline_misses: u64,
@@ -189,9 +172,6 @@ impl TimingAgg {
         if let Some(f) = t.first_ns {
             self.first_ns = Some(self.first_ns.map_or(f, |a| a.min(f)));
             self.last_ns = self.last_ns.max(t.last_ns);
-        }
-        if let Some(r) = t.rate_hz() {
-            self.rate_hz = Some(self.rate_hz.unwrap_or(0.0) + r);
         }
         self.periods.merge(t.periods());
         if let Some(d) = deadline_ns {
@@ -206,7 +186,6 @@ impl TimingAgg {
         v.active_s = self
             .first_ns
             .map_or(0.0, |f| self.last_ns.saturating_sub(f) as f64 / 1e9);
-        v.rate_hz = self.rate_hz;
         v
     }
 }
@@ -217,9 +196,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn periods_rate_jitter_and_deadline_misses() {
+    fn periods_jitter_and_deadline_misses() {
         let mut t = Timing::default();
-        // 10 ms apart, one 40 ms gap, deadline 30 ms; no rate over 80 ms.
+        // 10 ms apart, one 40 ms gap, deadline 30 ms.
         let times = [0u64, 10, 20, 30, 70, 80];
         for (i, ms) in times.iter().enumerate() {
             t.sample(ms * 1_000_000, i as i64 + 1, Some(30_000_000));
@@ -232,22 +211,8 @@ mod tests {
         assert_eq!(v.period_max_ns, Some(40_000_000));
         assert_eq!(v.period_mean_ns, Some(16_000_000.0));
         assert_eq!(v.deadline_misses, 1);
-        assert_eq!(v.rate_hz, None);
         // population std dev of 10,10,10,40,10 ms = 12 ms
         assert!((v.period_stddev_ns.unwrap() - 12_000_000.0).abs() < 1.0);
-    }
-
-    #[test]
-    fn a_burst_has_no_rate_until_a_second_has_passed() {
-        let mut t = Timing::default();
-        // Four discovery samples 7 µs apart: no rate (it would read 142 857/s).
-        for i in 0..4u64 {
-            t.sample(i * 7_000, i as i64 + 1, None);
-        }
-        assert_eq!(t.rate_hz(), None);
-        // One more, two seconds after the first: 4 periods in 2 s.
-        t.sample(2_000_000_000, 5, None);
-        assert!((t.rate_hz().unwrap() - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -29,6 +29,36 @@ pub struct Counts {
     pub(crate) nackfrags: u64,
     pub(crate) gaps: u64,
     pub(crate) heartbeat_frags: u64,
+    /// When the samples counted here came: what a rate is over (`state::rate`).
+    #[serde(skip)]
+    pub(crate) sample_times: SampleTimes,
+}
+
+/// Capture time of the first and the latest of some samples (each sample's first IP
+/// fragment).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SampleTimes {
+    pub(crate) first_ns: Option<u64>,
+    pub(crate) last_ns: u64,
+}
+
+impl SampleTimes {
+    pub(crate) fn note(&mut self, ts_ns: u64) {
+        self.first_ns = Some(self.first_ns.map_or(ts_ns, |f| f.min(ts_ns)));
+        self.last_ns = self.last_ns.max(ts_ns);
+    }
+
+    fn add(&mut self, o: &SampleTimes) {
+        if let Some(f) = o.first_ns {
+            self.note(f);
+            self.last_ns = self.last_ns.max(o.last_ns);
+        }
+    }
+
+    /// From the first to the latest.
+    pub(crate) fn span_ns(&self) -> u64 {
+        self.first_ns.map_or(0, |f| self.last_ns.saturating_sub(f))
+    }
 }
 
 /// Counters a [`Windowed`] keeps: summed bucket by bucket.
@@ -63,6 +93,7 @@ impl Counts {
         f(&mut self.nackfrags, o.nackfrags);
         f(&mut self.gaps, o.gaps);
         f(&mut self.heartbeat_frags, o.heartbeat_frags);
+        self.sample_times.add(&o.sample_times);
     }
 }
 

@@ -33,6 +33,22 @@ pub(crate) fn hz(v: f64) -> String {
     si(v, "")
 }
 
+/// A writer's or topic's rate as the tables show it: `30.0`, `30.0*` when taken over its
+/// own active span (active less than the window; `stats` says so under its table), `-`
+/// when none is known yet.
+pub(crate) fn rate(r: &crate::state::rate::RateView) -> String {
+    match r.hz {
+        Some(v) if r.over_active_span => format!("{}*", hz(v)),
+        Some(v) => hz(v),
+        None => "-".into(),
+    }
+}
+
+/// The bandwidth over the same span as [`rate`].
+pub(crate) fn rate_bandwidth(r: &crate::state::rate::RateView) -> String {
+    r.bandwidth_bps.map_or("-".into(), bandwidth)
+}
+
 /// A bandwidth given in bits/s, shown in bytes/s as `stats` shows it: `2.4MB/s`.
 pub(crate) fn bandwidth(bits_per_s: f64) -> String {
     format!("{}/s", crate::units::bytes(bits_per_s / 8.0))

@@ -217,7 +217,11 @@ fn help(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
-        "Rates: over the sliding window, capture time. Jitter: period std dev.",
+        "Rates: over the window, capture time; 30* over a newer writer's own span",
+        DIM,
+    )));
+    lines.push(Line::from(Span::styled(
+        "(its first to latest sample: active < a window). Jitter: period std dev.",
         DIM,
     )));
     lines.push(Line::from(Span::styled(

@@ -8,7 +8,6 @@ use rtps_dissect::discovery::EndpointQos;
 use rtps_dissect::{DissectorStats, EndpointInfo};
 use serde::Serialize;
 
-use super::timing::MIN_RATE_SPAN_NS;
 use super::window::{Counts, Windowed};
 use super::State;
 
@@ -63,69 +62,40 @@ pub struct SizeView {
     pub(crate) max: Option<u64>,
 }
 
-/// Recent activity over the sliding window.
+/// Counts over the sliding window (its rate and bandwidth: [`super::rate::RateView`]).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct WindowView {
-    /// Length of the window actually covered (≤ the configured window).
+    /// Capture time the window's counts cover (≤ the configured window): from the window's
+    /// oldest bucket, or the first sample if later, to the latest capture time.
     pub(crate) seconds: f64,
     pub(crate) samples: u64,
     pub(crate) bytes: u64,
-    pub rate_hz: f64,
-    pub bandwidth_bps: f64,
     pub(crate) lost: u64,
     pub(crate) retransmitted: u64,
     pub(crate) heartbeats: u64,
     pub(crate) acknacks: u64,
 }
 
-/// The capture time a window covers.
-#[derive(Debug, Clone, Copy)]
-struct WindowSpan {
-    seconds: f64,
-    /// The configured window.
-    window_seconds: f64,
-    /// The span starts at the first sample (seen less than a window ago), so that sample
-    /// opens the span rather than filling a period of it.
-    from_first_sample: bool,
-}
-
 impl WindowView {
-    fn of(c: &Counts, span: WindowSpan) -> Self {
-        let seconds = span.seconds;
-        // n samples from the first one on span n - 1 periods.
-        let counted = if span.from_first_sample {
-            c.samples.saturating_sub(1)
-        } else {
-            c.samples
-        };
-        let share = if c.samples > 0 {
-            counted as f64 / c.samples as f64
-        } else {
-            0.0
-        };
-        // Over at least a second (or the whole window, if shorter): a burst of a few
-        // samples microseconds apart is a few samples per second, not 100 000/s.
-        let min_s = (MIN_RATE_SPAN_NS as f64 / 1e9).min(span.window_seconds);
-        let over = seconds.max(min_s);
-        let per_s = |v: f64| {
-            if over > 0.0 {
-                v / over
-            } else {
-                0.0
-            }
-        };
+    fn of(c: &Counts, seconds: f64) -> Self {
         Self {
             seconds,
             samples: c.samples,
             bytes: c.bytes,
-            rate_hz: per_s(counted as f64),
-            bandwidth_bps: per_s(c.bytes.saturating_mul(8) as f64 * share),
             lost: c.lost,
             retransmitted: c.retransmitted,
             heartbeats: c.heartbeats,
             acknacks: c.acknacks,
         }
     }
+}
+
+/// The capture time a window covers (the secured traffic's message rates).
+#[derive(Debug, Clone, Copy)]
+struct WindowSpan {
+    seconds: f64,
+    /// The configured window.
+    window_seconds: f64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -195,18 +165,27 @@ fn locators(info: &EndpointInfo) -> Vec<String> {
 }
 
 impl State {
-    /// Capture time the sliding window actually covers for something first seen at
-    /// `first_seen_ns`: from the window's oldest bucket (or that first sight, if later)
-    /// to now. The oldest bucket starts on a bucket boundary, so a full window is
+    /// Seconds of capture time the sliding window actually covers for something first
+    /// seen at `first_seen_ns`: from the window's oldest bucket (or that first sight, if
+    /// later) to now. The oldest bucket starts on a bucket boundary, so a full window is
     /// somewhat shorter than the configured one.
+    fn window_seconds(&self, first_seen_ns: u64) -> f64 {
+        self.window_span(first_seen_ns).seconds
+    }
+
+    /// [`Self::window_seconds`] with the configured window.
     fn window_span(&self, first_seen_ns: u64) -> WindowSpan {
         let window_start = Windowed::window_start_ns(self.config.window_ns, self.now_ns);
         let start = window_start.max(first_seen_ns);
         WindowSpan {
             seconds: self.now_ns.saturating_sub(start).max(1) as f64 / 1e9,
             window_seconds: self.config.window_ns as f64 / 1e9,
-            from_first_sample: first_seen_ns > window_start,
         }
+    }
+
+    /// Where the window ending now begins: its oldest bucket's start.
+    fn window_start_ns(&self) -> u64 {
+        Windowed::window_start_ns(self.config.window_ns, self.now_ns)
     }
 
     /// Build an immutable view. `dissector` and `pipeline` are the counters of the

@@ -4,9 +4,12 @@ use rtps_dissect::GuidPrefix;
 use serde::Serialize;
 
 use super::super::secured::{Peer, SecuredCounts};
-use super::super::timing::MIN_RATE_SPAN_NS;
 use super::super::State;
 use super::WindowSpan;
+
+/// Message rates are over at least a second (or the whole window, if shorter): a burst of
+/// a few messages microseconds apart is a few per second, not 100 000/s.
+const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
 
 /// Secured counters over the sliding window, with rates.
 #[derive(Debug, Clone, Copy, Default, Serialize)]

@@ -8,6 +8,7 @@ use rtps_dissect::{EndpointInfo, Guid};
 use serde::Serialize;
 
 use super::super::qos::{mismatches, Mismatch};
+use super::super::rate::RateView;
 use super::super::ros::{demangle_topic, demangle_type, RosKind};
 use super::super::timing::{TimingAgg, TimingView};
 use super::super::window::Counts;
@@ -45,6 +46,8 @@ pub struct TopicView {
     pub(crate) size_histogram: Vec<u64>,
     pub data_frags_per_sample: Option<f64>,
     pub ip_fragments_per_sample: Option<f64>,
+    /// Rate and bandwidth: the sum of its writers' (`state::rate`).
+    pub rate: RateView,
     pub window: WindowView,
     pub timing: TimingView,
     pub pcp: Vec<PcpCount>,
@@ -63,6 +66,7 @@ struct TopicAgg {
     readers: Vec<(Guid, Option<Arc<EndpointInfo>>)>,
     totals: Counts,
     window: Counts,
+    rate: RateView,
     first_seen_ns: u64,
     size_min: Option<u64>,
     size_max: u64,
@@ -83,6 +87,7 @@ impl TopicAgg {
             readers: Vec::new(),
             totals: Counts::default(),
             window: Counts::default(),
+            rate: RateView::default(),
             first_seen_ns: u64::MAX,
             size_min: None,
             size_max: 0,
@@ -120,7 +125,12 @@ impl State {
                 agg.writers.push((w.endpoint.guid, w.endpoint.info.clone()));
                 agg.totals.add(t);
                 agg.window.add(&f.window);
-                agg.first_seen_ns = agg.first_seen_ns.min(f.active_from);
+                agg.rate.add(&f.rate);
+                if let Some(first) = w.timing.first_ns() {
+                    // Its first sample: a writer without one (discovered only) does not
+                    // stretch the window's span back before the topic's traffic began.
+                    agg.first_seen_ns = agg.first_seen_ns.min(first);
+                }
                 agg.timing.add(&w.timing, f.deadline);
                 if let Some(m) = w.size_min {
                     agg.size_min = Some(agg.size_min.map_or(m, |a| a.min(m)));
@@ -174,10 +184,11 @@ impl State {
                 }
             }
             let ros = demangle_topic(&name);
-            let first = if agg.first_seen_ns == u64::MAX {
-                self.now_ns
+            // No sample yet: the window holds none, over no time.
+            let window_seconds = if agg.first_seen_ns == u64::MAX {
+                0.0
             } else {
-                agg.first_seen_ns
+                self.window_seconds(agg.first_seen_ns)
             };
             let mut writer_guids: Vec<String> =
                 agg.writers.iter().map(|(g, _)| g.to_string()).collect();
@@ -205,7 +216,8 @@ impl State {
                     agg.totals.samples,
                 ),
                 ip_fragments_per_sample: per_sample(agg.totals.ip_fragments, agg.totals.samples),
-                window: WindowView::of(&agg.window, self.window_span(first)),
+                rate: agg.rate,
+                window: WindowView::of(&agg.window, window_seconds),
                 timing: agg.timing.view(),
                 pcp: pcp_list(&agg.pcp),
                 shared_memory_only: agg.shm_writers > 0 && agg.totals.samples == 0,

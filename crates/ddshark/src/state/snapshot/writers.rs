@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::super::rate::RateView;
 use super::super::ros::{demangle_topic, demangle_type};
 use super::super::timing::TimingView;
 use super::super::window::Counts;
@@ -41,8 +42,10 @@ pub struct WriterView {
     pub(crate) size: SizeView,
     pub(crate) data_frags_per_sample: Option<f64>,
     pub(crate) ip_fragments_per_sample: Option<f64>,
+    /// Rate and bandwidth, as every output shows them (`state::rate`).
+    pub rate: RateView,
     pub window: WindowView,
-    /// Rate over the time it was active, inter-arrival period and jitter, deadline misses.
+    /// Time it was active, inter-arrival period and jitter, deadline misses.
     pub timing: TimingView,
     pub(crate) highest_sn: Option<i64>,
     pub(crate) open_holes: u64,
@@ -73,6 +76,7 @@ pub(super) struct WriterFacts {
     pub(super) type_name: Option<String>,
     pub(super) builtin: bool,
     pub(super) window: Counts,
+    pub(super) rate: RateView,
     pub(super) shared_memory: bool,
     pub(super) deadline: Option<u64>,
     pub(super) active_from: u64,
@@ -91,11 +95,18 @@ impl State {
 
     fn writer_facts(&self, w: &Writer, shm_pairs: &ShmPairs) -> WriterFacts {
         let (topic, type_name, builtin) = writer_topic(w);
+        let window = w.stats.window(self.now_ns);
         WriterFacts {
             topic,
             type_name,
             builtin,
-            window: w.stats.window(self.now_ns),
+            rate: RateView::of_writer(
+                &window,
+                &w.timing,
+                self.window_start_ns(),
+                self.config.window_ns,
+            ),
+            window,
             shared_memory: on_shared_memory(
                 w.endpoint.info.as_deref(),
                 &w.endpoint.guid,
@@ -148,7 +159,8 @@ impl State {
                 size: size_view(t, w.size_min, w.size_max),
                 data_frags_per_sample: per_sample(t.data_frag_submessages, t.samples),
                 ip_fragments_per_sample: per_sample(t.ip_fragments, t.samples),
-                window: WindowView::of(&f.window, self.window_span(f.active_from)),
+                rate: f.rate,
+                window: WindowView::of(&f.window, self.window_seconds(f.active_from)),
                 timing: TimingView::of(&w.timing, f.deadline),
                 highest_sn: w.seq.highest_seen,
                 open_holes: w.seq.open_holes(),

@@ -129,12 +129,15 @@ pub(super) fn compare_topics(
         TopicColumn::Type => ui.type_name(a).cmp(ui.type_name(b)),
         TopicColumn::Writers => a.writers.cmp(&b.writers),
         TopicColumn::Readers => a.readers.cmp(&b.readers),
-        TopicColumn::Rate => cmp_f64(a.window.rate_hz, b.window.rate_hz),
+        TopicColumn::Rate => cmp_f64(a.rate.hz.unwrap_or(0.0), b.rate.hz.unwrap_or(0.0)),
         TopicColumn::Jitter => cmp_f64(
             a.timing.period_stddev_ns.unwrap_or(0.0),
             b.timing.period_stddev_ns.unwrap_or(0.0),
         ),
-        TopicColumn::Bandwidth => cmp_f64(a.window.bandwidth_bps, b.window.bandwidth_bps),
+        TopicColumn::Bandwidth => cmp_f64(
+            a.rate.bandwidth_bps.unwrap_or(0.0),
+            b.rate.bandwidth_bps.unwrap_or(0.0),
+        ),
         TopicColumn::MeanSize => cmp_f64(a.size.mean.unwrap_or(0.0), b.size.mean.unwrap_or(0.0)),
         TopicColumn::Fragments => cmp_f64(
             a.data_frags_per_sample.unwrap_or(0.0),

@@ -50,8 +50,14 @@ impl UiState {
                 continue;
             }
             let h = self.history.entry(t.name.clone()).or_default();
-            push_capped(&mut h.rate_mhz, (t.window.rate_hz * 1000.0).max(0.0) as u64);
-            push_capped(&mut h.bps, t.window.bandwidth_bps.max(0.0) as u64);
+            push_capped(
+                &mut h.rate_mhz,
+                (t.rate.hz.unwrap_or(0.0) * 1000.0).max(0.0) as u64,
+            );
+            push_capped(
+                &mut h.bps,
+                t.rate.bandwidth_bps.unwrap_or(0.0).max(0.0) as u64,
+            );
         }
         if self.history.len() > s.topics.len() {
             let names: HashSet<&str> = s.topics.iter().map(|t| t.name.as_str()).collect();

@@ -8,6 +8,7 @@ use ratatui::widgets::{Bar, BarChart, BarGroup, Block, Borders, Paragraph, Spark
 use ratatui::Frame;
 
 use super::{gone, per_sample, qos_short};
+use crate::state::rate::RateView;
 use crate::state::snapshot::{QosView, TopicView};
 use crate::state::timing::TimingView;
 use crate::state::Snapshot;
@@ -124,7 +125,7 @@ pub(super) fn detail(
             Span::raw(fmt::guid(&w.guid, gw)),
             Span::raw(" "),
             Span::raw(qos(w.qos.as_ref(), true)),
-            Span::styled(format!(" {}Hz", fmt::hz(w.window.rate_hz)), DIM),
+            Span::styled(format!(" {}Hz", fmt::rate(&w.rate)), DIM),
         ];
         if let Some(g) = w.gone {
             spans.push(Span::styled(format!(" {}", gone(g.reason)), BAD));
@@ -166,7 +167,7 @@ pub(super) fn detail(
     for o in &t.other_types {
         lines.push(Line::from(Span::styled(format!("✗ also typed {o}"), BAD)));
     }
-    lines.push(timing_line(&t.timing));
+    lines.push(timing_line(&t.timing, &t.rate));
     if t.shared_memory_only {
         lines.push(Line::from(Span::styled(
             "shared memory only: traffic invisible here (matched writer and reader share a host)",
@@ -203,16 +204,23 @@ pub(super) fn detail(
 /// After a topic's name: its matched endpoints talk by shared memory, unseen.
 pub(super) const SHM_MARKER: &str = " [shm]";
 
-/// Rate over the active time, period, jitter and deadline misses, as one line.
-fn timing_line(t: &TimingView) -> Line<'static> {
+/// Rate (the Topics view's), period, jitter and deadline misses, as one line.
+fn timing_line(t: &TimingView, rate: &RateView) -> Line<'static> {
     let ms = fmt::short_duration;
     let mut spans = vec![
         Span::styled("timing ", DIM),
-        Span::raw(
-            t.rate_hz
-                .map_or("-".into(), |r| format!("{}Hz", fmt::hz(r))),
-        ),
+        Span::raw(format!("{}Hz", fmt::rate(rate))),
     ];
+    if rate.over_active_span && rate.hz.is_some() {
+        // What the `*` means: not the window, the writers' own first → latest sample.
+        spans.push(Span::styled(
+            format!(
+                " over its active {}",
+                fmt::short_duration(rate.span_s * 1e9)
+            ),
+            DIM,
+        ));
+    }
     if let (Some(min), Some(mean), Some(max)) = (t.period_min_ns, t.period_mean_ns, t.period_max_ns)
     {
         spans.push(Span::styled(" period ", DIM));
@@ -261,7 +269,7 @@ fn sparklines(f: &mut Frame<'_>, area: Rect, ui: &UiState, t: &TopicView, height
             a,
             format!(
                 "rate {} Hz (max {})",
-                fmt::hz(t.window.rate_hz),
+                fmt::rate(&t.rate),
                 fmt::hz(rmax as f64 / 1000.0)
             ),
             rate,
@@ -272,7 +280,7 @@ fn sparklines(f: &mut Frame<'_>, area: Rect, ui: &UiState, t: &TopicView, height
             b,
             format!(
                 "bandwidth {} (max {})",
-                fmt::bandwidth(t.window.bandwidth_bps),
+                fmt::rate_bandwidth(&t.rate),
                 fmt::bandwidth(bmax as f64)
             ),
             bw,

@@ -40,9 +40,7 @@ fn column<'a>(c: TopicColumn, ui: &'a UiState, wide: bool) -> Column<'a, T<'a>> 
         TopicColumn::Readers => {
             Column::right(h, Width::Fixed(3), |t: &T| t.readers.to_string().into())
         }
-        TopicColumn::Rate => {
-            Column::right(h, Width::Fixed(6), |t: &T| fmt::hz(t.window.rate_hz).into())
-        }
+        TopicColumn::Rate => Column::right(h, Width::Fixed(6), |t: &T| fmt::rate(&t.rate).into()),
         TopicColumn::Jitter => Column::right(h, Width::Fixed(6), |t: &T| {
             t.timing
                 .period_stddev_ns
@@ -51,7 +49,7 @@ fn column<'a>(c: TopicColumn, ui: &'a UiState, wide: bool) -> Column<'a, T<'a>> 
         })
         .wide_only(),
         TopicColumn::Bandwidth => Column::right(h, Width::Fixed(8), |t: &T| {
-            fmt::bandwidth(t.window.bandwidth_bps).into()
+            fmt::rate_bandwidth(&t.rate).into()
         }),
         TopicColumn::MeanSize => Column::right(h, Width::Fixed(6), |t: &T| {
             t.size.mean.map_or("-".into(), units::bytes).into()

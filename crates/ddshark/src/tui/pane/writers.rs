@@ -41,10 +41,7 @@ fn columns<'a>(ui: &'a UiState) -> Vec<Column<'a, W<'a>>> {
             count(w.totals.samples)
         })
         .wide_only(),
-        Column::right("Rate", Width::Fixed(6), |w: &W| {
-            fmt::hz(w.window.rate_hz).into()
-        })
-        .wide_only(),
+        Column::right("Rate", Width::Fixed(6), |w: &W| fmt::rate(&w.rate).into()).wide_only(),
         Column::right("Lost", Width::Fixed(5), move |w: &W| count(w.totals.lost)).wide_only(),
         Column::right("Retx", Width::Fixed(5), move |w: &W| {
             count(w.totals.retransmitted)
