@@ -3,7 +3,7 @@
 
 use rtps_dissect::plist::PID_STATUS_INFO;
 use rtps_dissect::rtps::SubmessageError;
-use rtps_dissect::{Datagram, Submessage, SubmessageBody, SubmessageKind, Transport};
+use rtps_dissect::{Datagram, Guid, Submessage, SubmessageBody, SubmessageKind, Transport};
 use serde::Serialize;
 
 /// Most requested sequence numbers listed for one ACKNACK (the spec allows 256).
@@ -121,10 +121,7 @@ impl SubmessageRecord {
     pub(crate) fn from_error(d: &Datagram<'_>, e: &SubmessageError<'_>) -> Self {
         let writer = e.writer_guid();
         let (first_sn, last_sn) = e.first_last_sns();
-        let (topic, type_name) = writer
-            .and_then(|w| d.topic_of(&w))
-            .map(|i| (Some(i.topic.to_string()), Some(i.type_name.to_string())))
-            .unwrap_or_default();
+        let (topic, type_name) = topic_and_type(d, writer);
         Self {
             kind: e.kind().name(),
             submessage_id: e.id,
@@ -162,10 +159,7 @@ impl SubmessageRecord {
         r.reader_entity = sm.reader_entity().map(|e| e.to_string());
         r.sn = sm.writer_sn();
         r.payload_size = sm.payload_size();
-        if let Some(info) = writer.and_then(|w| d.topic_of(&w)) {
-            r.topic = Some(info.topic.to_string());
-            r.type_name = Some(info.type_name.to_string());
-        }
+        (r.topic, r.type_name) = topic_and_type(d, writer);
         if matches!(
             sm.kind,
             SubmessageKind::Data
@@ -300,4 +294,19 @@ impl SubmessageRecord {
             })
             .collect()
     }
+}
+
+/// A writer's topic and type: as discovered, or the built-in topic its entity id names
+/// (DCPSParticipant, …), as `stats` and `latency` name them.
+fn topic_and_type(d: &Datagram<'_>, writer: Option<Guid>) -> (Option<String>, Option<String>) {
+    let Some(w) = writer else {
+        return (None, None);
+    };
+    if let Some(i) = d.topic_of(&w) {
+        return (Some(i.topic.to_string()), Some(i.type_name.to_string()));
+    }
+    w.entity
+        .builtin_topic()
+        .map(|b| (Some(b.name.to_string()), Some(b.type_name.to_string())))
+        .unwrap_or_default()
 }

@@ -51,8 +51,9 @@ pub struct StatsArgs {
     /// A hole in a writer's sequence numbers older than this (capture time) is lost
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = TimeSpan::positive)]
     pub(crate) loss_timeout: TimeSpan,
-    /// Include built-in discovery writers (DCPSParticipant, ...) in the text report
-    #[arg(long)]
+    /// Built-in topics (DCPSParticipant, ...) are always listed, in text as in JSON; the
+    /// flag that listed them in text is accepted so that older command lines still run
+    #[arg(long, hide = true)]
     pub(crate) builtin: bool,
     /// No progress bar
     #[arg(long, short = 'q')]
@@ -144,7 +145,7 @@ pub fn run(args: &StatsArgs) -> Result<()> {
                 &snap,
                 &ReportOptions {
                     ros: args.ros,
-                    builtin: args.builtin,
+                    builtin: true,
                     writers: true,
                 },
             )

@@ -152,10 +152,22 @@ impl Summary {
     }
 }
 
-/// Log histogram with 1-2-5 bin edges (ns): the bins between the smallest and largest value.
+/// The negative values (latencies a clock offset turned below zero) as one bin from the
+/// smallest to 0, and the rest: log bins would need a mirror image of every decade between
+/// them, nearly all empty. Both the text and the HTML histogram start with it.
+pub(crate) fn negative_bin(sorted: &[i64]) -> (Option<(i64, i64, u64)>, &[i64]) {
+    let k = sorted.partition_point(|&v| v < 0);
+    let (neg, rest) = sorted.split_at(k);
+    (neg.first().map(|&lo| (lo, 0, neg.len() as u64)), rest)
+}
+
+/// Log histogram with 1-2-5 bin edges (ns): the bins between the smallest and largest
+/// value, after one bin of every negative value ([`negative_bin`]).
 pub(crate) fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
+    let (negative, sorted) = negative_bin(sorted);
+    let mut out: Vec<(i64, i64, u64)> = negative.into_iter().collect();
     let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
-        return Vec::new();
+        return out;
     };
     let mut edges: Vec<i64> = Vec::new();
     let mut decade: i64 = 1;
@@ -169,8 +181,8 @@ pub(crate) fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
         }
         decade = decade.saturating_mul(10);
     }
-    let mut out = Vec::new();
-    let mut prev = i64::MIN;
+    let mut bins = Vec::new();
+    let mut prev = 0;
     for &e in &edges {
         let from = prev;
         prev = e;
@@ -179,15 +191,22 @@ pub(crate) fn histogram(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
         }
         let a = sorted.partition_point(|&v| v < from);
         let b = sorted.partition_point(|&v| v < e);
-        let shown_from = if from == i64::MIN { lo.min(0) } else { from };
-        out.push((shown_from, e, (b - a) as u64));
+        bins.push((from, e, (b - a) as u64));
     }
     // Trim empty bins at both ends.
-    while out.first().is_some_and(|b| b.2 == 0) {
-        out.remove(0);
+    while bins.first().is_some_and(|b| b.2 == 0) {
+        bins.remove(0);
     }
-    while out.last().is_some_and(|b| b.2 == 0) {
-        out.pop();
+    while bins.last().is_some_and(|b| b.2 == 0) {
+        bins.pop();
+    }
+    // A run of empty bins (between 0 and the first latency of a millisecond, say) is one
+    // empty line, not one per decade step.
+    for b in bins {
+        match out.last_mut() {
+            Some(last) if last.2 == 0 && b.2 == 0 && last.1 == b.0 => last.1 = b.1,
+            _ => out.push(b),
+        }
     }
     out
 }
@@ -266,6 +285,35 @@ mod tests {
         assert_eq!(pct(&v, 50.0), Some(2));
         assert_eq!(pct(&v, 100.0), Some(5));
         assert_eq!(pct(&[], 50.0), None);
+    }
+
+    #[test]
+    fn negative_latencies_have_one_bin_then_log_bins_from_the_first_positive_value() {
+        // As a clock offset makes them: -10.285 ms, then 1.5 ms .. 3 ms. Before, a
+        // "-10.285 ms .. 1 ns" bin came first, then empty 1 ns .. 1 ms bins.
+        let v = vec![-10_285_000, -20_000, 1_500_000, 1_600_000, 3_000_000];
+        let h = histogram(&v);
+        assert_eq!(
+            h,
+            vec![
+                (-10_285_000, 0, 2),
+                (1_000_000, 2_000_000, 2),
+                (2_000_000, 5_000_000, 1)
+            ]
+        );
+        // Zero is not negative: it opens the first log bin; the empty bins from 1 ns to
+        // 1 ms are one.
+        assert_eq!(histogram(&[0, 0, 1]), vec![(0, 1, 2), (1, 2, 1)]);
+        assert_eq!(
+            histogram(&[-3, 0, 1_500_000]),
+            vec![
+                (-3, 0, 1),
+                (0, 1, 1),
+                (1, 1_000_000, 0),
+                (1_000_000, 2_000_000, 1)
+            ]
+        );
+        assert_eq!(histogram(&[-5, -1]), vec![(-5, 0, 2)]);
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub(crate) fn row(
             let cols = [
                 crate::latency::direction_in(labels, r.sender, r.receiver),
                 r.key.writer.to_string(),
-                opt(r.topic.as_deref()).replace(['\t', '\n'], " "),
+                opt(topic_name(r)).replace(['\t', '\n'], " "),
                 r.key.sn.to_string(),
                 opt(frag_col(level, r)),
                 r.status.name().to_string(),
@@ -175,7 +175,7 @@ pub(crate) fn row(
                 kind: "sample",
                 direction: crate::latency::direction_in(labels, r.sender, r.receiver),
                 writer_guid: r.key.writer.to_string(),
-                topic: r.topic.as_deref(),
+                topic: topic_name(r),
                 builtin: r.key.writer.entity.is_builtin(),
                 sn: r.key.sn,
                 frag_start: frag_col(level, r),
@@ -318,6 +318,14 @@ pub fn offsets_text(run: &RunSummary, out: &mut String) {
             "  (the true offset lies within ± of the estimate; where within it depends on the path's asymmetry, which traffic cannot show)"
         );
     }
+}
+
+/// A row's topic as TSV and JSON give it: discovered, or the built-in topic its writer's
+/// entity id names (DCPSParticipant, …, as the text table names it); `None` unknown.
+fn topic_name(r: &SampleRow) -> Option<&str> {
+    r.topic
+        .as_deref()
+        .or_else(|| r.key.writer.entity.builtin_topic_name())
 }
 
 /// Per-topic statistics table (and histograms) for people.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::latency::stats::{human_ns, pct, Group, GroupKey};
+use crate::latency::stats::{human_ns, negative_bin, pct, Group, GroupKey};
 use crate::latency::{label, Level, RunSummary};
 
 const PALETTE: &[&str] = &[
@@ -319,9 +319,17 @@ fn time_plot(rows: &[Row<'_>], out: &mut String) {
     out.push_str("</div>");
 }
 
-/// Bins for the report's histogram: 20 linear bins when the data span less than a
-/// decade, else 10 logarithmic bins per decade.
+/// Bins for the report's histogram: every negative value in one bin first, as the text
+/// histogram has it (`negative_bin`), then 20 linear bins when the rest span less than
+/// a decade, else 10 logarithmic bins per decade.
 fn fine_bins(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
+    let (negative, sorted) = negative_bin(sorted);
+    let mut bins: Vec<(i64, i64, u64)> = negative.into_iter().collect();
+    bins.extend(non_negative_bins(sorted));
+    bins
+}
+
+fn non_negative_bins(sorted: &[i64]) -> Vec<(i64, i64, u64)> {
     let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
         return Vec::new();
     };
@@ -560,4 +568,21 @@ pub fn report(run: &RunSummary) -> String {
     out.push_str(JS);
     out.push_str("</script></body></html>\n");
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negative_latencies_have_one_bin_as_in_the_text_histogram() {
+        let v = [-10_285_000, -20_000, 1_500_000, 1_600_000, 3_000_000];
+        let bins = fine_bins(&v);
+        assert_eq!(bins[0], (-10_285_000, 0, 2));
+        // The rest as before: linear bins from the smallest non-negative value.
+        assert_eq!(bins[1].0, 1_500_000);
+        assert!(bins[1..].iter().all(|b| b.0 >= 0));
+        assert_eq!(bins.iter().map(|b| b.2).sum::<u64>(), 5);
+    }
 }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use crate::state::rate::RateView;
 use crate::state::ros::{display_topic, display_type};
-use crate::state::snapshot::Snapshot;
+use crate::state::snapshot::{Snapshot, TopicView};
 use crate::state::timing::TimingView;
 use crate::units;
 
@@ -36,7 +36,7 @@ fn summary(r: &mut String, s: &Snapshot) {
     let d = &h.dissector;
     let _ = writeln!(
         r,
-        "capture {:.3} s: {} frames, {} RTPS datagrams ({} IP fragments reassembled), {} submessages; {} participants, {} writers, {} readers, {} topics",
+        "capture {:.3} s: {} frames dissected, {} RTPS datagrams ({} IP fragments reassembled), {} submessages; {} participants, {} writers, {} readers, {} topics (+{} built-in)",
         s.summary.duration_s,
         d.frames,
         d.rtps_datagrams,
@@ -45,7 +45,8 @@ fn summary(r: &mut String, s: &Snapshot) {
         h.participants,
         h.writers,
         h.readers,
-        s.topics.iter().filter(|t| !t.builtin).count()
+        s.topics.iter().filter(|t| !t.builtin).count(),
+        s.topics.iter().filter(|t| t.builtin).count()
     );
     let _ = writeln!(
         r,
@@ -60,7 +61,8 @@ fn summary(r: &mut String, s: &Snapshot) {
     );
 }
 
-/// One line per topic (built-in ones with `builtin`): endpoints, samples, rates, losses, sizes.
+/// One line per topic (then the built-in ones, marked, with `builtin`): endpoints,
+/// samples, rates, losses, sizes.
 fn topics_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
     let _ = writeln!(
         r,
@@ -78,7 +80,7 @@ fn topics_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
         "INCMP",
         "SIZE min/mean/max"
     );
-    let shown = || s.topics.iter().filter(|t| o.builtin || !t.builtin);
+    let shown = || shown_topics(s, o.builtin);
     for t in shown() {
         let size = match (t.size.min, t.size.mean, t.size.max) {
             (Some(a), Some(m), Some(b)) => format!("{a}/{m:.0}/{b}"),
@@ -87,7 +89,7 @@ fn topics_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
         let _ = writeln!(
             r,
             "{:<40} {:<34} {:>3} {:>3} {:>8} {:>10} {:>8} {:>10} {:>6} {:>6} {:>6} {:>24}",
-            trunc(&display_topic(&t.name, o.ros), 40),
+            trunc(&topic_name(t, o), 40),
             trunc(&display_type(&t.type_name, o.ros), 34),
             t.writers,
             t.readers,
@@ -127,9 +129,30 @@ fn bandwidth_text(r: &RateView) -> String {
         .map_or("-".into(), |b| format!("{}/s", units::bytes(b / 8.0)))
 }
 
+/// The topics a report lists: the user's, then (with `builtin`) the built-in ones, as
+/// `stats` JSON has them all.
+fn shown_topics(s: &Snapshot, builtin: bool) -> impl Iterator<Item = &TopicView> {
+    let user = s.topics.iter().filter(|t| !t.builtin);
+    let builtins = s.topics.iter().filter(move |t| t.builtin && builtin);
+    user.chain(builtins)
+}
+
+/// Marks a built-in (discovery) topic's name in the text tables.
+const BUILTIN_MARK: &str = " [built-in]";
+
+fn topic_name(t: &TopicView, o: &ReportOptions) -> String {
+    let name = display_topic(&t.name, o.ros);
+    if t.builtin {
+        format!("{name}{BUILTIN_MARK}")
+    } else {
+        name
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReportOptions {
     pub(crate) ros: bool,
+    /// List the built-in topics too (`stats` does, as its JSON; `--no-tui` does not).
     pub(crate) builtin: bool,
     /// List writers that need attention (loss, no discovery, shared memory).
     pub(crate) writers: bool,
@@ -177,8 +200,8 @@ fn timing_table(r: &mut String, s: &Snapshot, o: &ReportOptions) {
             t.deadline_misses
         );
     };
-    for t in s.topics.iter().filter(|t| o.builtin || !t.builtin) {
-        row(r, display_topic(&t.name, o.ros), &t.timing, &t.rate);
+    for t in shown_topics(s, o.builtin) {
+        row(r, topic_name(t, o), &t.timing, &t.rate);
         if o.writers {
             for w in s
                 .writers
@@ -379,7 +402,7 @@ fn health_line(r: &mut String, s: &Snapshot) {
         );
     }
     for src in &h.pipeline.sources {
-        let _ = write!(health, "; {}: {} frames", src.name, src.frames);
+        let _ = write!(health, "; {}: {} frames read", src.name, src.frames);
         if src.queue_dropped > 0 {
             let _ = write!(health, ", {} DROPPED (queue full)", src.queue_dropped);
         }
@@ -390,6 +413,19 @@ fn health_line(r: &mut String, s: &Snapshot) {
                 k.received, k.dropped, k.if_dropped
             );
         }
+    }
+    // The capture threads read ahead of the dissector: until the end, frames read are
+    // more than frames dissected (the summary's first line); say by how many.
+    let read = h
+        .pipeline
+        .sources
+        .iter()
+        .fold(0u64, |n, s| n.saturating_add(s.frames));
+    let in_flight = read
+        .saturating_sub(h.pipeline.frames_processed)
+        .saturating_sub(h.pipeline.queue_dropped);
+    if in_flight > 0 {
+        let _ = write!(health, " ({in_flight} read, not dissected yet)");
     }
     if let Some(rec) = &h.pipeline.recording {
         let _ = write!(

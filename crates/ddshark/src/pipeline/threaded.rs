@@ -345,6 +345,9 @@ pub fn run_threaded(
         while let Ok(msg) = if poll { recv_soon(&rx) } else { rx.recv() } {
             match msg {
                 Msg::Batch(src, batch) => {
+                    // Before its frames reach the state: a snapshot taken among them
+                    // counts them read (frames read ≥ frames dissected, always).
+                    sync_counters(engine, &shared, opts);
                     let mut off = 0usize;
                     for m in &batch.metas {
                         let end = off.saturating_add(m.len as usize);
