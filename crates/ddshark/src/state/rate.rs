@@ -82,7 +82,7 @@ impl RateView {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::float_cmp)]
+#[allow(clippy::unwrap_used, clippy::float_cmp, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 
