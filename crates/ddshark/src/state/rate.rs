@@ -82,7 +82,11 @@ impl RateView {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::float_cmp, clippy::arithmetic_side_effects)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::float_cmp,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
 
