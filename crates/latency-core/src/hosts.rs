@@ -11,6 +11,12 @@ use crate::offset::{Crossing, Direction, OffsetConfig, OffsetEstimator};
 /// A participant's GUID prefix.
 pub type Participant = [u8; 12];
 
+/// Where addresses tie participants: only within one realm. `ddshark latency` has one (0);
+/// the live join one per set of hosts that saw the sample, as it has one participant per
+/// such set, so that captures exported again under new host names are evidence apart from
+/// the old names' (their addresses are the same).
+pub type Realm = u64;
+
 /// One capture's sighting of a sample: when it first saw any part of it (its own clock), and
 /// the source IP and Ethernet addresses of that datagram, when known (without them, a
 /// participant is a host group of its own unless its announced locators tie it to others).
@@ -26,6 +32,8 @@ pub struct Sighting {
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     pub participant: Participant,
+    /// The realm its addresses belong to.
+    pub realm: Realm,
     /// A discovery (SPDP/SEDP) sample.
     pub builtin: bool,
     pub sightings: &'a [Sighting],
@@ -115,10 +123,10 @@ struct Cell {
 pub struct HostRule {
     cfg: HostRuleConfig,
     participants: HashMap<Participant, u32>,
-    ips: HashMap<IpAddr, u32>,
-    macs: HashMap<[u8; 6], u32>,
+    ips: HashMap<(Realm, IpAddr), u32>,
+    macs: HashMap<(Realm, [u8; 6]), u32>,
     /// Unicast addresses participants announced (SPDP) that no datagram came from yet.
-    announced: HashMap<IpAddr, Vec<u32>>,
+    announced: HashMap<(Realm, IpAddr), Vec<u32>>,
     /// Union-find over participant and address nodes.
     parent: Vec<u32>,
     cells: BTreeMap<CellKey, Cell>,
@@ -136,9 +144,9 @@ type CellData = (i64, i64, i64, i64, u32, u32);
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostRuleEvidence {
     participants: Vec<(Participant, u32)>,
-    ips: Vec<(IpAddr, u32)>,
-    macs: Vec<([u8; 6], u32)>,
-    announced: Vec<(IpAddr, Vec<u32>)>,
+    ips: Vec<((Realm, IpAddr), u32)>,
+    macs: Vec<((Realm, [u8; 6]), u32)>,
+    announced: Vec<((Realm, IpAddr), Vec<u32>)>,
     parent: Vec<u32>,
     cells: Vec<(CellKey, CellData)>,
     first: Vec<(u32, Vec<u64>)>,
@@ -275,7 +283,7 @@ impl HostRule {
         Some(n)
     }
 
-    fn ip_node(&mut self, ip: IpAddr) -> Option<u32> {
+    fn ip_node(&mut self, ip: (Realm, IpAddr)) -> Option<u32> {
         if let Some(&n) = self.ips.get(&ip) {
             return Some(n);
         }
@@ -287,7 +295,7 @@ impl HostRule {
         Some(n)
     }
 
-    fn mac_node(&mut self, mac: [u8; 6]) -> Option<u32> {
+    fn mac_node(&mut self, mac: (Realm, [u8; 6])) -> Option<u32> {
         if let Some(&n) = self.macs.get(&mac) {
             return Some(n);
         }
@@ -299,15 +307,16 @@ impl HostRule {
     /// A participant's SPDP announcement: the unicast addresses of its locators (metatraffic
     /// and default) are its host's. An address ties the participant to the others that use
     /// it only once a datagram came from it, so an address every host has but none sends
-    /// from (a container bridge's, say) ties nothing.
-    pub fn announce(&mut self, participant: Participant, addrs: &[IpAddr]) {
+    /// from (a container bridge's, say) ties nothing. Addresses count within `realm`.
+    pub fn announce(&mut self, participant: Participant, realm: Realm, addrs: &[IpAddr]) {
         let Some(node) = self.participant_node(participant) else {
             return;
         };
-        for &ip in addrs {
-            if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() {
+        for &addr in addrs {
+            if addr.is_unspecified() || addr.is_loopback() || addr.is_multicast() {
                 continue;
             }
+            let ip = (realm, addr);
             if let Some(&n) = self.ips.get(&ip) {
                 self.union(node, n);
                 continue;
@@ -378,7 +387,7 @@ impl HostRule {
         // The address the participant sent from, as its own capture saw it: every capture
         // sees the same source address, so any sighting will do.
         if let Some(src) = s.sightings.iter().find_map(|x| x.src) {
-            if let Some(ipn) = self.ip_node(src) {
+            if let Some(ipn) = self.ip_node((s.realm, src)) {
                 self.union(node, ipn);
             }
         }
@@ -387,7 +396,7 @@ impl HostRule {
         // NIC, such as its VLANs, share it.
         if let [first, rest @ ..] = s.sightings {
             if !rest.is_empty() && rest.iter().all(|x| x.src_mac == first.src_mac) {
-                if let Some(macn) = first.src_mac.and_then(|m| self.mac_node(m)) {
+                if let Some(macn) = first.src_mac.and_then(|m| self.mac_node((s.realm, m))) {
                     self.union(node, macn);
                 }
             }
@@ -729,16 +738,16 @@ fn unique_max(v: &[u64]) -> Option<usize> {
     v.iter().position(|&c| c == max)
 }
 
-/// The decided homes: by participant, and by source address for participants the rule
-/// never saw.
+/// The decided homes: by participant, and by source address (in its realm) for
+/// participants the rule never saw.
 #[derive(Debug, Clone, Default)]
 pub struct Hosts {
     pub participants: HashMap<Participant, Home>,
-    pub ips: HashMap<IpAddr, Home>,
+    pub ips: HashMap<(Realm, IpAddr), Home>,
 }
 
 impl Hosts {
-    pub fn home(&self, participant: &Participant, src: Option<IpAddr>) -> Option<Home> {
+    pub fn home(&self, participant: &Participant, src: Option<(Realm, IpAddr)>) -> Option<Home> {
         self.participants
             .get(participant)
             .or_else(|| src.and_then(|ip| self.ips.get(&ip)))
@@ -769,6 +778,7 @@ mod tests {
             let t = i * 20 * MS;
             r.observe(&Seen {
                 participant: [1; 12],
+                realm: 0,
                 builtin: false,
                 sightings: &[
                     Sighting {
@@ -789,6 +799,7 @@ mod tests {
                 let t = t + 5 * MS;
                 r.observe(&Seen {
                     participant: [2; 12],
+                    realm: 0,
                     builtin: true,
                     sightings: &[
                         Sighting {
@@ -810,6 +821,7 @@ mod tests {
         // A participant only capture 0 saw, from host 2's address.
         r.observe(&Seen {
             participant: [3; 12],
+            realm: 0,
             builtin: false,
             sightings: &[Sighting {
                 capture: 0,
@@ -912,6 +924,7 @@ mod tests {
             };
             r.observe(&Seen {
                 participant: [p; 12],
+                realm: 0,
                 builtin: false,
                 sightings: &[
                     Sighting {
@@ -944,7 +957,7 @@ mod tests {
         let untied = two_addresses(|_| {}, [None, None]);
         assert_eq!(basis(&untied, 1), Some((0, Basis::Clock)));
         let announced = two_addresses(
-            |r| r.announce([1; 12], &[ip(1), ip(3), IpAddr::from([172, 17, 0, 1])]),
+            |r| r.announce([1; 12], 0, &[ip(1), ip(3), IpAddr::from([172, 17, 0, 1])]),
             [None, None],
         );
         let shared_mac = two_addresses(|_| {}, [Some([2; 6]), Some([2; 6])]);
@@ -956,6 +969,9 @@ mod tests {
         // Different MACs (two NICs, or a router between) tie nothing.
         let two_macs = two_addresses(|_| {}, [Some([2; 6]), Some([3; 6])]);
         assert_eq!(basis(&two_macs, 1), Some((0, Basis::Clock)));
+        // An address ties only within its realm (the live join's other set of hosts).
+        let other_realm = two_addresses(|r| r.announce([1; 12], 1, &[ip(1), ip(3)]), [None, None]);
+        assert_eq!(basis(&other_realm, 1), Some((0, Basis::Clock)));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! Participants are first grouped into hosts by what the wire says: the source addresses of
 //! their datagrams (two participants sending from one address share a host), the unicast
 //! addresses of their SPDP locators ([`HostRule::announce`]) and the Ethernet source that
-//! every capture saw alike (the sender's NIC). Then, for every pair of captures X
+//! every capture saw alike (the sender's NIC); addresses tie participants within one
+//! [`hosts::Realm`] (the live join's set of hosts that saw a sample). Then, for every pair of captures X
 //! and Y and every sample (writer GUID, SN) both saw, let Δ = t_Y − t_X (each on its own
 //! clock). A sample sent from X's host has Δ = θ + d, one sent from Y's host Δ = θ − d, with
 //! d > 0 the one-way delay. Whatever θ is, within a short vote window every sample sent from

@@ -13,7 +13,8 @@ impl Join {
     /// The writer's capture: the host rule's decision (latency_core::hosts), else the
     /// only capture that saw the sample, else the one that saw it first.
     fn home_of(&self, key: &Key, p: &Pending) -> Option<usize> {
-        let src = p.caps.iter().find_map(|c| c.src).map(|s| s.ip());
+        // (one realm offline: every address counts for every participant)
+        let src = p.caps.iter().find_map(|c| c.src).map(|s| (0, s.ip()));
         if let Some(h) = self
             .hosts
             .as_ref()
@@ -47,6 +48,7 @@ impl Join {
             .collect();
         rule.observe(&Seen {
             participant: key.writer.prefix.0,
+            realm: 0,
             builtin: key.writer.entity.is_builtin(),
             sightings: &sightings,
         });

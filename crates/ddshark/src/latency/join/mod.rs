@@ -106,7 +106,7 @@ impl Join {
     /// A participant announced these unicast addresses (SPDP): evidence for its host.
     pub(crate) fn announce(&mut self, participant: [u8; 12], addrs: &[IpAddr]) {
         if let Some(rule) = self.rule.as_mut() {
-            rule.announce(participant, addrs);
+            rule.announce(participant, 0, addrs);
         }
     }
 
