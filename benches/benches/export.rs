@@ -64,6 +64,7 @@ fn record(i: u64) -> SpanRecord {
         submessage_index: 1,
         slot: 0,
         sample: None,
+        announced_ips: None,
         export_seq: i,
     }
 }

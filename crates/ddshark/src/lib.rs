@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod dissect;
 pub mod latency;
 pub(crate) mod otlp;
+pub use otlp::sample_summary;
 pub mod output;
 pub mod pipeline;
 pub(crate) mod privilege;

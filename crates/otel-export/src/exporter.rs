@@ -759,6 +759,7 @@ mod tests {
             submessage_index: 0,
             slot: 0,
             sample: None,
+            announced_ips: None,
             export_seq: 0,
         }
     }

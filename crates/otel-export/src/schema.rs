@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -60,6 +60,8 @@ pub struct SampleTotals {
     /// Of those, retransmissions: the same fragment again to the same destination or
     /// after a multicast send (`ddshark latency`'s `repairs_sender`).
     pub repairs: u32,
+    /// Ethernet source of the first datagram carrying it, when it came over Ethernet.
+    pub src_mac: Option<[u8; 6]>,
 }
 
 /// One whole sample as one host saw it, finalised after a quiet period (the input of
@@ -144,10 +146,21 @@ pub struct SpanRecord {
     pub slot: u16,
     /// `SAMPLE` spans only.
     pub sample: Option<SampleTotals>,
+    /// `SAMPLE` spans of a participant's SPDP writer: the unicast addresses it announced
+    /// (metatraffic and default locators), `10.0.0.1,10.0.0.2`, once its SPDP was seen.
+    pub announced_ips: Option<Arc<str>>,
     /// The span's number among those this process committed to export requests (0, 1,
     /// 2, … without gaps, set by the exporter when it builds a request; 0 before), so the
     /// store can count what was lost after ddshark (`flux-queries/transit_loss.flux`).
     pub export_seq: u64,
+}
+
+impl SpanRecord {
+    /// The source IP address (`src_ip` on SAMPLE spans), unless unknown.
+    pub fn src_ip(&self) -> Option<IpAddr> {
+        let ip = self.src.ip();
+        (!ip.is_unspecified()).then_some(ip)
+    }
 }
 
 /// Trace id of a sample: the first 16 bytes of SHA-256(writer GUID ‖ SN big-endian).
@@ -241,8 +254,39 @@ pub(crate) fn domain_from_port(port: u16) -> Option<u32> {
     (d < 233).then_some(d)
 }
 
-/// Most participants whose SPDP domain id is remembered.
+/// Most participants whose SPDP domain id and addresses are remembered.
 const MAX_PARTICIPANT_DOMAINS: usize = 4096;
+/// Most unicast addresses of one participant's announcement put on its SPDP SAMPLE spans.
+const MAX_ANNOUNCED_IPS: usize = 8;
+
+/// What a participant's SPDP announcement said that spans carry.
+#[derive(Debug, Default)]
+struct Announced {
+    domain_id: Option<u32>,
+    /// Its unicast addresses, as the `announced_ips` attribute says them (None: none).
+    ips: Option<Arc<str>>,
+}
+
+/// The unicast addresses of an announcement (metatraffic first, each once, without the
+/// unspecified, loopback and multicast ones, which tie no host), comma-separated.
+fn announced_ips(p: &rtps_dissect::discovery::ParticipantInfo) -> Option<String> {
+    let mut ips: Vec<IpAddr> = Vec::new();
+    for ip in p
+        .metatraffic_unicast
+        .iter()
+        .chain(&p.default_unicast)
+        .filter_map(|l| l.ip())
+    {
+        if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || ips.contains(&ip) {
+            continue;
+        }
+        if ips.len() < MAX_ANNOUNCED_IPS {
+            ips.push(ip);
+        }
+    }
+    let text: Vec<String> = ips.iter().map(IpAddr::to_string).collect();
+    (!text.is_empty()).then(|| text.join(","))
+}
 /// Most writers whose last start time is remembered for `slot`.
 const MAX_WRITER_SLOTS: usize = 65_536;
 
@@ -253,7 +297,9 @@ const MAX_WRITER_SLOTS: usize = 65_536;
 pub struct SpanMapper {
     host: Arc<str>,
     interface: Option<Arc<str>>,
-    domains: HashMap<GuidPrefix, u32, KeyHasher>,
+    participants: HashMap<GuidPrefix, Announced, KeyHasher>,
+    /// Times `participants` was full and cleared (counted, not hidden).
+    participant_resets: u64,
     builtin_names: HashMap<&'static str, Arc<str>>,
     /// Last topic/type seen, to share the `Arc` instead of reallocating.
     last_topic: Option<(Arc<str>, Arc<str>)>,
@@ -268,7 +314,8 @@ impl SpanMapper {
         Self {
             host: Arc::from(host),
             interface: interface.map(Arc::from),
-            domains: HashMap::default(),
+            participants: HashMap::default(),
+            participant_resets: 0,
             builtin_names: HashMap::new(),
             last_topic: None,
             slots: HashMap::default(),
@@ -279,6 +326,12 @@ impl SpanMapper {
     /// Times the writer → slot memory was full and started over.
     pub fn slot_resets(&self) -> u64 {
         self.slot_resets
+    }
+
+    /// Times the memory of participants' announcements (domain id, addresses) was full
+    /// and started over.
+    pub fn participant_resets(&self) -> u64 {
+        self.participant_resets
     }
 
     /// Several DATA/DATA_FRAG of one writer in one datagram (or in datagrams with the
@@ -317,16 +370,26 @@ impl SpanMapper {
     fn learn(&mut self, d: &Datagram<'_>) {
         for rec in &d.discovery {
             if let DiscoveryRecord::Participant(p) = rec {
-                if let Some(dom) = p.domain_id {
-                    if self.domains.len() >= MAX_PARTICIPANT_DOMAINS
-                        && !self.domains.contains_key(&p.guid_prefix)
-                    {
-                        self.domains.clear();
-                    }
-                    self.domains.insert(p.guid_prefix, dom);
+                if self.participants.len() >= MAX_PARTICIPANT_DOMAINS
+                    && !self.participants.contains_key(&p.guid_prefix)
+                {
+                    self.participants.clear();
+                    self.participant_resets = self.participant_resets.saturating_add(1);
+                }
+                let known = self.participants.entry(p.guid_prefix).or_default();
+                if p.domain_id.is_some() {
+                    known.domain_id = p.domain_id;
+                }
+                let ips = announced_ips(p);
+                if known.ips.as_deref() != ips.as_deref() {
+                    known.ips = ips.map(Arc::from);
                 }
             }
         }
+    }
+
+    fn domain_of(&self, participant: &GuidPrefix) -> Option<u32> {
+        self.participants.get(participant).and_then(|p| p.domain_id)
     }
 
     /// Calls `out` with one span record per DATA/DATA_FRAG submessage of `d`, in order.
@@ -377,9 +440,7 @@ impl SpanMapper {
                     (None, None)
                 };
                 let domain_id = self
-                    .domains
-                    .get(&sm.ctx.src_prefix)
-                    .copied()
+                    .domain_of(&sm.ctx.src_prefix)
                     .or_else(|| domain_from_port(d.dst.port()));
                 let index = u32::try_from(sm.index).unwrap_or(u32::MAX);
                 let slot = self.slot(writer, d.ts_first_ns);
@@ -413,6 +474,7 @@ impl SpanMapper {
                     submessage_index: index,
                     slot,
                     sample: None,
+                    announced_ips: None,
                     export_seq: 0,
                 });
             }
@@ -440,10 +502,17 @@ impl SpanMapper {
         // (user types are not kept per sample: the DATA spans carry them)
         let type_name = builtin.map(|b| self.builtin_name(b.type_name));
         let domain_id = self
-            .domains
-            .get(&s.writer.prefix)
-            .copied()
+            .domain_of(&s.writer.prefix)
             .or_else(|| domain_from_port(s.dst.port()));
+        // (a participant's addresses on its SPDP samples only: they say them, and they are
+        // few, one per participant and SPDP period)
+        let announced_ips = if s.writer.entity.builtin_topic_name() == Some("DCPSParticipant") {
+            self.participants
+                .get(&s.writer.prefix)
+                .and_then(|p| p.ips.clone())
+        } else {
+            None
+        };
         SpanRecord {
             trace_id: trace_id(&s.writer, s.sn),
             span_id: sample_span_id(&self.host, iface, &s.writer, s.sn, s.first_ns),
@@ -474,6 +543,7 @@ impl SpanMapper {
             submessage_index: 0,
             slot: s.slot,
             sample: Some(s.totals),
+            announced_ips,
             export_seq: 0,
         }
     }
@@ -501,7 +571,14 @@ pub struct SpanDataBuilder {
     detail: SpanDetail,
     writers: HashMap<Guid, Value, KeyHasher>,
     addresses: HashMap<SocketAddr, Value, KeyHasher>,
+    ips: HashMap<IpAddr, Value, KeyHasher>,
     vendors: HashMap<VendorId, Value, KeyHasher>,
+}
+
+/// An Ethernet address as `src_mac` says it: the 48-bit number, `02:42:ac:11:00:02` =
+/// 0x0242ac110002.
+pub fn mac_number(mac: &[u8; 6]) -> i64 {
+    mac.iter().fold(0i64, |n, &b| (n << 8) | i64::from(b))
 }
 
 /// A string attribute.
@@ -549,6 +626,7 @@ impl SpanDataBuilder {
             detail,
             writers: HashMap::default(),
             addresses: HashMap::default(),
+            ips: HashMap::default(),
             vendors: HashMap::default(),
         }
     }
@@ -636,6 +714,17 @@ impl SpanDataBuilder {
         a.push(i(attr::FRAGMENTS_MISSING, t.fragments_missing));
         a.push(i(attr::SUBMESSAGES, t.submessages));
         a.push(i(attr::REPAIRS, t.repairs));
+        // (the host rule's evidence: what ties a host's participants, docs/latency.md)
+        if let Some(ip) = r.src_ip() {
+            let ip = shared_string(&mut self.ips, ip, |ip| ip.to_string());
+            a.push(s(attr::SRC_IP, ip));
+        }
+        if let Some(mac) = t.src_mac {
+            a.push(i(attr::SRC_MAC, mac_number(&mac)));
+        }
+        if let Some(v) = &r.announced_ips {
+            a.push(s(attr::ANNOUNCED_IPS, v.clone()));
+        }
         if let Some(v) = r.domain_id {
             a.push(i(attr::DOMAIN_ID, v));
         }
@@ -759,6 +848,7 @@ mod tests {
             submessage_index: 1,
             slot: 0,
             sample,
+            announced_ips: Some(Arc::from("10.0.0.1,10.0.0.2")),
             export_seq: 11,
         }
     }
@@ -803,6 +893,7 @@ mod tests {
             fragments_missing: 0,
             submessages: 2,
             repairs: 0,
+            src_mac: Some([2, 0, 0, 0, 0, 1]),
         };
         assert_eq!(
             sorted(encoded(&full_record(None), SpanDetail::Full)),
@@ -840,11 +931,12 @@ mod tests {
 #[cfg(test)]
 mod size_bound {
     /// The queue's memory bound is `queue_capacity × size_of::<SpanRecord>()`
-    /// (65536 × 296 B = 18.5 MiB by default); keep the record from growing unnoticed.
+    /// (65536 × 312 B = 19.5 MiB by default; 296 B before SAMPLE spans carried the host
+    /// rule's evidence); keep the record from growing unnoticed.
     #[test]
     fn span_record_stays_small() {
         assert!(
-            std::mem::size_of::<super::SpanRecord>() <= 296,
+            std::mem::size_of::<super::SpanRecord>() <= 312,
             "{}",
             std::mem::size_of::<super::SpanRecord>()
         );

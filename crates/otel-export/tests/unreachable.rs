@@ -52,6 +52,7 @@ fn span(i: u64, topic: &str) -> SpanRecord {
         submessage_index: 0,
         slot: 0,
         sample: None,
+        announced_ips: None,
         export_seq: 0,
     }
 }

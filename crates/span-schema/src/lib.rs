@@ -48,6 +48,12 @@ pub mod attr {
     pub const FRAGMENTS_MISSING: &str = "fragments_missing";
     pub const SUBMESSAGES: &str = "submessages";
     pub const REPAIRS: &str = "repairs";
+    /// SAMPLE spans: the source IP address of the first datagram carrying the sample, and
+    /// its Ethernet source (a 48-bit integer: 11 B less per span than its text); on the SPDP samples of a participant, the unicast addresses it
+    /// announced: the evidence the host rule ties a host's participants by.
+    pub const SRC_IP: &str = "src_ip";
+    pub const SRC_MAC: &str = "src_mac";
+    pub const ANNOUNCED_IPS: &str = "announced_ips";
 }
 
 /// What Telegraf's OTLP input makes of every span besides its attributes.
@@ -205,7 +211,7 @@ use Stored::{Field, Tag};
 use ValueType::{Int, Str};
 
 /// Every attribute a span may carry itself (not the resource's), in the docs' order.
-pub const SPAN_ATTRIBUTES: [SpanAttribute; 30] = [
+pub const SPAN_ATTRIBUTES: [SpanAttribute; 33] = [
     a(attr::TRAFFIC_TYPE, Str, Tag, Both, false, false),
     a(attr::TOPIC_NAME, Str, Tag, Both, true, false),
     a(attr::TYPE_NAME, Str, Tag, Both, true, false),
@@ -257,6 +263,9 @@ pub const SPAN_ATTRIBUTES: [SpanAttribute; 30] = [
     a(attr::FRAGMENTS_MISSING, Int, Field, Sample, false, false),
     a(attr::SUBMESSAGES, Int, Field, Sample, false, false),
     a(attr::REPAIRS, Int, Field, Sample, false, false),
+    a(attr::SRC_IP, Str, Field, Sample, true, false),
+    a(attr::SRC_MAC, Int, Field, Sample, true, false),
+    a(attr::ANNOUNCED_IPS, Str, Field, Sample, true, false),
 ];
 
 /// Resource attributes ddshark sets (host- or run-wide; tags in InfluxDB).
@@ -290,7 +299,7 @@ pub const JOIN_TAGS: [&str; 5] = [
 ];
 
 /// The span fields the latency join reads.
-pub const JOIN_FIELDS: [&str; 10] = [
+pub const JOIN_FIELDS: [&str; 13] = [
     influx::END_TIME,
     attr::SN,
     attr::START_NS,
@@ -301,6 +310,9 @@ pub const JOIN_FIELDS: [&str; 10] = [
     attr::FRAGMENT_STARTING_NUM,
     attr::FRAGS_IN_SUBMESSAGE,
     attr::FRAGMENT_SIZE,
+    attr::SRC_IP,
+    attr::SRC_MAC,
+    attr::ANNOUNCED_IPS,
 ];
 
 /// The spans the latency join reads (DATA spans add nothing: every DATA belongs to a

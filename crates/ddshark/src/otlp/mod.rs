@@ -107,7 +107,9 @@ impl SampleTracker {
     }
 }
 
-fn summary_of(s: &LocalSample) -> SampleSummary {
+/// What the `SAMPLE` span of a sample a capture saw says (before the mapper's own: ids,
+/// slot, domain, announced addresses).
+pub fn sample_summary(s: &LocalSample) -> SampleSummary {
     let ns = |t: i64| u64::try_from(t).unwrap_or(0);
     let unspecified = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
     SampleSummary {
@@ -128,6 +130,7 @@ fn summary_of(s: &LocalSample) -> SampleSummary {
             fragments_missing: s.units.saturating_sub(s.units_seen),
             submessages: s.submessages,
             repairs: s.repairs,
+            src_mac: s.src_mac,
         },
     }
 }
@@ -152,6 +155,8 @@ pub(crate) struct OtlpSink {
     reported_early: u64,
     /// Slot-memory restarts already reported (`SpanMapper::slot_resets`, summed over sources).
     reported_slot_resets: u64,
+    /// Participant-memory restarts already reported (`SpanMapper::participant_resets`).
+    reported_participant_resets: u64,
     /// Wait for queue space (file replays) instead of dropping.
     wait: Option<Duration>,
     metrics: bool,
@@ -188,6 +193,7 @@ impl OtlpSink {
             }),
             reported_early: 0,
             reported_slot_resets: 0,
+            reported_participant_resets: 0,
             wait: (!live).then_some(timeout),
             metrics,
             flush_timeout: args
@@ -233,7 +239,7 @@ impl OtlpSink {
                 continue;
             };
             for s in t.finalised.drain(..) {
-                export(&handle, wait, src.mapper.sample(&summary_of(&s)));
+                export(&handle, wait, src.mapper.sample(&sample_summary(&s)));
             }
         }
     }
@@ -281,6 +287,19 @@ impl OtlpSink {
                  a slot, and InfluxDB keeps one of them"
             );
             self.reported_slot_resets = slot_resets;
+        }
+        let participant_resets = self
+            .sources
+            .iter()
+            .flatten()
+            .fold(0u64, |n, s| n.saturating_add(s.mapper.participant_resets()));
+        if participant_resets > self.reported_participant_resets {
+            eprintln!(
+                "ddshark: otlp: the memory of participants' announcements was full {participant_resets} time(s) \
+                 and started over (more participants than it holds, 4096): spans go without domain_id (unless \
+                 the port says it) and SPDP SAMPLE spans without announced_ips until each participant announces again"
+            );
+            self.reported_participant_resets = participant_resets;
         }
         let s = self.handle.stats();
         let r = &self.reported;

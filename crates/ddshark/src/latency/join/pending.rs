@@ -178,6 +178,7 @@ pub(super) fn local_sample(key: Key, p: &Pending, c: &CapObs) -> LocalSample {
         submessages: c.subs,
         repairs: c.repairs,
         src: c.src,
+        src_mac: c.src_mac,
         dst: c.dst,
         pcp: c.pcp,
     }

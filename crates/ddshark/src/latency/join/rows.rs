@@ -92,7 +92,10 @@ pub struct LocalSample {
     pub submessages: u32,
     /// Of those, retransmissions (as `repairs_sender`).
     pub repairs: u32,
-    pub(crate) src: Option<SocketAddr>,
+    /// The first datagram carrying it: its source and Ethernet source (the host rule's
+    /// evidence, which its SAMPLE span carries).
+    pub src: Option<SocketAddr>,
+    pub src_mac: Option<[u8; 6]>,
     pub(crate) dst: Option<SocketAddr>,
     pub(crate) pcp: Option<u8>,
 }
