@@ -6,11 +6,11 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use common::{
-    add_sample_span, fixtures, host_samples, latency_args, live_join, live_join_arriving,
-    replay_into, shifted_copy,
+    add_sample_span, fixtures, host_sample_spans, host_samples, latency_args, live_join,
+    live_join_arriving, live_join_with, replay_into, shifted_copy,
 };
 use ddshark::latency::{join_captures, label, Level};
 
@@ -125,6 +125,96 @@ fn live_join_reports_the_offline_clock_offset() {
     check("a_small_reliable", S, 0, -3_600 * S);
 }
 
+/// Per writer, the senders the live join's `dds_latency` points of `text` name.
+fn live_senders(text: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut senders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for l in text.lines().filter(|l| l.starts_with("dds_latency,")) {
+        senders
+            .entry(tag(l, "writer_id").unwrap())
+            .or_default()
+            .insert(tag(l, "sender").unwrap());
+    }
+    senders
+}
+
+/// `h_vlan_pcp`: each host runs a participant on VLAN 10 and one on VLAN 20 (one NIC, an
+/// address on each VLAN). What ties a host's two participants is on the wire only: their
+/// Ethernet source (and each one's announced addresses); by the order of events alone, the
+/// two B participants (14 µs apart in delay) leave the split undecided and a writer's host
+/// falls back on the capture that saw its samples first, which with B's clock 12.3 ms
+/// ahead is A for B's own writers. `ddshark latency` ties them and so, now that the SAMPLE
+/// spans carry `src_ip`, `src_mac` and `announced_ips`, does the live join: the same
+/// sender for every writer, and the same clock offset. (Without those attributes, as
+/// before, the join names A for B's writers.)
+#[test]
+fn the_live_join_ties_a_hosts_participants_by_their_addresses_as_ddshark_latency_does() {
+    let dir = fixtures().join("h_vlan_pcp");
+    let a = dir.join("a.pcap");
+    let b = std::env::temp_dir().join(format!(
+        "ddshark-join-clock-{}-vlan.pcap",
+        std::process::id()
+    ));
+    shifted_copy(&dir.join("b.pcap"), &b, |t| t + 12_345_678);
+    let mut offline: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let run = join_captures(
+        &latency_args(&a, std::slice::from_ref(&b), Level::Sample),
+        |r| {
+            offline
+                .entry(r.key.writer.to_string())
+                .or_default()
+                .insert(format!("host{}", label(r.sender)));
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert!(
+        run.hosts_from_clock.is_empty(),
+        "ddshark latency took hosts from the clocks: {:?}",
+        run.hosts_from_clock
+    );
+    let est = run.offsets[0].estimate.unwrap();
+    let hosts = [("hostA", a.as_path()), ("hostB", b.as_path())];
+    let live = live_join_with(&hosts, |_, t| t, true);
+    let before = live_join_with(&hosts, |_, t| t, false);
+    let _ = std::fs::remove_file(&b);
+
+    let senders = live_senders(&live);
+    let on_b = offline.values().filter(|s| s.contains("hostB")).count();
+    eprintln!(
+        "{} writers, {on_b} of them sending from B (ddshark latency)",
+        offline.len()
+    );
+    assert!(
+        on_b > 0 && senders.len() == offline.len(),
+        "{senders:?}\n{offline:?}"
+    );
+    assert_eq!(senders, offline, "the live join's senders per writer");
+    let wrong = live_senders(&before)
+        .iter()
+        .filter(|(w, s)| offline.get(*w) != Some(*s))
+        .count();
+    eprintln!("without the addresses: {wrong} writers under another sender");
+    assert!(wrong > 0, "the order of events alone decided this pair too");
+
+    let last = live
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("dds_clock_offset,"))
+        .expect("a dds_clock_offset point");
+    let mut offset = int_field(last, "offset_ns").unwrap();
+    if tag(last, "host_a").as_deref() == Some("hostB") {
+        offset = -offset;
+    }
+    let t = last.rsplit(' ').next().unwrap().parse::<i64>().unwrap();
+    assert!(
+        (offset - est.offset_at(t)).abs() <= 1
+            && (int_field(last, "half_width_ns").unwrap() - est.half_width_ns).abs() <= 1,
+        "live {last} vs ddshark latency {} ± {}",
+        est.offset_at(t),
+        est.half_width_ns
+    );
+}
+
 /// Per direction ("sender->receiver"), the dds_latency points; and the last dds_clock_offset
 /// point of the drift-a/drift-b pair (tags and fields, without its time) of `text`.
 fn directions_and_offset(text: &str) -> (BTreeMap<String, usize>, Option<String>) {
@@ -200,14 +290,14 @@ fn live_join_restarted(hosts: &[(&str, &std::path::Path)], restart_at: Option<us
     let settings = span_join::JoinSettings::default();
     let mut spans = Vec::new();
     for (host, path) in hosts {
-        spans.extend(host_samples(path).into_iter().map(|s| (*host, s)));
+        spans.extend(host_sample_spans(path).into_iter().map(|s| (*host, s)));
     }
-    spans.sort_by_key(|(_, s)| s.t_first);
+    spans.sort_by_key(|(_, s)| s.0.t_first);
     let mut join = span_join::SpanJoin::new(settings);
     let mut out = span_join::LineWriter::default();
-    let mut next_push = spans.first().map_or(0, |(_, s)| s.t_first) + PUSH_NS;
+    let mut next_push = spans.first().map_or(0, |(_, s)| s.0.t_first) + PUSH_NS;
     for (at, (host, s)) in spans.iter().enumerate() {
-        while s.t_first >= next_push {
+        while s.0.t_first >= next_push {
             join.push(&mut out);
             next_push += PUSH_NS;
         }

@@ -69,6 +69,7 @@
 //! per-second totals in `seconds`, the bounded maps in `forget`, the restart state in `state`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -175,6 +176,14 @@ pub struct SampleSpan<'a> {
     pub sample_size: i64,
     pub repairs: i64,
     pub submessages: i64,
+    /// The host rule's evidence (docs/latency.md, "A writer's host"), as the span says it:
+    /// the source IP and Ethernet addresses of the first datagram carrying the sample, and
+    /// on an SPDP sample the unicast addresses its participant announced (comma-separated).
+    /// Unreadable values count as absent.
+    pub src_ip: Option<&'a str>,
+    /// The 48-bit address as a number (0x0242ac110002).
+    pub src_mac: Option<i64>,
+    pub announced_ips: Option<&'a str>,
 }
 
 /// A DATA_FRAG span: one DATA_FRAG submessage seen on one host.
@@ -242,6 +251,19 @@ struct SampleRow {
     repairs: i64,
     submessages: i64,
     slot: Str,
+    /// What ties its writer's participant to a host (None: the span said none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    addresses: Option<Arc<Addresses>>,
+}
+
+/// The host rule's evidence as one SAMPLE span said it ([`SampleSpan::src_ip`] and co.),
+/// shared by the rows that say the same (a writer's samples on one host do), so a waiting
+/// row grows by a pointer, not by the addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Addresses {
+    src: Option<IpAddr>,
+    src_mac: Option<[u8; 6]>,
+    announced: Option<Arc<[IpAddr]>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -310,6 +332,8 @@ pub struct SpanJoin {
     /// (sender, receiver, topic, second of t_send) → its samples' latencies.
     latency_seconds: IndexMap<(Str, Str, Str, i64), LatencySecond>,
     interned: HashSet<Str>,
+    /// The rows' addresses, shared (at most [`MAX_INTERNED`]; beyond, copies).
+    addresses: HashSet<Arc<Addresses>>,
     /// The evidence for writers' hosts and clock offsets (latency_core), by host index.
     clocks: Clocks,
     /// Points of samples joined early (table full), written at the next push.

@@ -50,6 +50,9 @@ struct SpanParts<'a> {
     fragment_starting_num: Option<i64>,
     frags_in_submessage: Option<i64>,
     fragment_size: Option<i64>,
+    src_ip: Option<Cow<'a, str>>,
+    src_mac: Option<i64>,
+    announced_ips: Option<Cow<'a, str>>,
 }
 
 fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
@@ -78,6 +81,17 @@ fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
         let Ok((key, value)) = field else {
             return false;
         };
+        let text = match &*key {
+            attr::SRC_IP => Some(&mut p.src_ip),
+            attr::ANNOUNCED_IPS => Some(&mut p.announced_ips),
+            _ => None,
+        };
+        if let Some(text) = text {
+            if let FieldValue::Str(v) = value {
+                *text = Some(v);
+            }
+            continue;
+        }
         let slot = match &*key {
             influx::END_TIME => &mut p.end,
             attr::SN => &mut p.sn,
@@ -89,6 +103,7 @@ fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
             attr::FRAGMENT_STARTING_NUM => &mut p.fragment_starting_num,
             attr::FRAGS_IN_SUBMESSAGE => &mut p.frags_in_submessage,
             attr::FRAGMENT_SIZE => &mut p.fragment_size,
+            attr::SRC_MAC => &mut p.src_mac,
             _ => continue,
         };
         *slot = value.as_i64();
@@ -121,6 +136,9 @@ fn feed_span(join: &mut SpanJoin, line: &Line<'_>) -> bool {
                 sample_size,
                 repairs,
                 submessages,
+                src_ip: p.src_ip.as_deref(),
+                src_mac: p.src_mac,
+                announced_ips: p.announced_ips.as_deref(),
             });
             true
         }

@@ -317,11 +317,21 @@ pub fn shifted_copy(src: &Path, dst: &Path, clock: impl Fn(i64) -> i64) -> i64 {
 /// spans state them (`ddshark latency`'s join run over that capture alone, as the
 /// exporter runs it), in the order they are finalised.
 pub fn host_samples(path: &Path) -> Vec<ddshark::latency::join::LocalSample> {
+    host_sample_spans(path).into_iter().map(|s| s.0).collect()
+}
+
+/// A sample one capture saw and the SAMPLE span record ddshark's exporter makes of it.
+pub type HostSample = (ddshark::latency::join::LocalSample, otel_export::SpanRecord);
+
+/// [`host_samples`] with each sample's span record, made as the exporter makes it: by the
+/// span mapper that saw every datagram up to the sample's end (SPDP announcements too).
+pub fn host_sample_spans(path: &Path) -> Vec<HostSample> {
     use ddshark::capture::PacketSource;
     use ddshark::latency::extract::{observations, ExtractStats};
     use ddshark::latency::join::{Join, JoinConfig};
     let mut src = ddshark::capture::file::FileSource::open(path).unwrap();
     let mut dissector = rtps_dissect::Dissector::default();
+    let mut mapper = otel_export::SpanMapper::new("host", Some("file"));
     let mut join = Join::new(JoinConfig {
         captures: 1,
         window_ns: span_schema::SAMPLE_WINDOW_NS,
@@ -330,34 +340,58 @@ pub fn host_samples(path: &Path) -> Vec<ddshark::latency::join::LocalSample> {
         lost: latency_core::LostRule::default(),
     });
     let (mut obs, mut rows, mut stats) = (Vec::new(), Vec::new(), ExtractStats::default());
+    let (mut done, mut out) = (Vec::new(), Vec::new());
+    let mut spans = |done: &mut Vec<_>, mapper: &mut otel_export::SpanMapper| {
+        for s in done.drain(..) {
+            let record = mapper.sample(&ddshark::sample_summary(&s));
+            out.push((s, record));
+        }
+    };
     while let Ok(Some(frame)) = src.next_frame() {
         let ts = i64::try_from(frame.ts_ns).unwrap();
         for d in dissector.process(&frame).datagrams() {
+            mapper.map(d, |_| {});
             observations(d, ddshark::latency::Level::Sample, 0, &mut stats, &mut obs);
         }
         for o in obs.drain(..) {
             join.push(0, o, &mut rows);
         }
         join.advance(ts, &mut rows);
+        join.take_local(&mut done);
+        spans(&mut done, &mut mapper);
     }
     join.finish(&mut rows);
     assert!(
         rows.is_empty(),
         "a join of one capture has no sender/receiver rows"
     );
-    let mut out = Vec::new();
-    join.take_local(&mut out);
+    join.take_local(&mut done);
+    spans(&mut done, &mut mapper);
     out
 }
 
-/// Hands `host`'s sample `s` to the live join as the SAMPLE span ddshark exports for it.
-pub fn add_sample_span(
+/// Hands `host`'s sample to the live join as the SAMPLE span ddshark exports for it.
+pub fn add_sample_span(join: &mut span_join::SpanJoin, host: &str, (s, record): &HostSample) {
+    add_sample_span_with(join, host, s, record, true);
+}
+
+/// [`add_sample_span`], with (`evidence`) or without the attributes the host rule ties a
+/// host's participants by (`src_ip`, `src_mac`, `announced_ips`): spans as they were before.
+pub fn add_sample_span_with(
     join: &mut span_join::SpanJoin,
     host: &str,
     s: &ddshark::latency::join::LocalSample,
+    record: &otel_export::SpanRecord,
+    evidence: bool,
 ) {
     let writer = s.key.writer.to_string();
     let slot = s.slot.to_string();
+    let src_ip = record.src_ip().map(|ip| ip.to_string());
+    let src_mac = record
+        .sample
+        .and_then(|t| t.src_mac)
+        .map(|m| otel_export::schema::mac_number(&m));
+    let announced = record.announced_ips.as_deref();
     join.add_sample(&span_join::SampleSpan {
         host,
         writer: &writer,
@@ -371,6 +405,9 @@ pub fn add_sample_span(
         sample_size: i64::try_from(s.sample_size).unwrap(),
         repairs: i64::from(s.repairs),
         submessages: i64::from(s.submessages),
+        src_ip: src_ip.as_deref().filter(|_| evidence),
+        src_mac: src_mac.filter(|_| evidence),
+        announced_ips: announced.filter(|_| evidence),
     });
 }
 
@@ -385,9 +422,18 @@ pub fn live_join(hosts: &[(&str, &Path)]) -> String {
 /// the first host's clock; ties in the order of `hosts`) instead of `t_first`: a push every
 /// 2 s of arrival time, as if the join ran at the capture's speed.
 pub fn live_join_arriving(hosts: &[(&str, &Path)], arrival: impl Fn(usize, i64) -> i64) -> String {
+    live_join_with(hosts, arrival, true)
+}
+
+/// [`live_join_arriving`], with or without the host rule's address `evidence` on the spans.
+pub fn live_join_with(
+    hosts: &[(&str, &Path)],
+    arrival: impl Fn(usize, i64) -> i64,
+    evidence: bool,
+) -> String {
     let mut join = span_join::SpanJoin::new(span_join::JoinSettings::default());
     let mut out = span_join::LineWriter::default();
-    replay_into(&mut join, &mut out, hosts, arrival);
+    replay_with(&mut join, &mut out, hosts, arrival, evidence);
     join.flush(&mut out);
     out.buf
 }
@@ -400,23 +446,33 @@ pub fn replay_into(
     hosts: &[(&str, &Path)],
     arrival: impl Fn(usize, i64) -> i64,
 ) {
+    replay_with(join, out, hosts, arrival, true);
+}
+
+fn replay_with(
+    join: &mut span_join::SpanJoin,
+    out: &mut span_join::LineWriter,
+    hosts: &[(&str, &Path)],
+    arrival: impl Fn(usize, i64) -> i64,
+    evidence: bool,
+) {
     const PUSH_NS: i64 = 2_000_000_000;
     let mut spans = Vec::new();
     for (i, (host, path)) in hosts.iter().enumerate() {
         spans.extend(
-            host_samples(path)
+            host_sample_spans(path)
                 .into_iter()
-                .map(|s| (arrival(i, s.t_first), *host, s)),
+                .map(|s| (arrival(i, s.0.t_first), *host, s)),
         );
     }
     spans.sort_by_key(|(at, _, _)| *at);
     let mut next_push = spans.first().map_or(0, |(at, _, _)| *at) + PUSH_NS;
-    for (at, host, s) in &spans {
+    for (at, host, (s, record)) in &spans {
         while *at >= next_push {
             join.push(out);
             next_push += PUSH_NS;
         }
-        add_sample_span(join, host, s);
+        add_sample_span_with(join, host, s, record, evidence);
     }
 }
 

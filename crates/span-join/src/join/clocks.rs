@@ -226,26 +226,39 @@ impl Clocks {
                 }
             }
         }
-        let Some(participant) = self.participant(writer, rows, true) else {
+        let (Some(participant), Some(realm)) = (
+            self.participant(writer, rows, true),
+            self.host_set(rows, true),
+        ) else {
             return;
         };
+        // (addresses tie participants within the set of hosts that saw the sample, the
+        // rule's participant's own: captures exported again under other names are apart)
         let mut sightings: Vec<Sighting> = Vec::new();
         for r in rows {
             let Some(capture) = self.index_of(&r.host) else {
                 continue;
             };
+            let addresses = r.addresses.as_deref();
+            if let Some(ips) = addresses.and_then(|a| a.announced.as_deref()) {
+                self.rule.announce(participant, realm, ips);
+            }
+            let seen = Sighting {
+                capture,
+                t_first: r.start,
+                src: addresses.and_then(|a| a.src),
+                src_mac: addresses.and_then(|a| a.src_mac),
+            };
+            // each host's first sighting, with the addresses of that datagram
             match sightings.iter_mut().find(|x| x.capture == capture) {
-                Some(x) => x.t_first = x.t_first.min(r.start),
-                None => sightings.push(Sighting {
-                    capture,
-                    t_first: r.start,
-                    src: None,
-                    src_mac: None,
-                }),
+                Some(x) if r.start < x.t_first => *x = seen,
+                Some(_) => {}
+                None => sightings.push(seen),
             }
         }
         self.rule.observe(&Seen {
             participant,
+            realm,
             builtin: is_builtin_writer(writer),
             sightings: &sightings,
         });

@@ -26,6 +26,8 @@ impl SpanJoin {
             keep
         });
         self.repairs.retain(|_, acc| !stale(acc.tick));
+        // addresses no waiting row says any more (the set only shares them)
+        self.addresses.retain(|a| Arc::strong_count(a) > 1);
         let given_up = self.tick.checked_sub(self.settings.max_wait_pushes);
         self.give_up_senderless(|parked| given_up.is_some_and(|t| parked.first_tick <= t));
         self.latency_seconds.retain(|_, acc| !stale(acc.tick));

@@ -15,6 +15,26 @@ impl SpanJoin {
         shared
     }
 
+    /// A span's addresses, shared with the rows that say the same (None if it says none).
+    fn addresses(&mut self, span: &SampleSpan<'_>) -> Option<Arc<Addresses>> {
+        let addresses = Addresses {
+            src: span.src_ip.and_then(|t| t.parse().ok()),
+            src_mac: span.src_mac.and_then(mac_bytes),
+            announced: span.announced_ips.and_then(parse_ips),
+        };
+        if addresses.src.is_none() && addresses.src_mac.is_none() && addresses.announced.is_none() {
+            return None;
+        }
+        if let Some(shared) = self.addresses.get(&addresses) {
+            return Some(shared.clone());
+        }
+        let shared = Arc::new(addresses);
+        if self.addresses.len() < MAX_INTERNED {
+            self.addresses.insert(shared.clone());
+        }
+        Some(shared)
+    }
+
     pub(super) fn note_capture(&mut self, host: &Str, start: i64, end: i64) -> &mut Capture {
         let (tick, flows) = (self.tick, self.flows);
         self.flowing = true;
@@ -80,6 +100,7 @@ impl SpanJoin {
             repairs: span.repairs,
             submessages: span.submessages,
             slot: self.intern(span.slot),
+            addresses: self.addresses(span),
         };
         if let Some(pending) = self.samples.get_mut(&writer, span.sn, 0) {
             pending.rows.push(row);
@@ -138,6 +159,28 @@ impl SpanJoin {
             fragment_starting_num: fsn,
         });
     }
+}
+
+/// ddshark's `src_mac` (the 48-bit address as a number) as bytes; None beyond 48 bits.
+pub(super) fn mac_bytes(number: i64) -> Option<[u8; 6]> {
+    let bytes = u64::try_from(number).ok()?.to_be_bytes();
+    match bytes {
+        [0, 0, a, b, c, d, e, f] => Some([a, b, c, d, e, f]),
+        _ => None,
+    }
+}
+
+/// Most addresses of one announcement kept (ddshark sends at most 8).
+const MAX_ANNOUNCED: usize = 16;
+
+/// `10.0.0.1,10.0.0.2` (ddshark's `announced_ips`): the addresses that parse, None if none.
+pub(super) fn parse_ips(text: &str) -> Option<Arc<[IpAddr]>> {
+    let ips: Vec<IpAddr> = text
+        .split(',')
+        .filter_map(|t| t.trim().parse().ok())
+        .take(MAX_ANNOUNCED)
+        .collect();
+    (!ips.is_empty()).then(|| Arc::from(ips))
 }
 
 /// Numbers a DATA_FRAG can carry: fragments from 1, within the sample's fragment count.

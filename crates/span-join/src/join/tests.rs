@@ -1,5 +1,6 @@
 use super::*;
 use crate::feed_line;
+use std::collections::BTreeSet;
 
 const W: &str = "0110aaaaaaaaaaaaaaaaaaaa000003c2";
 
@@ -572,4 +573,87 @@ fn the_counters_point_has_the_schemas_fields() {
         .filter_map(|f| f.split_once('=').map(|(k, _)| k))
         .collect();
     assert_eq!(fields, span_schema::JOIN_COUNTERS);
+}
+
+/// Host x runs participants 1 (10.0.0.1) and 2 (10.0.0.3, a path 4 ms slower), host y
+/// participant 3 (10.0.0.2); y's clock is 12 ms behind x's. By the order of events alone
+/// 2 lies above 1 above 3, so where the hosts split is undecided and each writer's host
+/// falls back on the host that saw its samples first: y, for all three. What ties 1 and 2
+/// on the wire, as the spans say it — 1's SPDP span announcing both addresses, or one
+/// Ethernet source that both hosts saw — decides it, as `ddshark latency` does. Unreadable
+/// values are no evidence, and no harm.
+#[test]
+fn the_addresses_on_the_spans_tie_a_hosts_participants() {
+    const MS: i64 = 1_000_000;
+    let writer = |p: u8, entity: &str| format!("{p:02x}{}{entity}", "ab".repeat(11));
+    let span = |p: u8, entity: &str, host: &str, sn: i64, start: i64, extra: &str| {
+        format!(
+            "spans,host.name={host},slot=0,span.name=SAMPLE,topic_name=rt/t,writer_id={} \
+             end_time_unix_nano={}i,sn={sn}i,start_ns={start}i,fragments_missing=0i,\
+             sample_size=100i,repairs=0i,submessages=1i{extra} {start}",
+            writer(p, entity),
+            start + 1_000
+        )
+    };
+    let senders = |announce: &str, mac: [&str; 2]| {
+        let mut join = SpanJoin::new(settings());
+        let mut out = LineWriter::default();
+        let (x, y) = (|t: i64| t, |t: i64| t - 12 * MS);
+        let extra = |ip: &str, mac: &str| format!(",src_ip=\"{ip}\"{mac}");
+        // participant 1's SPDP sample, seen by both
+        let spdp = format!("{}{announce}", extra("10.0.0.1", mac[0]));
+        feed(
+            &mut join,
+            &[
+                span(1, "000100c2", "x", 1, x(0), &spdp),
+                span(1, "000100c2", "y", 1, y(MS), &spdp),
+            ],
+        );
+        for sn in 1..=50i64 {
+            let t = sn * 20 * MS;
+            let (one, two) = (extra("10.0.0.1", mac[0]), extra("10.0.0.3", mac[1]));
+            let three = extra("10.0.0.2", ",src_mac=9i");
+            feed(
+                &mut join,
+                &[
+                    span(1, "00000103", "x", sn, x(t), &one),
+                    span(1, "00000103", "y", sn, y(t + MS), &one),
+                    span(2, "00000103", "x", sn, x(t + MS), &two),
+                    span(2, "00000103", "y", sn, y(t + 6 * MS), &two),
+                    span(3, "00000103", "y", sn, y(t + 2 * MS), &three),
+                    span(3, "00000103", "x", sn, x(t + 2 * MS + 100_000), &three),
+                ],
+            );
+        }
+        join.flush(&mut out);
+        (1..=3u8)
+            .map(|p| {
+                let w = writer(p, "00000103");
+                let senders: BTreeSet<&str> = points(&out, "dds_latency")
+                    .into_iter()
+                    .filter(|l| l.contains(&format!("writer_id={w}")))
+                    .filter_map(|l| l.split(',').find_map(|t| t.strip_prefix("sender=")))
+                    .collect();
+                senders.into_iter().collect::<Vec<_>>().join("+")
+            })
+            .collect::<Vec<_>>()
+    };
+    let no_mac = [""; 2];
+    assert_eq!(
+        senders("", no_mac),
+        ["y", "y", "y"],
+        "by the order of events alone"
+    );
+    let announced = ",announced_ips=\"10.0.0.1,10.0.0.3,172.17.0.1\"";
+    assert_eq!(senders(announced, no_mac), ["x", "x", "y"], "announced");
+    let one_nic = [",src_mac=2485377892354i"; 2];
+    assert_eq!(senders("", one_nic), ["x", "x", "y"], "one Ethernet source");
+    let two_nics = [",src_mac=1i", ",src_mac=2i"];
+    assert_eq!(
+        senders("", two_nics),
+        ["y", "y", "y"],
+        "two Ethernet sources"
+    );
+    let unreadable = ",announced_ips=\"10.0.0.1;x,::g\",src_mac=-1i";
+    assert_eq!(senders(unreadable, no_mac), ["y", "y", "y"], "unreadable");
 }
