@@ -4,7 +4,8 @@
 // that holds the true offset (where within it depends on the path's asymmetry, which traffic
 // cannot show). Raw latencies (receiver's clock minus sender's) on ${sender} -> ${receiver}
 // read this much too high (too low when negative); the latency panels subtract it when
-// their variable clock is "corrected".
+// their variable clock is "corrected" and lower..upper excludes 0 (as `ddshark latency
+// --offset auto`; when it holds 0 they stay raw and say so).
 // Grafana variables: ${long_bucket}, ${sender}, ${receiver} (host.name),
 // v.timeRangeStart / v.timeRangeStop.
 from(bucket: "${long_bucket}")

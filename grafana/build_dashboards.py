@@ -102,9 +102,12 @@ def var_clock():
         "options": [{"text": "raw", "value": "raw", "selected": True},
                     {"text": "corrected", "value": "corrected", "selected": False}],
         "description": "raw: receive time on the receiver's clock minus send time on the "
-                       "sender's, as captured. corrected: minus the clock offset the latency "
-                       "join estimates from the traffic (panel 'Clock offset'); empty where it "
-                       "has no estimate for the pair. docs/latency.md",
+                       "sender's, as captured. corrected: as `ddshark latency --offset auto`, "
+                       "minus the clock offset the latency join estimates from the traffic "
+                       "(panel 'Clock offset') when its interval excludes 0, each latency "
+                       "± the interval's half-width; raw when the interval holds 0 (the "
+                       "clocks may agree); each series' clock_correction says which; empty "
+                       "where there is no estimate for the pair. docs/latency.md",
     }
 
 
@@ -218,9 +221,12 @@ def prom_target(expr, legend, ref="A"):
             "range": True, "editorMode": "code"}
 
 
-CLOCK_NOTE = ("${clock}: raw = receiver's clock minus sender's, as captured; corrected = minus "
-              "the clock offset below (the join's last estimate up to the range's end, drift "
-              "followed); the variable 'latency clock' picks.")
+CLOCK_NOTE = ("${clock}: raw = receiver's clock minus sender's, as captured; corrected = as "
+              "`ddshark latency --offset auto`: minus the clock offset below (the join's last "
+              "estimate up to the range's end, drift followed) when its interval excludes 0, "
+              "every latency then ± its half-width; raw when the interval holds 0 (the clocks may "
+              "agree). Each series' label clock_correction says which, the offset and the ± "
+              "(uncertainty_ns in the query's rows); the variable 'latency clock' picks.")
 
 
 def latency_board():
@@ -251,7 +257,8 @@ def latency_board():
     b.flux_panel("Clock offset ${receiver} - ${sender} (estimated from the traffic)",
                  "With latency clock = raw the latency panels show receive time on ${receiver}'s "
                  "clock minus send time on ${sender}'s, so they read this offset too high; with "
-                 "corrected they subtract its last estimate (drift followed). The latency join "
+                 "corrected they subtract its last estimate (drift followed) when lower..upper "
+                 "excludes 0, and stay raw when it holds 0 (the clocks may agree). The latency join "
                  "estimates it from the samples seen on both hosts (NTP's estimate from the smallest "
                  "delay each way over the last 5 minutes, drift followed); the true offset lies "
                  "between lower and upper, where within depends on the path's asymmetry, which "

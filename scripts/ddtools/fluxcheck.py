@@ -24,7 +24,11 @@
    (built by scripts/stack/build.sh) must pass them in --strict mode.
 7. The latency panels with the dashboard variable clock = corrected, on k_fastdds with its B
    side shifted (+12.345678 ms, 50 ppm): the raw ones minus the join's dds_clock_offset
-   estimate, and `ddshark latency --offset auto` within the estimate's half-width.
+   estimate, and `ddshark latency --offset auto` within the estimate's half-width; every row
+   labelled 'corrected by the estimate …: every latency ± …' with uncertainty_ns =
+   `ddshark latency --offset auto`'s latency_uncertainty_ns of its samples. On
+   a_small_reliable (one clock: the estimate's bound holds 0) they are the raw ones and
+   `--offset auto`'s, to the nanosecond, labelled 'not corrected: … holds 0', no ±.
 
 usage: tests/flux/run.sh [--stack-env FILE] [--keep] [--scenario NAME ...] [--ddshark BIN]
 The private stack's run dir: DDSHARK_FLUX_RUN_DIR, else a new /tmp/ddshark-stack-*, removed
@@ -381,6 +385,9 @@ LIVE_QUERIES = {"writer_health.flux", "series_cardinality.flux", "exporter_healt
 # read SHIFT_NS ahead of A's at the first frame and ran DRIFT_PPB fast (both captures read
 # one clock), as the Rust stack test stack_clock_offset_equals_ddshark_latency shifts it.
 SHIFTED_FIXTURE, SHIFT_NS, DRIFT_PPB = "k_fastdds", 12_345_678, 50_000
+# A pair captured on one clock whose estimate (970 µs ± 1.045 ms) holds 0: the latency
+# panels with ${clock} = corrected keep its raw latencies, as `ddshark latency --offset auto`.
+KEPT_RAW_FIXTURE = "a_small_reliable"
 
 
 def shifted_copy(src, dst, shift_ns, drift_ppb=0):
@@ -440,7 +447,10 @@ def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop, t
         # (a sample's rows with and without --offset auto: the same frames; --offset auto
         # moves t_send onto A's clock, the join's points keep the sender's)
         key = lambda r: (r["direction"], r["writer_guid"], r["sn"], r["frag_start"], r["frame_send"], r["frame_recv"])
-        auto = {key(r): int(r["latency_ns"]) for r in run("--offset", "auto") if r["status"] == "ok"}
+        auto_rows = [r for r in run("--offset", "auto") if r["status"] == "ok"]
+        auto = {key(r): int(r["latency_ns"]) for r in auto_rows}
+        # (the ± `ddshark latency --offset auto` gives each corrected latency)
+        auto_unc = {key(r): r["latency_uncertainty_ns"] for r in auto_rows}
         rows = [r for r in run() if r["status"] == "ok" and (level == "sample" or r["frag_start"])]
         for direction, snd, rcv, sign in (("A->B", hosts[0], hosts[1], 1), ("B->A", hosts[1], hosts[0], -1)):
             est = clock_estimate(influx, snd, rcv, stop)
@@ -451,17 +461,27 @@ def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop, t
             check(abs(offset - shift) <= half, f"{scen} {direction}: estimate {offset} ± {half} misses {shift}")
             v = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": snd,
                  "receiver": rcv, "topic": ".*"}
-            peaks = {c: {(r["writer_id"], parse_time_ns(r["_time"])): float(r["_value"])
-                         for r in flux_rows(influx, query, start, stop, PEAKS_WINDOW, dict(v, clock=c))}
-                     for c in ("raw", "corrected")}
+            rows_of = {c: flux_rows(influx, query, start, stop, PEAKS_WINDOW, dict(v, clock=c))
+                       for c in ("raw", "corrected")}
+            peaks = {c: {(r["writer_id"], parse_time_ns(r["_time"])): float(r["_value"]) for r in rs}
+                     for c, rs in rows_of.items()}
+            check_correction_columns(scen, f"{query} {direction}", rows_of, corrected=(offset, half, drift))
             ahead = lambda t: offset + int(float(t - t0) * float(drift) / 1e9)
             compare(scen, f"{query} {direction} corrected = raw - the join's estimate ({offset} ns)",
                     {k: x - ahead(k[1]) for k, x in peaks["raw"].items()}, peaks["corrected"])
-            want = {}
+            want, want_unc = {}, {}
             for r in rows:
                 if r["direction"] == direction and key(r) in auto:
                     k = (r["writer_guid"], window_end(int(r["t_send_ns"]), PEAKS_WINDOW_NS, stop))
                     want[k] = max(want.get(k, auto[key(r)]), auto[key(r)])
+                    want_unc.setdefault(k, set()).add(auto_unc[key(r)])
+            # The ± beside each corrected peak: `ddshark latency --offset auto`'s
+            # latency_uncertainty_ns of every sample in the interval, to the nanosecond.
+            got_unc = {(r["writer_id"], parse_time_ns(r["_time"])): {r.get("uncertainty_ns")}
+                       for r in rows_of["corrected"]}
+            compare(scen, f"{query} {direction} corrected: uncertainty_ns = ddshark latency --offset auto's "
+                          f"latency_uncertainty_ns", {k: want_unc[k] for k in want_unc if k in got_unc},
+                    {k: got_unc[k] for k in got_unc if k in want_unc})
             # (within the half-width, and what drift moves the offset within one interval)
             slack = half + abs(drift) * PEAKS_WINDOW_NS // 1_000_000_000 + 1
             got = peaks["corrected"]
@@ -475,14 +495,105 @@ def check_clock_correction(influx, binary, hosts, a_pcap, b_pcap, start, stop, t
                     f"--offset auto within {worst} ns (half-width {half} ns; estimate {offset} ns, "
                     f"drift {drift} ppb; true {shift} ns)")
             if summary:
-                s = {c: {(r["series"], r["_time"]): float(r["_value"])
-                         for r in flux_rows(influx, summary, start, stop, "10s", dict(v, clock=c))}
-                     for c in ("raw", "corrected")}
+                s_rows = {c: flux_rows(influx, summary, start, stop, "10s", dict(v, clock=c))
+                          for c in ("raw", "corrected")}
+                check_correction_columns(scen, f"{summary} {direction}", s_rows, corrected=(offset, half, drift))
+                s = {c: {(r["series"], r["_time"]): float(r["_value"]) for r in rs}
+                     for c, rs in s_rows.items()}
                 want = {k: x - ahead(parse_time_ns(k[1])) for k, x in s["raw"].items()}
                 close = {k for k, x in s["corrected"].items() if k in want and abs(x - want[k]) <= 1e-6 * max(1.0, abs(x))}
                 compare(scen, f"{summary} {direction} corrected = raw - the join's estimate",
                         want, {k: want[k] if k in close else x for k, x in s["corrected"].items()})
     check(compared, f"{scen}: no corrected latencies to compare")
+
+
+def human_ns(ns):
+    """A duration as `ddshark latency` prints it (and the latency panels' clock_correction)."""
+    a, sign = abs(ns), "-" if ns < 0 else ""
+    if a < 1_000:
+        return f"{sign}{a} ns"
+    if a < 1_000_000:
+        q = (a + 50) // 100
+        return f"{sign}{q // 10}.{q % 10} µs"
+    if a < 1_000_000_000:
+        q = (a + 500) // 1000
+        return f"{sign}{q // 1000}.{q % 1000:03} ms"
+    q = (a + 500_000) // 1_000_000
+    return f"{sign}{q // 1000}.{q % 1000:03} s"
+
+
+def check_correction_columns(scen, what, rows_of, corrected=None, kept=None):
+    """The latency panels' rows with ${clock} = raw carry no clock_correction nor
+    uncertainty_ns; with corrected, every row says what was done: corrected = (offset, half,
+    drift) of the join's estimate: 'corrected by the estimate …: every latency ± half' and
+    uncertainty_ns = half; kept = (offset, half): 'not corrected: … holds 0' and no
+    uncertainty_ns."""
+    raw = [r for r in rows_of["raw"] if "clock_correction" in r or "uncertainty_ns" in r]
+    check(not raw, f"{scen} {what} raw: {len(raw)} rows with clock_correction/uncertainty_ns: {raw[:1]}")
+    if corrected:
+        offset, half, _drift = corrected
+        want = (f"corrected by the estimate {human_ns(offset)}", f": every latency ± {human_ns(half)}")
+        bad = [r for r in rows_of["corrected"]
+               if not (r.get("clock_correction", "").startswith(want[0]) and r["clock_correction"].endswith(want[1])
+                       and r.get("uncertainty_ns") == str(half))]
+    else:
+        offset, half = kept
+        want = (f"not corrected: the estimate {human_ns(offset)} ± {human_ns(half)} holds 0", "")
+        bad = [r for r in rows_of["corrected"]
+               if not r.get("clock_correction", "").startswith(want[0]) or r.get("uncertainty_ns")]
+    # (as many rows as raw: an empty panel only where raw is empty too)
+    if check(len(rows_of["corrected"]) == len(rows_of["raw"]) and not bad,
+             f"{scen} {what} corrected: {len(bad)} of {len(rows_of['corrected'])} rows (raw: "
+             f"{len(rows_of['raw'])}) do not say {want!r}{'' if kept else f' with uncertainty_ns {half}'}: "
+             f"{bad[:1]}") and rows_of["corrected"]:
+        log(f"{scen} {what} corrected: every row says {rows_of['corrected'][0]['clock_correction']!r}"
+            + (f", uncertainty_ns {half}" if corrected else ", no uncertainty_ns"))
+
+
+def check_kept_raw(influx, binary, scen, hosts, start, stop):
+    """On a pair captured on one clock (the join's estimate holds 0, as `ddshark latency`'s
+    does), the latency panels with ${clock} = corrected are the raw ones, to the nanosecond,
+    and say that they were not corrected and why (`ddshark latency --offset auto` keeps the
+    raw latencies there: docs/latency.md, "Correcting")."""
+    a_pcap, b_pcap = (os.path.join(PCAPS, scen, f) for f in ("a.pcap", "b.pcap"))
+    p = subprocess.run([binary, "latency", a_pcap, b_pcap, "--level", "sample", "--format", "tsv",
+                        "-q", "--offset", "auto"], capture_output=True, text=True, check=True)
+    auto = [r for r in csv.DictReader(io.StringIO(p.stdout), delimiter="\t") if r["status"] == "ok"]
+    check(auto and not any(r["latency_uncertainty_ns"] for r in auto),
+          f"{scen}: ddshark latency --offset auto corrected a one-clock pair (latency_uncertainty_ns given)")
+    compared = 0
+    for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
+        est = clock_estimate(influx, snd, rcv, stop)
+        if not check(est, f"{scen} {direction}: no dds_clock_offset for {snd}, {rcv}"):
+            return
+        _t0, offset, _drift, half = est
+        check(abs(offset) <= half, f"{scen} {direction}: the join's estimate {offset} ± {half} excludes 0")
+        v = {"bucket": influx.bucket, "long_bucket": influx.long_bucket, "sender": snd,
+             "receiver": rcv, "topic": ".*"}
+        for query, window, keyf in (
+                ("dds_latency_peaks.flux", PEAKS_WINDOW, lambda r: (r["writer_id"], r["_time"])),
+                ("dds_submessage_latency_peaks.flux", PEAKS_WINDOW, lambda r: (r["writer_id"], r["_time"])),
+                ("dds_latency_summary.flux", "10s", lambda r: (r["series"], r["_time"]))):
+            rows_of = {c: flux_rows(influx, query, start, stop, window, dict(v, clock=c))
+                       for c in ("raw", "corrected")}
+            if "submessage" in query and not rows_of["raw"]:
+                continue  # (no DATA_FRAG in the pair)
+            check_correction_columns(scen, f"{query} {direction}", rows_of, kept=(offset, half))
+            got = {c: {keyf(r): r["_value"] for r in rs} for c, rs in rows_of.items()}
+            compare(scen, f"{query} {direction} corrected = raw (the estimate {offset} ± {half} ns holds 0)",
+                    got["raw"], got["corrected"])
+            compared += len(got["corrected"])
+            if query == "dds_latency_peaks.flux":
+                # = `ddshark latency --offset auto`'s latencies, the largest per writer and interval
+                want = {}
+                for r in auto:
+                    if r["direction"] == direction:
+                        k = (r["writer_guid"], window_end(int(r["t_send_ns"]), PEAKS_WINDOW_NS, stop))
+                        want[k] = max(want.get(k, int(r["latency_ns"])), int(r["latency_ns"]))
+                compare(scen, f"{query} {direction} corrected = ddshark latency --offset auto (kept raw)",
+                        want, {(r["writer_id"], parse_time_ns(r["_time"])): int(float(r["_value"]))
+                               for r in rows_of["corrected"]})
+    check(compared, f"{scen}: no latencies to compare with the clock kept raw")
 
 
 def check_other_queries(influx, hosts, start, stop):
@@ -837,6 +948,10 @@ def run_checks(args, env):
         check_outcomes(influx, binary, s, hosts, start, stop)
     if shifted:
         check_clock_correction(influx, binary, *shifted)
+    # A pair on one clock: the correction's bound holds 0, the "corrected" panels stay raw.
+    kept = ranges.get(KEPT_RAW_FIXTURE)
+    if check(kept, f"{KEPT_RAW_FIXTURE} not among the scenarios: the kept-raw check needs it"):
+        check_kept_raw(influx, binary, KEPT_RAW_FIXTURE, *kept[:3])
     first = ranges.get("a_small_reliable") or next(iter(ranges.values()))
     # Every query and panel must return data: a fixture with DATA_FRAG, loss and repairs.
     rich = ranges.get("h_vlan_pcp") or first
