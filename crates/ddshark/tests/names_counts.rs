@@ -6,24 +6,12 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 fn pcap(rel: &str) -> String {
     common::fixture(rel).to_string_lossy().into_owned()
 }
 
-fn stdout(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
-        .args(args)
-        .output()
-        .expect("running ddshark");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
-}
+use common::ddshark_stdout as stdout;
 
 /// A built-in writer's GUID ends in a built-in entity kind (0xc2, 0xc3).
 fn builtin_guid(guid: &str) -> bool {

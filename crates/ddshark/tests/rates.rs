@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use ddshark::tui::render;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -20,18 +18,7 @@ fn vlan_pcp() -> String {
         .into_owned()
 }
 
-fn stdout(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
-        .args(args)
-        .output()
-        .expect("running ddshark");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
-}
+use common::ddshark_stdout as stdout;
 
 fn assert_30_hz(what: &str, hz: f64) {
     assert!((hz - 30.0).abs() <= 1.0, "{what}: {hz} Hz, want 30 ± 1");

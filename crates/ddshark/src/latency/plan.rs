@@ -92,14 +92,9 @@ pub fn plan(args: &LatencyArgs) -> Result<Plan> {
     let mut hints: Vec<i64> = (0..n)
         .map(|k| if k == 0 { 0 } else { args.offset_ns })
         .collect();
-    let mut first = pass(
-        args,
-        &discovery,
-        &refs,
-        &shifts_of(&hints),
-        None,
-        |_| Ok(()),
-    )?;
+    let evidence_pass =
+        |hints: &[i64]| pass(args, &discovery, &refs, &shifts_of(hints), None, |_| Ok(()));
+    let mut first = evidence_pass(&hints)?;
     refuse_empty(&refs, &first)?;
     // Without a given offset, a receiver whose clock reads further from the first capture's
     // than half the window is paired again, moved by the coarse alignment (the same samples
@@ -118,14 +113,7 @@ pub fn plan(args: &LatencyArgs) -> Result<Plan> {
             }
         }
         if coarse.iter().any(Option::is_some) {
-            first = pass(
-                args,
-                &discovery,
-                &refs,
-                &shifts_of(&hints),
-                None,
-                |_| Ok(()),
-            )?;
+            first = evidence_pass(&hints)?;
         }
     }
     let hint = |k: usize| hints.get(k).copied().unwrap_or(0);

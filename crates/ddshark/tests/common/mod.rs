@@ -13,6 +13,21 @@ use std::path::{Path, PathBuf};
 
 use public::PUBLIC_PREFIX;
 
+/// Runs the ddshark binary and returns its standard output, failing the test (with its
+/// stderr) when it exits non-zero.
+pub fn ddshark_stdout(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args(args)
+        .output()
+        .expect("running ddshark");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
 /// Every capture with a tshark oracle, as (pcap, oracle submessage TSV) relative to
 /// tests/pcaps (the discovery oracle sits beside the submessage one); `public/…` are the public
 /// captures of other projects, read from outside the repository (see public.rs).
