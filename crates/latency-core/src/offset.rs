@@ -506,7 +506,58 @@ mod tests {
     }
 
     #[test]
-    fn extreme_inputs_do_not_panic() {
+    fn extreme_inputs_neither_panic_nor_move_the_estimate() {
+        // θ = 5 ms, one-way delay 100 µs each way: the corridor is 5 ms ± 100 µs.
+        const THETA: i64 = 5_000_000;
+        const DELAY: i64 = 100_000;
+        let sane = |e: &mut OffsetEstimator| {
+            for i in 0..10 {
+                let s = i * 1_000_000_000;
+                e.add(Crossing {
+                    direction: Direction::XtoY,
+                    t_send: s,
+                    t_recv: s + DELAY + THETA,
+                    samples: 1,
+                    builtin: 0,
+                });
+                e.add(Crossing {
+                    direction: Direction::YtoX,
+                    t_send: s + THETA,
+                    t_recv: s + DELAY,
+                    samples: 1,
+                    builtin: 0,
+                });
+            }
+        };
+        let mut clean = OffsetEstimator::new(OffsetConfig::default());
+        sane(&mut clean);
+        let clean = clean.estimate().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((clean.offset_ns, clean.half_width_ns), (THETA, DELAY));
+
+        let mut e = OffsetEstimator::new(OffsetConfig::default());
+        sane(&mut e);
+        for (a, b) in [(i64::MIN, i64::MAX), (i64::MAX, i64::MIN)] {
+            for direction in [Direction::XtoY, Direction::YtoX] {
+                e.add(Crossing {
+                    direction,
+                    t_send: a,
+                    t_recv: b,
+                    samples: 1,
+                    builtin: 0,
+                });
+            }
+        }
+        let est = e.estimate().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(est.outliers, 2, "the two contradicting extremes: {est:?}");
+        assert_eq!(
+            (est.offset_ns, est.half_width_ns, est.drift_ppb),
+            (THETA, DELAY, 0),
+            "{est:?}"
+        );
+    }
+
+    #[test]
+    fn saturating_readings_under_a_full_window_cap_leave_the_sane_ones() {
         let mut e = OffsetEstimator::new(OffsetConfig {
             window_ns: 1,
             max_windows: 2,
@@ -528,6 +579,12 @@ mod tests {
                 builtin: 0,
             });
         }
-        let _ = e.estimate();
+        // Windows of 1 ns, two kept: the window at i64::MIN is evicted and the readings at -1 refused (3 counted),
+        // the pair at 0 (θ = 0 exactly) and the contradicting extreme at i64::MAX remain, and
+        // the extreme is dropped as the one outlier allowed.
+        let est = e.estimate().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(est.windows_dropped, 3, "{est:?}");
+        assert_eq!(est.outliers, 1, "{est:?}");
+        assert_eq!((est.offset_ns, est.half_width_ns), (0, 0), "{est:?}");
     }
 }

@@ -419,14 +419,28 @@ mod tests {
         }
         assert!(Line::parse("# a comment").unwrap().is_none());
         assert!(Line::parse("   ").unwrap().is_none());
-        // a trailing backslash, a lone quote, multibyte names: no panic
-        for odd in [
-            "spans\\",
-            "sp\\ ans x=\"\\",
-            "späns,ü=ö x=1i 1",
-            "s x=\"a\"b\" 1",
+        // A trailing backslash escapes nothing, an escaped space belongs to the name, a quote
+        // opened after a closed string is unterminated, multibyte names are names.
+        for (odd, expected) in [
+            ("spans\\", "Err(NoFields { len: 6 })"),
+            ("sp\\ ans x=\"\\", "Err(UnterminatedString { offset: 10 })"),
+            (
+                "späns,ü=ö x=1i 1",
+                r#"Ok(Some(("späns", [Ok(("ü", "ö"))], [Ok(("x", Int("1")))], Some(1))))"#,
+            ),
+            ("s x=\"a\"b\" 1", "Err(UnterminatedString { offset: 8 })"),
         ] {
-            let _ = Line::parse(odd).map(|l| l.map(|l| (l.tags().count(), l.fields().count())));
+            let seen = Line::parse(odd).map(|l| {
+                l.map(|l| {
+                    (
+                        l.measurement.to_string(),
+                        l.tags().collect::<Vec<_>>(),
+                        l.fields().collect::<Vec<_>>(),
+                        l.timestamp,
+                    )
+                })
+            });
+            assert_eq!(format!("{seen:?}"), expected, "{odd:?}");
         }
     }
 }
