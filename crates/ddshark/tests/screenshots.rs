@@ -1,8 +1,10 @@
 //! The README's pictures, made from real data: the TUI rendered over a replay of a bundled
 //! capture (ratatui's TestBackend, the cells' colours turned into HTML) and the `--html`
 //! latency report of a bundled two-host capture, both photographed by headless Chromium into
-//! docs/img/. Every run makes them again and checks they are pictures of something: a PNG of
-//! the expected size, several times larger than a blank page of the same size.
+//! a temporary directory, then compared with the references in docs/img/: the expected size,
+//! several times larger than a blank page of the same size (a picture of something), and at
+//! most [`MAX_DIFFERENT_PIXELS`] of its pixels visibly different from the reference. After a
+//! change meant to alter a picture, `DDSHARK_BLESS=1` writes the new one over the reference.
 //! Needs `chromium` (or `$CHROMIUM`); a missing browser fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -26,10 +28,14 @@ const TUI_ROWS: u16 = 40;
 const CELL_W: f64 = 8.43;
 const CELL_H: u32 = 17;
 
-fn img_dir() -> PathBuf {
-    let d = repo_root().join("docs/img");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// Share of pixels allowed to differ from the reference: room for a font hinting or
+/// antialiasing change between Chromium builds, far less than one changed word of a row.
+const MAX_DIFFERENT_PIXELS: f64 = 0.002;
+/// A channel differing by more than this is a visible difference, not antialiasing noise.
+const CHANNEL_TOLERANCE: u8 = 48;
+
+fn reference(name: &str) -> PathBuf {
+    repo_root().join("docs/img").join(name)
 }
 
 fn work_dir(tag: &str) -> PathBuf {
@@ -66,18 +72,83 @@ fn photograph(page: &Path, png: &Path, width: u32, height: u32, dir: &Path) {
     );
 }
 
-/// A PNG's width and height (its IHDR chunk).
-fn png_size(bytes: &[u8]) -> (u32, u32) {
-    assert_eq!(bytes.get(..8), Some(&b"\x89PNG\r\n\x1a\n"[..]), "not a PNG");
-    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
-    (word(16), word(20))
+/// A PNG's width, height and pixels as RGBA, 8 bits a channel.
+fn decode_rgba(png: &Path) -> (u32, u32, Vec<u8>) {
+    let mut decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(png).unwrap_or_else(|e| panic!("{}: {e}", png.display())),
+    ));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder
+        .read_info()
+        .unwrap_or_else(|e| panic!("{}: {e}", png.display()));
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    pixels.truncate(frame.buffer_size());
+    let rgba = match frame.color_type {
+        png::ColorType::Rgba => pixels,
+        png::ColorType::Rgb => pixels
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect(),
+        other => panic!("{}: unexpected colour type {other:?}", png.display()),
+    };
+    (frame.width, frame.height, rgba)
+}
+
+/// The share of pixels of `new` visibly different from `reference` (both the same size).
+fn different_pixels(new: &[u8], reference: &[u8]) -> f64 {
+    let differ = new
+        .chunks_exact(4)
+        .zip(reference.chunks_exact(4))
+        .filter(|(a, b)| {
+            a.iter()
+                .zip(*b)
+                .any(|(x, y)| x.abs_diff(*y) > CHANNEL_TOLERANCE)
+        })
+        .count();
+    differ as f64 / (new.len() / 4).max(1) as f64
+}
+
+/// The new photograph `png` against its reference `docs/img/<name>`; `DDSHARK_BLESS=1`
+/// makes it the reference instead.
+fn compare_with_reference(png: &Path, name: &str) {
+    let reference = reference(name);
+    if std::env::var_os("DDSHARK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::copy(png, &reference).unwrap();
+        eprintln!("{}: blessed from {}", reference.display(), png.display());
+        return;
+    }
+    let (w, h, new) = decode_rgba(png);
+    let (rw, rh, old) = decode_rgba(&reference);
+    assert_eq!(
+        (w, h),
+        (rw, rh),
+        "{} and its reference {} differ in size (DDSHARK_BLESS=1 after an intended change)",
+        png.display(),
+        reference.display()
+    );
+    let share = different_pixels(&new, &old);
+    assert!(
+        share <= MAX_DIFFERENT_PIXELS,
+        "{} differs from its reference {} in {:.3} % of its pixels (at most {:.3} % allowed); \
+         look at both, and after an intended change run the test with DDSHARK_BLESS=1",
+        png.display(),
+        reference.display(),
+        share * 100.0,
+        MAX_DIFFERENT_PIXELS * 100.0
+    );
+    eprintln!(
+        "{name}: {:.3} % of pixels differ from the reference",
+        share * 100.0
+    );
 }
 
 /// `png` is a picture of something: the size asked for, and several times the bytes of a
 /// blank page photographed at the same size (a flat PNG compresses to almost nothing).
 fn check_picture(png: &Path, width: u32, height: u32, dir: &Path) {
     let bytes = std::fs::read(png).unwrap();
-    assert_eq!(png_size(&bytes), (width, height), "{}", png.display());
+    let (w, h, _) = decode_rgba(png);
+    assert_eq!((w, h), (width, height), "{}", png.display());
     let blank = dir.join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
     let blank_png = dir.join("blank.png");
@@ -183,9 +254,10 @@ fn tui_screenshot() {
     std::fs::write(&page, buffer_html(term.backend().buffer())).unwrap();
     let width = (f64::from(TUI_COLS) * CELL_W).ceil() as u32;
     let height = u32::from(TUI_ROWS) * CELL_H;
-    let png = img_dir().join("tui-topics.png");
+    let png = dir.join("tui-topics.png");
     photograph(&page, &png, width, height, &dir);
     check_picture(&png, width, height, &dir);
+    compare_with_reference(&png, "tui-topics.png");
 }
 
 /// The HTML report of the bundled late-start two-host capture.
@@ -201,8 +273,9 @@ fn latency_report_screenshot() {
     let work = work_dir("latency");
     let page = work.join("report.html");
     std::fs::write(&page, page_text).unwrap();
-    let png = img_dir().join("latency-report.png");
+    let png = work.join("latency-report.png");
     let (width, height) = (1200, 915);
     photograph(&page, &png, width, height, &work);
     check_picture(&png, width, height, &work);
+    compare_with_reference(&png, "latency-report.png");
 }
