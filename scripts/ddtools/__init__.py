@@ -9,12 +9,13 @@ Library:
   flux       RFC 3339 in ns, Grafana's variables bound into Flux and PromQL
   stack      a stack's stack.env, starting and stopping a private stack, its Prometheus
   generated  generated files written, or compared with --check (dashboards, ad-hoc Flux)
+  joincheck  the live join's points and the Flux queries against `ddshark latency`, to the ns:
+             one comparison for the Flux suite (tests/flux/fluxcheck.py), the demo check
+             (tests/flux/democheck.py) and the benches
 
 Commands:
   influx_setup   InfluxDB provisioning (scripts/stack/start.sh)
   otlp_smoke     spans sent as OTLP/HTTP and found in InfluxDB (scripts/stack/smoke.sh)
-  fluxcheck      the Flux queries and dashboards against `ddshark latency` (tests/flux/run.sh)
-  demo           the stack demo as a newcomer meets it (tests/flux/demo.sh)
   bench_e2e      measurements and report of scripts/bench-e2e.sh and scripts/bench-ingest.sh
   build_stamp    the digest of the sources a crate's binary is built from (scripts/stack/start.sh)
 """

@@ -22,12 +22,10 @@ import sys
 import time
 import urllib.request
 
-from . import say_as
-from . import fluxcheck  # the suite's comparisons of the join's output with `ddshark latency`
+from . import joincheck, say_as
 from .flux import bind_flux, rfc3339
-from .fluxcheck import flux_latencies, latency_rows, want_latencies
 from .influx import Influx
-from .paths import DASH_DIR, FLUX_DIR
+from .paths import DASH_DIR
 from .stack import read_env
 
 # The stack's processes whose CPU time per span is reported.
@@ -215,40 +213,27 @@ def dashboard_queries():
 
 def compare(influx, binary, d, hosts, start, stop, adhoc=True):
     """Materialised (and, with adhoc, ad-hoc) latencies against `ddshark latency` on the
-    two captures."""
+    two captures (ddtools.joincheck's comparison)."""
     out = {}
     a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
     # (the ad-hoc submessage join is checked by tests/flux on every fixture; here it would
     # only add minutes per rate)
-    for level, files in (("sample", ("dds_latency_materialised.flux",) + (("dds_latency.flux",) if adhoc else ())),
-                         ("submessage", ("dds_submessage_latency_materialised.flux",))):
-        rows = latency_rows(binary, a, b, level)
-        for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
-            want = want_latencies(rows, level, direction)
+    for level, files in (("sample", joincheck.LATENCY_QUERIES["sample"][:2 if adhoc else 1]),
+                         ("submessage", joincheck.LATENCY_QUERIES["submessage"][:1])):
+        rows = joincheck.latency_rows(binary, a, b, level)
+        for direction, snd, rcv in joincheck.directed(hosts):
             for f in files:
-                text = open(os.path.join(FLUX_DIR, f)).read()
-                q = bind_flux(text, start, stop, "1s", {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
-                                                        "sender": snd, "receiver": rcv, "topic": ".*"})
                 # (the join is done before this runs; the wait is a safety net)
                 deadline = time.time() + (600 if f.endswith("_materialised.flux") else 0)
                 while True:
-                    res, secs, err = influx.timed(q)
-                    got = flux_latencies(res, level)
-                    if err or len(got) >= len(want) or time.time() > deadline:
+                    r = joincheck.compare_latencies(influx, rows, level, f, direction, snd, rcv, start, stop)
+                    if r["error"] or r["flux"] >= r["ddshark"] or time.time() > deadline:
                         break
                     time.sleep(5)
-                lag = round(time.time() - stop / 1e9, 1)
-                diff = [k for k in set(want) & set(got) if want[k] != got[k]]
-                out[f"{f.removesuffix('.flux')} {direction}"] = {
-                    "ddshark": len(want), "flux": len(got), "rows": len(res or []),
-                    "missing": len(set(want) - set(got)), "extra": len(set(got) - set(want)),
-                    "differ": len(diff), "seconds": round(secs, 2), "error": err,
-                    "equal": err is None and got == want and len(res or []) == len(got),
-                    "seconds_after_window": lag,
-                    "examples": [str(x) for x in sorted(set(want) ^ set(got))[:3] + sorted(diff)[:3]],
-                }
-                log(f"{f} {direction}: ddshark {len(want)} flux {len(got)} "
-                    f"({'equal' if out[f'{f} {direction}']['equal'] else 'DIFFERENT'}) in {secs:.2f} s")
+                r["seconds_after_window"] = round(time.time() - stop / 1e9, 1)
+                out[f"{f.removesuffix('.flux')} {direction}"] = r
+                log(f"{f} {direction}: ddshark {r['ddshark']} flux {r['flux']} "
+                    f"({'equal' if r['equal'] else 'DIFFERENT'}) in {r['seconds']:.2f} s")
     return out
 
 
@@ -294,7 +279,7 @@ def cmd_rate(a):
     log(f"{a.name}: sent {want}, stored {stored} (waited {res['ingest_wait_s']} s)")
     res["collector"] = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
     # Let the latency join take the last samples before reading its output.
-    res["join"], _, res["join_wait_s"] = fluxcheck.await_join(influx, timeout=600, poll=2)
+    res["join"], _, res["join_wait_s"] = joincheck.await_join(influx, timeout=600, poll=2)
     log(f"{a.name}: latency join done {res['join_wait_s']} s after the spans were stored: {res['join']}")
     # (its points are written by Telegraf's next flush)
     time.sleep(3)
@@ -310,11 +295,11 @@ def cmd_rate(a):
         res["latency"] = compare(influx, a.ddshark, a.dir, hosts, a.t_start - 10_000_000_000,
                                  a.t_end + 10_000_000_000, adhoc=a.adhoc == "yes")
         # Lost samples, sample sizes, repairs per writer against `ddshark latency`.
-        n0 = len(fluxcheck.FAILURES)
-        fluxcheck.check_outcomes(Influx.from_env(env), a.ddshark, a.name, hosts,
+        n0 = len(joincheck.FAILURES)
+        joincheck.check_outcomes(Influx.from_env(env), a.ddshark, a.name, hosts,
                                  a.t_start - 10_000_000_000, a.t_end + 10_000_000_000,
                                  pcaps=[os.path.join(a.dir, f) for f in ("a.pcap", "b.pcap")], adhoc=False)
-        res["outcomes"] = {"equal": len(fluxcheck.FAILURES) == n0, "failures": fluxcheck.FAILURES[n0:]}
+        res["outcomes"] = {"equal": len(joincheck.FAILURES) == n0, "failures": joincheck.FAILURES[n0:]}
     # (the soak's 5 minutes hold millions of spans: its ad-hoc joins over raw spans would
     # take longer than the bench; they are timed on the single replays)
     # ("last 5 minutes" as of the replay's end: the checks above may have taken minutes)
@@ -374,7 +359,7 @@ def cmd_sample(a):
                 r = influx.query(f'from(bucket: "{influx.bucket}") |> range(start: -1m) |> filter(fn: (r) => '
                                  f'r._measurement == "spans" and r._field == "end_time_unix_nano") |> group() |> count()')
                 w = influx.writer_counters().get("raw", {})
-                j = fluxcheck.join_state(influx)
+                j = joincheck.join_state(influx)
                 fh.write(f"{int(time.time())},{influx.cardinality(influx.bucket, '-1h')},"
                          f"{influx.cardinality(influx.long_bucket, '-30d')},{rss / 1024:.1f},"
                          f"{r[0]['_value'] if r else 0},{w.get('buffer_size', '')},"

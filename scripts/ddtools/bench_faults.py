@@ -20,7 +20,7 @@ import sys
 import time
 import urllib.request
 
-from . import fluxcheck, say_as
+from . import joincheck, say_as
 from .bench_e2e import bench_influx, collector_counters, ddshark_summary
 from .flux import bind_flux
 from .paths import FLUX_DIR
@@ -32,7 +32,7 @@ def cached_latency_rows(binary, a, b, level):
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a))), f"latency_{level}.json")
     if os.path.exists(path):
         return json.load(open(path))
-    rows = fluxcheck.latency_rows(binary, a, b, level)
+    rows = joincheck.latency_rows(binary, a, b, level)
     json.dump(rows, open(path, "w"))
     return rows
 
@@ -140,7 +140,7 @@ def cmd_phase(a):
     res["stored"] = stored
     res["ingest_wait_s"] = round(time.time() - t0, 1)
     log(f"{a.component}: sent {want}, stored {stored} (waited {res['ingest_wait_s']} s)")
-    res["join"], res["join_done"], res["join_wait_s"] = fluxcheck.await_join(influx, timeout=600, poll=2)
+    res["join"], res["join_done"], res["join_wait_s"] = joincheck.await_join(influx, timeout=600, poll=2)
     log(f"{a.component}: latency join {'done' if res['join_done'] else 'NOT done'}: {res['join']}")
     time.sleep(3)
     # (a last scrape: the collector's queue drained after the replay's end)
@@ -183,27 +183,18 @@ def transit_loss(influx, hosts):
 
 def compare_latencies(influx, binary, d, hosts):
     """The latencies the join materialised against `ddshark latency` on the two captures
-    (count and values to the ns), per level and direction; the join is done when it runs."""
+    (ddtools.joincheck's comparison), per level and direction; the join is done when it runs."""
     out = {}
     a, b = os.path.join(d, "a.pcap"), os.path.join(d, "b.pcap")
-    for level, query_file in (("sample", "dds_latency_materialised.flux"),
-                              ("submessage", "dds_submessage_latency_materialised.flux")):
-        f = query_file.removesuffix(".flux")
+    for level, query_files in joincheck.LATENCY_QUERIES.items():
+        f = query_files[0]
         rows = cached_latency_rows(binary, a, b, level)
-        for direction, snd, rcv in (("A->B", hosts[0], hosts[1]), ("B->A", hosts[1], hosts[0])):
-            want = fluxcheck.want_latencies(rows, level, direction)
-            text = open(os.path.join(FLUX_DIR, query_file)).read()
-            q = bind_flux(text, 0, 4_000_000_000_000_000_000, "1s",
-                              {"bucket": influx.bucket, "long_bucket": influx.long_bucket,
-                               "sender": snd, "receiver": rcv, "topic": ".*"})
-            got = fluxcheck.flux_latencies(influx.query(q), level)
-            diff = [k for k in set(want) & set(got) if want[k] != got[k]]
-            out[f"{f} {direction}"] = {
-                "ddshark": len(want), "flux": len(got), "missing": len(set(want) - set(got)),
-                "extra": len(set(got) - set(want)), "differ": len(diff), "equal": got == want,
-                "examples": [str(x) for x in sorted(set(want) ^ set(got))[:3] + sorted(diff)[:3]]}
-            log(f"{f} {direction}: ddshark {len(want)}, materialised {len(got)} "
-                f"({'equal' if got == want else 'DIFFERENT'})")
+        for direction, snd, rcv in joincheck.directed(hosts):
+            r = joincheck.compare_latencies(influx, rows, level, f, direction, snd, rcv,
+                                            0, 4_000_000_000_000_000_000)
+            out[f"{f.removesuffix('.flux')} {direction}"] = r
+            log(f"{f} {direction}: ddshark {r['ddshark']}, materialised {r['flux']} "
+                f"({'equal' if r['equal'] else 'DIFFERENT'})")
     return out
 
 

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import time
 
-from . import fluxcheck, say_as, stack
-from .flux import bind_flux, bind_prom, rfc3339
-from .influx import Influx
-from .paths import DASH_DIR, REPO_ROOT, STACK_SCRIPTS
+from ddtools import joincheck, say_as, stack
+from ddtools.flux import bind_flux, bind_prom, rfc3339
+from ddtools.influx import Influx
+from ddtools.paths import DASH_DIR, REPO_ROOT, STACK_SCRIPTS
 
 HOSTS = ("demo-a", "demo-b")
 
@@ -46,7 +46,7 @@ def open_dashboard(path, influx, prom_url):
     """Runs the dashboard as Grafana opens it; returns the number of panel queries checked."""
     d = json.load(open(path))
     name = os.path.basename(path)
-    fluxcheck.check(d.get("refresh") == "10s", f"{name}: refresh {d.get('refresh')!r}, not 10s")
+    joincheck.check(d.get("refresh") == "10s", f"{name}: refresh {d.get('refresh')!r}, not 10s")
     now = time.time_ns()
     start, stop = relative_ns(d["time"]["from"], now), relative_ns(d["time"]["to"], now)
     values = {}
@@ -60,12 +60,12 @@ def open_dashboard(path, influx, prom_url):
                 bind_flux(v["query"], start, stop, "1s", values))}, reverse=v.get("sort") == 2)
             if v.get("multi") and v.get("includeAll"):
                 values[v["name"]] = ".*"
-            elif fluxcheck.check(got, f"{name}: variable {v['name']} has no values"):
+            elif joincheck.check(got, f"{name}: variable {v['name']} has no values"):
                 values[v["name"]] = got[0]
         elif v["type"] == "query":
             values[v["name"]] = ".*"
     if "sender" in values:
-        fluxcheck.check((values["sender"], values.get("receiver")) == HOSTS,
+        joincheck.check((values["sender"], values.get("receiver")) == HOSTS,
                    f"{name}: opens on sender {values['sender']}, receiver {values.get('receiver')}, "
                    f"not {HOSTS}")
     queries = 0
@@ -81,9 +81,9 @@ def open_dashboard(path, influx, prom_url):
                                                 start // 1_000_000_000, stop // 1_000_000_000)
                     n = sum(len(s.get("values", [])) for s in res)
             except (RuntimeError, KeyError) as e:
-                fluxcheck.fail(f"{where}: {e}")
+                joincheck.fail(f"{where}: {e}")
                 continue
-            fluxcheck.check(n > 0, f"{where}: no data")
+            joincheck.check(n > 0, f"{where}: no data")
             log(f"{where}: {n} rows/points")
     return queries
 
@@ -96,17 +96,17 @@ def main():
     if not args.ddshark:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "ddshark"], cwd=REPO_ROOT, check=True)
     with stack.private("DDSHARK_DEMO_RUN_DIR", "--with-prometheus",
-                       failed=lambda: bool(fluxcheck.FAILURES)) as env:
+                       failed=lambda: bool(joincheck.FAILURES)) as env:
         influx = Influx.from_env(env)
         t0 = time.time_ns()
         demo = subprocess.run([os.path.join(STACK_SCRIPTS, "demo.sh"),
                                "--otlp", env["DDSHARK_OTLP_ENDPOINT"], "--ddshark", binary],
                               cwd=REPO_ROOT, env=dict(os.environ, **env), capture_output=True, text=True,
                               timeout=600)
-        fluxcheck.check(demo.returncode == 0, f"demo.sh failed: {demo.stderr[-2000:]}")
+        joincheck.check(demo.returncode == 0, f"demo.sh failed: {demo.stderr[-2000:]}")
         sent = [int(x.split(" spans")[0].rsplit(" ", 1)[-1]) for x in demo.stderr.splitlines()
                 if " spans: " in x and " sent" in x]
-        fluxcheck.check(len(sent) == 2, f"demo.sh: no export summaries: {demo.stderr[-2000:]}")
+        joincheck.check(len(sent) == 2, f"demo.sh: no export summaries: {demo.stderr[-2000:]}")
         # The spans are stored at now (not at the capture's recorded time).
         deadline, got = time.time() + 120, {}
         while time.time() < deadline:
@@ -114,15 +114,15 @@ def main():
             if sorted(got.get(h, 0) for h in HOSTS) == sorted(sent):
                 break
             time.sleep(1)
-        fluxcheck.check(sorted(got.get(h, 0) for h in HOSTS) == sorted(sent),
+        joincheck.check(sorted(got.get(h, 0) for h in HOSTS) == sorted(sent),
                    f"spans stored around now per host {got}, sent {sent}")
-        fluxcheck.wait_for_join(influx)
+        joincheck.wait_for_join(influx)
         queries = sum(open_dashboard(os.path.join(DASH_DIR, f), influx, env["DDSHARK_PROMETHEUS_URL"])
                       for f in sorted(os.listdir(DASH_DIR)) if f.endswith(".json"))
         log(f"{queries} panel queries of the dashboards as they open, {got} spans")
-    if fluxcheck.FAILURES:
-        log(f"FAILED: {len(fluxcheck.FAILURES)} checks")
-        for f in fluxcheck.FAILURES:
+    if joincheck.FAILURES:
+        log(f"FAILED: {len(joincheck.FAILURES)} checks")
+        for f in joincheck.FAILURES:
             log("  " + f)
         return 1
     log("ok")
