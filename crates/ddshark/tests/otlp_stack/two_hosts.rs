@@ -1,0 +1,556 @@
+//! Two hosts' captures through the stack: every DATA/DATA_FRAG exactly once, the SAMPLE spans.
+
+use super::*;
+
+/// Checks every DATA/DATA_FRAG of the tshark oracle against the spans of `host`.
+/// Returns (writer_id, sn) → trace ids seen.
+fn check_host(
+    stack: &Stack,
+    host: &str,
+    pcap: &Path,
+    oracle_tsv: &str,
+    expect_service: &str,
+    shift_ns: &dyn Fn(u64) -> u64,
+) -> Vec<(String, String, String, String)> {
+    let oracle: Vec<_> = read_tsv(&fixture(oracle_tsv))
+        .into_iter()
+        .filter(|o| matches!(o["sm_kind"].as_str(), "DATA" | "DATA_FRAG") && o["in_icmp"] != "1")
+        .collect();
+    assert!(!oracle.is_empty(), "{oracle_tsv}: no DATA/DATA_FRAG");
+    let got = stack.wait_spans(host, oracle.len());
+    let spans = stack.spans(host);
+    assert_eq!(got, spans.len());
+    let mut by_key: HashMap<(i64, i64), Vec<&SpanRow>> = HashMap::new();
+    for s in &spans {
+        let frame = s.int("frame").expect("frame attribute");
+        let idx = s
+            .int("submessage_index")
+            .expect("submessage_index attribute");
+        by_key.entry((frame, idx + 1)).or_default().push(s);
+    }
+    let mut problems = Vec::new();
+    let mut check = |what: &str, key: &str, want: String, have: String| {
+        if want != have && problems.len() < 40 {
+            problems.push(format!("{key}: {what}: want {want:?}, have {have:?}"));
+        }
+    };
+    let iface = pcap.file_name().unwrap().to_string_lossy().into_owned();
+    for o in &oracle {
+        let frame: i64 = o["frame"].parse().unwrap();
+        let idx: i64 = o["sm_idx"].parse().unwrap();
+        let key = format!("{host} frame {frame} #{idx} {}", o["sm_kind"]);
+        let found = by_key.get(&(frame, idx)).map(Vec::as_slice).unwrap_or(&[]);
+        if found.len() != 1 {
+            check("spans", &key, "1".into(), found.len().to_string());
+            continue;
+        }
+        let s = found[0];
+        let kind = o["sm_kind"].as_str();
+        check("span.name", &key, kind.into(), s.tag("span.name").into());
+        check(
+            "writer_id",
+            &key,
+            o["writer_guid"].clone(),
+            s.tag("writer_id").into(),
+        );
+        check("sn", &key, o["seq"].clone(), s.tag("sn").into());
+        let fsn = if kind == "DATA" {
+            "0".to_string()
+        } else {
+            o["frag_start"].clone()
+        };
+        check(
+            "fragment_starting_num",
+            &key,
+            fsn,
+            s.tag("fragment_starting_num").into(),
+        );
+        let shift = shift_ns(frame as u64);
+        check(
+            "start ns",
+            &key,
+            (ns_of(&o["t_first_ipfrag"]).unwrap() + shift).to_string(),
+            s.tag("t_ns").into(),
+        );
+        check(
+            "end ns",
+            &key,
+            (ns_of(&o["t_last_ipfrag"]).unwrap() + shift).to_string(),
+            s.tag("end_time_unix_nano").into(),
+        );
+        let builtin = u8::from_str_radix(&o["writer_guid"][30..32], 16).unwrap() & 0xc0 == 0xc0;
+        check(
+            "traffic_type",
+            &key,
+            if builtin { "discovery" } else { "user" }.into(),
+            s.tag("traffic_type").into(),
+        );
+        if !o["topic_tshark"].is_empty() {
+            check(
+                "topic_name",
+                &key,
+                o["topic_tshark"].clone(),
+                s.tag("topic_name").into(),
+            );
+        }
+        if !o["type_tshark"].is_empty() {
+            check(
+                "type_name",
+                &key,
+                o["type_tshark"].clone(),
+                s.str("type_name").unwrap_or("").into(),
+            );
+        }
+        if kind == "DATA_FRAG" {
+            check(
+                "sample_size",
+                &key,
+                o["sample_size"].clone(),
+                s.int_text("sample_size"),
+            );
+            check(
+                "frags_in_submessage",
+                &key,
+                o["frags_in_sm"].clone(),
+                s.int_text("frags_in_submessage"),
+            );
+        } else {
+            check(
+                "frags_in_submessage",
+                &key,
+                "1".into(),
+                s.int_text("frags_in_submessage"),
+            );
+        }
+        if !o["data_len"].is_empty() {
+            check(
+                "payload_size",
+                &key,
+                o["data_len"].clone(),
+                s.int_text("payload_size"),
+            );
+        }
+        check(
+            "src",
+            &key,
+            format!("{}:{}", o["src"], o["sport"]),
+            s.str("src").unwrap_or("").into(),
+        );
+        check(
+            "dst",
+            &key,
+            format!("{}:{}", o["dst"], o["dport"]),
+            s.str("dst").unwrap_or("").into(),
+        );
+        check(
+            "vendor_id",
+            &key,
+            o["vendor_id"].clone(),
+            s.str("vendor_id").unwrap_or("").into(),
+        );
+        check("pcp", &key, o["pcp"].clone(), s.int_text("pcp"));
+        check("vlan_id", &key, o["vlan_id"].clone(), s.int_text("vlan_id"));
+        check(
+            "capture.interface",
+            &key,
+            iface.clone(),
+            s.tag("capture.interface").into(),
+        );
+        check(
+            "service.name",
+            &key,
+            expect_service.into(),
+            s.tag("service.name").into(),
+        );
+        let sn: i64 = o["seq"].parse().unwrap();
+        let want_trace = hex(&otel_export::schema::trace_id(
+            &guid_of(&o["writer_guid"]),
+            sn,
+        ));
+        check("trace_id", &key, want_trace, s.tag("trace_id").into());
+        // (span.kind is always Internal: Telegraf does not store it)
+    }
+    assert!(
+        problems.is_empty(),
+        "{host}: {} spans vs {} oracle DATA/DATA_FRAG; first problems:\n{}",
+        spans.len(),
+        oracle.len(),
+        problems.join("\n")
+    );
+    assert_eq!(
+        spans.len(),
+        oracle.len(),
+        "{host}: spans beyond the oracle's submessages"
+    );
+    spans
+        .iter()
+        .map(|s| {
+            (
+                s.tag("writer_id").to_string(),
+                s.tag("sn").to_string(),
+                s.tag("trace_id").to_string(),
+                s.tag("span_id").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Sender and receiver captures of two fixtures, exported as four hosts over
+/// gRPC/HTTP with and without gzip: every DATA/DATA_FRAG is in InfluxDB exactly
+/// once with the right attributes and ns timestamps; both sides of a sample
+/// share one trace; span ids are unique.
+#[test]
+fn stack_two_hosts_every_submessage_exactly_once() {
+    let stack = Stack::start("0");
+    // The sender capture again, as a nanosecond pcap with sub-µs offsets per frame:
+    // the exported timestamps must follow to the nanosecond.
+    let ns_pcap = stack.run_dir.join("small-a-ns.pcap");
+    write_ns_copy(&fixture("a_small_reliable/a.pcap"), &ns_pcap, sub_us_shift);
+    let no_shift = |_: u64| 0u64;
+    let runs: [Run; 6] = [
+        (
+            fixture("a_small_reliable/a.pcap"),
+            "a_small_reliable/oracle_a_submsgs.tsv",
+            "small-a",
+            "grpc",
+            "gzip",
+            &no_shift,
+        ),
+        (
+            fixture("a_small_reliable/b.pcap"),
+            "a_small_reliable/oracle_b_submsgs.tsv",
+            "small-b",
+            "http",
+            "none",
+            &no_shift,
+        ),
+        (
+            fixture("b_large_frag/a.pcap"),
+            "b_large_frag/oracle_a_submsgs.tsv",
+            "large-a",
+            "http",
+            "gzip",
+            &no_shift,
+        ),
+        (
+            fixture("b_large_frag/b.pcap"),
+            "b_large_frag/oracle_b_submsgs.tsv",
+            "large-b",
+            "grpc",
+            "none",
+            &no_shift,
+        ),
+        (
+            fixture("h_vlan_pcp/a.pcap"),
+            "h_vlan_pcp/oracle_a_submsgs.tsv",
+            "vlan-a",
+            "grpc",
+            "none",
+            &no_shift,
+        ),
+        (
+            ns_pcap.clone(),
+            "a_small_reliable/oracle_a_submsgs.tsv",
+            "small-a-ns",
+            "grpc",
+            "none",
+            &sub_us_shift,
+        ),
+    ];
+    let mut finals = Vec::new();
+    for (path, _, host, proto, comp, _) in &runs {
+        let endpoint = if *proto == "grpc" {
+            stack.grpc()
+        } else {
+            stack.http()
+        };
+        let final_json = stack.replay_to(
+            &endpoint,
+            path,
+            host,
+            &[
+                "--otlp-protocol",
+                proto,
+                "--otlp-compression",
+                comp,
+                "--service-name",
+                "ddshark-e2e",
+            ],
+        );
+        finals.push((*host, final_json));
+    }
+    let mut all = Vec::new();
+    for (path, tsv, host, _, _, shift) in &runs {
+        all.push((
+            *host,
+            check_host(&stack, host, path, tsv, "ddshark-e2e", *shift),
+        ));
+    }
+    check_sample_spans(
+        &stack,
+        "small-a",
+        "small-b",
+        &fixture("a_small_reliable/a.pcap"),
+        &fixture("a_small_reliable/b.pcap"),
+    );
+    // Span ids are unique over all hosts; trace id ↔ (writer, sn) is one to one.
+    let mut span_ids = HashSet::new();
+    let mut trace_of: HashMap<(String, String), String> = HashMap::new();
+    let mut key_of: HashMap<String, (String, String)> = HashMap::new();
+    let mut hosts_of: HashMap<String, HashSet<&str>> = HashMap::new();
+    for (host, spans) in &all {
+        for (w, sn, t, s) in spans {
+            assert!(span_ids.insert(s.clone()), "span id {s} twice");
+            let k = (w.clone(), sn.clone());
+            assert_eq!(
+                trace_of.entry(k.clone()).or_insert_with(|| t.clone()),
+                t,
+                "{k:?}: two traces"
+            );
+            assert_eq!(
+                key_of.entry(t.clone()).or_insert_with(|| k.clone()),
+                &k,
+                "trace {t}: two samples"
+            );
+            hosts_of.entry(t.clone()).or_default().insert(host);
+        }
+    }
+    // Samples captured on both sides share a trace: count them per fixture, as the oracle does.
+    for (fixture_dir, a, b) in [
+        ("a_small_reliable", "small-a", "small-b"),
+        ("b_large_frag", "large-a", "large-b"),
+    ] {
+        let latency = read_tsv(&fixture(&format!("{fixture_dir}/oracle_latency.tsv")));
+        let matched: HashSet<(String, String)> = latency
+            .iter()
+            .filter(|r| !r["t_send_first"].is_empty() && !r["t_recv_complete"].is_empty())
+            .map(|r| (r["writer_guid"].clone(), r["seq"].clone()))
+            .collect();
+        let shared = hosts_of
+            .iter()
+            .filter(|(_, h)| h.contains(a) && h.contains(b))
+            .count();
+        assert!(
+            shared > 0,
+            "{fixture_dir}: no trace holds spans of both hosts"
+        );
+        assert!(
+            !matched.is_empty(),
+            "{fixture_dir}: oracle has no matched samples"
+        );
+        {
+            for k in &matched {
+                let t = trace_of
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{fixture_dir}: {k:?} not exported"));
+                let h = &hosts_of[t];
+                assert!(
+                    h.contains(a) && h.contains(b),
+                    "{fixture_dir}: {k:?} not on both hosts: {h:?}"
+                );
+            }
+        }
+    }
+    // --otlp-topic: only matching topics are exported (glob and re: patterns).
+    let out = ddshark(&[
+        "-r",
+        fixture("a_small_reliable/a.pcap").to_str().unwrap(),
+        "--no-tui",
+        "--otlp",
+        &stack.grpc(),
+        "--host-name",
+        "filtered",
+        "--otlp-topic",
+        "rt/c*",
+        "--otlp-topic",
+        "re:^DCPSPub.*",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = small_a_topics(&stack, "^(rt/c.*|DCPSPub.*)$");
+    assert!(want > 0);
+    // (offered = the 214 submessage spans + one SAMPLE span per sample)
+    let counts = regex_lite_counts(&err);
+    assert_eq!(counts.1 + counts.2, counts.0, "{err}");
+    assert!(counts.0 > 214, "{err}");
+    assert_eq!(stack.wait_spans("filtered", want), want);
+    let bucket = &stack.influx.bucket;
+    let rows = stack.influx.query(&format!(
+        r#"from(bucket:"{bucket}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "filtered" and r._field == "end_time_unix_nano")
+  |> filter(fn: (r) => not exists r.topic_name or not (r.topic_name =~ /^(rt\/c.*|DCPSPub.*)$/))
+  |> group() |> count()"#
+    ));
+    assert!(
+        rows.is_empty() || rows[0]["_value"] == "0",
+        "unmatched topics exported: {rows:?}"
+    );
+
+    // Per-topic metrics: the last exported counters equal the final snapshot's.
+    for (host, final_json) in finals {
+        let snap: Value =
+            serde_json::from_str(&std::fs::read_to_string(&final_json).unwrap()).unwrap();
+        let want: BTreeMap<String, i64> = snap["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["samples"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let long_bucket = &stack.influx.long_bucket;
+        let rows = stack.influx.query(&format!(
+            r#"from(bucket:"{long_bucket}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "ddshark.topic.samples" and r._field == "counter" and r["host.name"] == "{host}")
+  |> group(columns: ["topic_name"]) |> sort(columns: ["_time"]) |> last() |> group()"#
+        ));
+        let have: BTreeMap<String, i64> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["topic_name"].clone(),
+                    r["_value"].parse::<f64>().unwrap() as i64,
+                )
+            })
+            .collect();
+        assert_eq!(have, want, "{host}: ddshark.topic.samples");
+    }
+}
+
+/// (offered, sent, filtered) of the exporter's summary line on stderr.
+fn regex_lite_counts(stderr: &str) -> (u64, u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(" spans: ") && l.contains(" sent, "))
+        .unwrap_or_else(|| panic!("no exporter summary in {stderr}"));
+    let num_before = |word: &str| -> u64 {
+        let i = line
+            .find(word)
+            .unwrap_or_else(|| panic!("{word} in {line}"));
+        line[..i]
+            .trim_end()
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{word} in {line}"))
+    };
+    (
+        num_before(" spans:"),
+        num_before(" sent,"),
+        num_before(" filtered,"),
+    )
+}
+
+/// SAMPLE spans: on the two small fixture hosts, every sample `ddshark latency` matches
+/// has its sender's SAMPLE span starting at t_send and its receiver's ending at t_recv,
+/// complete, with typed fields.
+fn check_sample_spans(stack: &Stack, a_host: &str, b_host: &str, a: &Path, b: &Path) {
+    let out = ddshark(&[
+        "latency",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "tsv",
+        "-q",
+    ]);
+    let tsv = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = tsv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let samples = |host: &str| -> HashMap<(String, String), SpanRow> {
+        stack
+            .spans_of(host, "SAMPLE")
+            .into_iter()
+            .map(|s| ((s.tag("writer_id").to_string(), s.tag("sn").to_string()), s))
+            .collect()
+    };
+    let (sa, sb) = (samples(a_host), samples(b_host));
+    let mut checked = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f[col("direction")] != "A->B" || f[col("status")] != "ok" {
+            continue;
+        }
+        let key = (f[col("writer_guid")].to_string(), f[col("sn")].to_string());
+        let s = sa
+            .get(&key)
+            .unwrap_or_else(|| panic!("{key:?}: no SAMPLE span on {a_host}"));
+        let r = sb
+            .get(&key)
+            .unwrap_or_else(|| panic!("{key:?}: no SAMPLE span on {b_host}"));
+        assert_eq!(s.tag("t_ns"), f[col("t_send_ns")], "{key:?}: t_send");
+        assert_eq!(s.tag("start_ns"), f[col("t_send_ns")], "{key:?}: start_ns");
+        assert_eq!(
+            r.tag("end_time_unix_nano"),
+            f[col("t_recv_ns")],
+            "{key:?}: t_recv"
+        );
+        assert_eq!(r.int("fragments_missing"), Some(0), "{key:?}");
+        assert_eq!(
+            s.tag("repairs"),
+            f[col("repairs_sender")],
+            "{key:?}: repairs"
+        );
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} samples checked");
+}
+
+/// One replay: capture, oracle TSV, host.name, protocol, compression, time shift.
+type Run<'a> = (
+    PathBuf,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a dyn Fn(u64) -> u64,
+);
+
+/// Sub-microsecond offset of frame `n` (1-based) in the nanosecond copy.
+fn sub_us_shift(frame: u64) -> u64 {
+    (frame * 7919 + 1) % 1000
+}
+
+/// Copies a little-endian µs pcap as a ns pcap, adding `shift(frame)` ns to each frame.
+fn write_ns_copy(src: &Path, dst: &Path, shift: fn(u64) -> u64) {
+    let data = std::fs::read(src).unwrap();
+    let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap());
+    assert_eq!(
+        u32_at(0),
+        0xa1b2_c3d4,
+        "{}: µs little-endian pcap expected",
+        src.display()
+    );
+    let mut out = Vec::with_capacity(data.len());
+    out.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+    out.extend_from_slice(&data[4..24]);
+    let (mut off, mut frame) = (24usize, 0u64);
+    while off + 16 <= data.len() {
+        frame += 1;
+        let (sec, usec, incl) = (u32_at(off), u32_at(off + 4), u32_at(off + 8) as usize);
+        let ns = u64::from(usec) * 1000 + shift(frame);
+        assert!(ns < 1_000_000_000);
+        out.extend_from_slice(&sec.to_le_bytes());
+        out.extend_from_slice(&(ns as u32).to_le_bytes());
+        out.extend_from_slice(&data[off + 8..off + 16 + incl]);
+        off += 16 + incl;
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+/// Spans of host small-a whose topic matches `re` (a Flux regex).
+fn small_a_topics(stack: &Stack, re: &str) -> usize {
+    let bucket = &stack.influx.bucket;
+    let rows = stack.influx.query(&format!(
+        r#"from(bucket:"{bucket}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "small-a" and r._field == "end_time_unix_nano")
+  |> filter(fn: (r) => r["span.name"] != "SAMPLE" and exists r.topic_name and r.topic_name =~ /{}/)
+  |> group() |> count()"#,
+        re.replace('/', "\\/")
+    ));
+    rows.first()
+        .and_then(|r| r["_value"].parse().ok())
+        .unwrap_or(0)
+}
