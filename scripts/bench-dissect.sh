@@ -11,8 +11,8 @@ source scripts/lib.sh
 file=${1:-$BENCH_CAPTURE}
 [ -f "$file" ] || file=tests/pcaps/h_vlan_pcp/a.pcap
 command -v tshark >/dev/null || { echo "bench-dissect: tshark is not installed (README setup installs it)" >&2; exit 1; }
-cargo build --release -q -p ddshark
-bin=target/release/ddshark
+cargo build --profile tuned -q -p ddshark
+bin=target/tuned/ddshark
 now() { date +%s%N; }
 cat "$file" >/dev/null   # same page-cache state for every contender
 t0=$(now); "$bin" dissect -q --format jsonl "$file" >/dev/null; t1=$(now)

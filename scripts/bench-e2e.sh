@@ -90,9 +90,9 @@ if [ "$SOAK" = 1 ] && { [ ! -f "$SOAK_CAP/a_tx.pcap" ] || [ ! -f "$SOAK_CAP/b_tx
   "$REPO_ROOT/scripts/make-fixtures.sh" --bench-soak >&2
 fi
 if [ -z "$DDSHARK" ]; then
-  DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
-  say "building ddshark (release)"
-  (cd "$REPO_ROOT" && cargo build --release -q -p ddshark)
+  DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/tuned/ddshark"
+  say "building ddshark (profile tuned)"
+  (cd "$REPO_ROOT" && cargo build --profile tuned -q -p ddshark)
 fi
 [ -x "$DDSHARK" ] || die "no ddshark binary at $DDSHARK"
 

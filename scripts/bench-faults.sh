@@ -60,9 +60,9 @@ if [ ! -f "$CAP/a.pcap" ] || [ ! -f "$CAP/b.pcap" ]; then
   flock /tmp/ddshark-netns.lock "$REPO/tests/traffic/make_captures.sh" "$DDSHARK_CAPTURES" j_autoware_long >&2
 fi
 if [ -z "$DDSHARK" ]; then
-  DDSHARK="${CARGO_TARGET_DIR:-$REPO/target}/release/ddshark"
-  say "building ddshark (release)"
-  (cd "$REPO" && cargo build --release -q -p ddshark --bin ddshark)
+  DDSHARK="${CARGO_TARGET_DIR:-$REPO/target}/tuned/ddshark"
+  say "building ddshark (profile tuned)"
+  (cd "$REPO" && cargo build --profile tuned -q -p ddshark --bin ddshark)
 fi
 [ -x "$DDSHARK" ] || die "no ddshark binary at $DDSHARK"
 mkdir -p "$OUT"

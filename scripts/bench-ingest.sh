@@ -48,11 +48,11 @@ for f in "$A" "$B"; do
   [ -f "$f" ] || die "no capture $f (run sudo scripts/bench-e2e.sh once, or pass --a/--b)"
 done
 if [ -z "$DDSHARK" ]; then
-  DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/ddshark"
-  (cd "$REPO_ROOT" && cargo build --release -q -p ddshark -p span-join)
+  DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/tuned/ddshark"
+  (cd "$REPO_ROOT" && cargo build --profile tuned -q -p ddshark -p span-join)
 fi
 JOIN="$(dirname "$DDSHARK")/ddshark-join"
-[ -x "$JOIN" ] || die "no $JOIN beside $DDSHARK (cargo build --release -p span-join)"
+[ -x "$JOIN" ] || die "no $JOIN beside $DDSHARK (cargo build --profile tuned -p span-join)"
 
 RUN="$(mktemp -d /tmp/ddshark-bench-ingest.XXXXXX)"
 cleanup() { "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$RUN/stack" >/dev/null 2>&1 || true; rm -rf "$RUN"; }

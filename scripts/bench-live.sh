@@ -62,8 +62,8 @@ for r in $RATES; do
 done
 { [ "$nsteps" -ge 1 ] && [ "$nsteps" -le 16 ]; } || die "RATES: 1..16 steps"
 
-cargo build --release -q -p ddshark
-bin=$PWD/target/release/ddshark
+cargo build --profile tuned -q -p ddshark
+bin=$PWD/target/tuned/ddshark
 tools="ddshark tcpdump"
 if [ -n "$BEFORE_BIN" ]; then
   [ -x "$BEFORE_BIN" ] || die "BEFORE_BIN=$BEFORE_BIN is not an executable"

@@ -19,11 +19,11 @@
 # RUNS=N (default 1) repeats the export run; BEFORE_BIN=path/to/other/ddshark adds that
 # build as a second contender, runs interleaved (before, this, before, this, …), e.g. the
 # hand-encoded exporter of commit 9065944:
-#   git worktree add /tmp/ddshark-9065944 9065944 && (cd /tmp/ddshark-9065944 && cargo build --release -p ddshark)
-#   BEFORE_BIN=/tmp/ddshark-9065944/target/release/ddshark RUNS=3 scripts/bench-otlp.sh
+#   git worktree add /tmp/ddshark-9065944 9065944 && (cd /tmp/ddshark-9065944 && cargo build --profile tuned -p ddshark)
+#   BEFORE_BIN=/tmp/ddshark-9065944/target/tuned/ddshark RUNS=3 scripts/bench-otlp.sh
 # Each run also reports the collector's CPU per span (from /proc): on a 2-core machine
 # ddshark and the collector share the cores, so their costs per span add up.
-# Needs scripts/stack/build.sh to have run once. Takes ~1-2 minutes (+ a release build).
+# Needs scripts/stack/build.sh to have run once. Takes ~1-2 minutes (+ a tuned build).
 set -euo pipefail
 LIB_TAG=bench
 # shellcheck source=scripts/lib.sh
@@ -51,9 +51,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say "building ddshark (release)"
-(cd "$REPO_ROOT" && cargo build --release -q -p ddshark)
-DDSHARK="$REPO_ROOT/target/release/ddshark"
+say "building ddshark (profile tuned)"
+(cd "$REPO_ROOT" && cargo build --profile tuned -q -p ddshark)
+DDSHARK="$REPO_ROOT/target/tuned/ddshark"
 
 say "writing $SPANS DATA submessages ($PER per datagram) to $PCAP"
 python3 - "$REPO_ROOT/tests/pcaps/a_small_reliable/a.pcap" "$PCAP" "$SPANS" "$PER" <<'EOF'

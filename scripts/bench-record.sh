@@ -12,7 +12,7 @@
 #   ($BENCH_CAPTURE, scripts/lib.sh)
 # environment: DURATION_S (60), MBPS (1080 = 135 MB/s, the Autoware mix per host), RING_MB
 #   (1000), OUT_DIR (where the ring goes, default a temporary directory), BIN (ddshark binary,
-#   default target/release/ddshark built here)
+#   default target/tuned/ddshark built here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +27,7 @@ need_root "network namespaces, raw capture"
 need_tools tcpreplay tcpdump jq ip
 input=${1:-$BENCH_CAPTURE}
 [ -f "$input" ] || die "no capture $input (sudo scripts/make-fixtures.sh --bench makes it)"
-if [ -z "${BIN:-}" ]; then cargo build --release -q -p ddshark; BIN=$PWD/target/release/ddshark; fi
+if [ -z "${BIN:-}" ]; then cargo build --profile tuned -q -p ddshark; BIN=$PWD/target/tuned/ddshark; fi
 
 work=$(mktemp -d /tmp/ddsr-bench.XXXXXX)
 out=${OUT_DIR:-$work}

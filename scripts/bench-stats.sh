@@ -14,7 +14,7 @@
 #   Copies are shifted in time after each other (editcap -t, mergecap -a).
 # environment: RUNS (interleaved runs per contender, default 7); BEFORE_BIN=path/to/other/ddshark
 #   adds that build's `stats` as a third contender in the same interleaving (e.g. a build of
-#   an older commit: git worktree add /tmp/old COMMIT && (cd /tmp/old && cargo build --release)).
+#   an older commit: git worktree add /tmp/old COMMIT && (cd /tmp/old && cargo build --profile tuned)).
 # Targets (issue 11): stats <= 2x the bare read on BOTH replays; >= 50x tshark; flat memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,9 +28,9 @@ runs=${RUNS:-7}
 for t in tshark editcap mergecap capinfos /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "bench-stats: $t is missing (apt-get install tshark time)" >&2; exit 1; }
 done
-cargo build --release -q -p ddshark --bin ddshark --example pcap_read
-bin=target/release/ddshark
-read_bin=target/release/examples/pcap_read
+cargo build --profile tuned -q -p ddshark --bin ddshark --example pcap_read
+bin=target/tuned/ddshark
+read_bin=target/tuned/examples/pcap_read
 work=$(mktemp -d /tmp/ddshark-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,9 +1,12 @@
 //! System tier (capturing needs root or CAP_NET_RAW): a live capture on a quiet
 //! interface says at once what it captures and keeps printing its summaries although
-//! nothing arrives.
+//! nothing arrives; SIGTERM and SIGHUP end a live capture recording with -w, its file
+//! closed whole.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[test]
 fn a_quiet_interface_still_gets_its_first_line_and_summaries() {
@@ -114,4 +117,78 @@ fn z_runs_the_capture_as_the_user_without_capabilities() {
         stdout.contains("lo: 3 frames"),
         "{sent} sent:\n{stdout}\n{err}"
     );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("ddshark-cli-live-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Wait (5 s at most) for the child to exit; its exit status and the time it took.
+fn wait_exit(child: &mut Child, what: &str) -> (std::process::ExitStatus, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return (status, start.elapsed());
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("ddshark still running 5 s after {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Until `path` holds something (the capture is under way): 20 s at most.
+fn wait_for_file(path: &Path) {
+    let start = Instant::now();
+    while std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A live capture recording with -w: the signal ends it as the end of the capture would,
+/// exit 0, the pcapng closed and readable.
+#[test]
+fn sigterm_and_sighup_end_a_live_capture_and_close_its_recording() {
+    for signal in ["TERM", "HUP"] {
+        let rec = scratch(&format!("live-{signal}.pcapng"));
+        let progress = scratch(&format!("live-{signal}.out"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+            .args(["-i", "lo", "--no-tui", "--interval", "100ms", "-w"])
+            .arg(&rec)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&progress).expect("stdout file"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ddshark");
+        wait_for_file(&progress);
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -{signal}");
+        let (status, took) = wait_exit(&mut child, &format!("SIG{signal}"));
+        eprintln!("-i lo -w, SIG{signal}: ended {took:?} after it, {status}");
+        assert!(
+            status.success(),
+            "SIG{signal}: {status} (capturing needs root or CAP_NET_RAW)"
+        );
+        let read = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+            .arg("stats")
+            .arg(&rec)
+            .output()
+            .expect("ddshark stats");
+        assert!(
+            read.status.success(),
+            "the recording does not read back: {}",
+            String::from_utf8_lossy(&read.stderr)
+        );
+    }
 }

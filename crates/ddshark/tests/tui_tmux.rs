@@ -314,3 +314,86 @@ fn tui_in_tmux_messages_go_to_the_log_line() {
     );
     assert_tty_restored(&t, &s);
 }
+
+/// Is process `pid` gone (exited and reaped, or a zombie)?
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Wait (5 s at most) for `pid` to end; the time it took, for the report.
+fn wait_gone(pid: u32, what: &str) -> Duration {
+    let start = Instant::now();
+    while !gone(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "ddshark still running 5 s after {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+/// A fresh path for a test's --final-json.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!(
+        "ddshark-tui-test-{}-{name}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// A replay slow enough to still run when the test acts: `exec`, so the pane's process is
+/// ddshark itself and its pid is the pane's.
+fn slow_replay_in_tmux(name: &str, out: &std::path::Path) -> (Tmux, u32) {
+    let bin = env!("CARGO_BIN_EXE_ddshark");
+    let pcap = fixture("h_vlan_pcp/a.pcap");
+    let cmd = format!(
+        "exec '{bin}' -r '{}' --speed 0.05 --final-json '{}'",
+        pcap.display(),
+        out.display()
+    );
+    let t = Tmux::start(name, 100, 30, &cmd);
+    // The title bar: the UI is up (the first snapshot comes 10 s later at this speed).
+    t.wait_for("the title bar", |s| status_line(s).starts_with("ddshark"));
+    let pid: u32 = t.format("#{pane_pid}").parse().expect("the pane's pid");
+    (t, pid)
+}
+
+/// The terminal goes away under a running replay (its tmux server killed, as when the ssh
+/// session to a robot drops): ddshark ends as `q` would, its --final-json written. Before,
+/// the UI thread spun on the hung-up terminal's end-of-file and the run never ended.
+#[test]
+fn tui_in_tmux_a_lost_terminal_ends_the_run_and_writes_the_outputs() {
+    let out = scratch("lost");
+    let (t, pid) = slow_replay_in_tmux("lost", &out);
+    let _ = t.run(&["kill-server"]);
+    let took = wait_gone(pid, "its terminal went away");
+    eprintln!("lost terminal: ddshark ended {took:?} after the tmux server was killed");
+    let json = std::fs::read_to_string(&out).expect("--final-json written");
+    assert!(json.contains("\"topics\""), "{json}");
+}
+
+/// SIGTERM and SIGHUP end the TUI mid-replay as `q` does: the UI closes (it used to wait
+/// for `q` after the signal stopped the input), the outputs are written.
+#[test]
+fn tui_in_tmux_sigterm_and_sighup_end_the_run_and_write_the_outputs() {
+    for signal in ["TERM", "HUP"] {
+        let out = scratch(&format!("sig{signal}"));
+        let (_t, pid) = slow_replay_in_tmux(&format!("sig{signal}"), &out);
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        let took = wait_gone(pid, &format!("SIG{signal}"));
+        eprintln!("SIG{signal}: the TUI ended {took:?} after it");
+        let json = std::fs::read_to_string(&out).expect("--final-json written");
+        assert!(json.contains("\"topics\""), "SIG{signal}: {json}");
+    }
+}

@@ -101,8 +101,18 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
-        // A second Ctrl-C is the default behaviour (exit at once) only if this fails.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed));
+        let signalled = AtomicBool::new(false);
+        // SIGINT, SIGTERM and SIGHUP (ctrlc's `termination` feature) end the run as `q` does:
+        // the capture stops, the UI closes, the outputs are written. A second signal ends the
+        // program at once (exit status 1), for an end that hangs (a slow disk, an export retry).
+        let _ = ctrlc::set_handler(move || {
+            if signalled.swap(true, Ordering::SeqCst) {
+                crate::tui::restore_terminal();
+                std::process::exit(1);
+            }
+            stop.store(true, Ordering::Relaxed);
+            crate::tui::request_close();
+        });
     }
     if let Some(d) = args.duration {
         let stop = stop.clone();
@@ -172,8 +182,16 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         // The input ended: the UI stays until the user quits (at once on an error).
         ui.finish(result.is_err())?;
     }
+    // A terminal that went away (the UI ended for it) cannot take the held messages or any
+    // later report; the run still writes its outputs.
+    let terminal_lost = tui && crate::tui::terminal_lost();
     if let Some(c) = captured_stderr {
-        c.restore().context("restoring stderr")?;
+        let restored = c.restore();
+        if terminal_lost {
+            crate::tui::detach_from_lost_terminal();
+        } else {
+            restored.context("restoring stderr")?;
+        }
     }
     if let Some(p) = &args.discovery_cache {
         let mut merged = cache.unwrap_or_default();

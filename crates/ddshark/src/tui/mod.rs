@@ -8,6 +8,10 @@
 //!
 //! The terminal is restored when the UI ends normally, on an error and on a panic
 //! (a panic hook restores it before the default hook prints the message).
+//!
+//! A terminal that goes away (its tmux server killed, the ssh session dropped) ends the UI
+//! as `q` does: crossterm reads end-of-file from a hung-up terminal as "no event" and would
+//! poll it forever, so the loop asks the kernel whether the terminal hung up.
 
 mod app;
 pub(crate) mod fmt;
@@ -17,6 +21,7 @@ mod render;
 mod style;
 
 use std::io::{self, IsTerminal, Stdout};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::thread::JoinHandle;
@@ -104,7 +109,7 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Put the terminal back: cooked mode, main screen, visible cursor. Only once:
 /// leaving the alternate screen twice would move the cursor back over what was
 /// printed in between (the panic message).
-fn restore_terminal() {
+pub(crate) fn restore_terminal() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = disable_raw_mode();
         let _ = execute!(io::stdout(), LeaveAlternateScreen, Show);
@@ -122,6 +127,50 @@ fn install_panic_hook() {
             previous(info);
         }));
     });
+}
+
+/// A termination signal (SIGINT, SIGTERM, SIGHUP) asked the program to end: the UI closes
+/// instead of waiting for `q` after the input ended.
+static CLOSE_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Close the running UI (if any) from a signal handler's thread.
+pub(crate) fn request_close() {
+    CLOSE_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Has the terminal on stdin or stdout hung up (its pty's other side closed)? A hung-up
+/// terminal polls as POLLHUP (or POLLERR/POLLNVAL once the fd is revoked).
+pub(crate) fn terminal_lost() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let (stdin, stdout) = (io::stdin(), io::stdout());
+    let mut fds = [
+        PollFd::new(stdin.as_fd(), PollFlags::empty()),
+        PollFd::new(stdout.as_fd(), PollFlags::empty()),
+    ];
+    if poll(&mut fds, PollTimeout::ZERO).is_err() {
+        return false;
+    }
+    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
+    fds.iter()
+        .any(|f| f.revents().is_some_and(|r| r.intersects(gone)))
+}
+
+/// Wait up to `timeout` for something to read on stdin (or its hang-up); false on timeout.
+fn wait_for_input(timeout: Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let stdin = io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
+}
+
+/// The terminal went away: later messages and reports go to /dev/null instead (writing to a
+/// hung-up terminal fails, and `eprintln!` would panic before the outputs are written).
+pub(crate) fn detach_from_lost_terminal() {
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+        let _ = nix::unistd::dup2_stderr(&null);
+    }
 }
 
 /// Some thread panicked: the terminal was restored and must stay so (the UI
@@ -228,14 +277,28 @@ pub fn start_with_renderer(
 pub trait EventSource {
     /// The next event, waiting at most `timeout`; `None` when none came in time.
     fn next_event(&mut self, timeout: Duration) -> Result<Option<Event>>;
+
+    /// Is the terminal gone (hung up)? The UI then ends as `q` would.
+    fn lost(&mut self) -> bool {
+        false
+    }
 }
 
 /// The real terminal's events (crossterm).
 struct TerminalEvents;
 
 impl EventSource for TerminalEvents {
+    fn lost(&mut self) -> bool {
+        terminal_lost()
+    }
+
     fn next_event(&mut self, timeout: Duration) -> Result<Option<Event>> {
-        if !event::poll(timeout).context("reading the terminal")? {
+        // Wait for the terminal here, not in crossterm: its reader takes a hung-up terminal's
+        // end-of-file for "more to read" and loops on it without end (a core spinning, the
+        // UI never seeing the loss).
+        // After a timeout crossterm is still asked, without waiting: it delivers resizes.
+        let _ = wait_for_input(timeout);
+        if terminal_lost() || !event::poll(Duration::ZERO).context("reading the terminal")? {
             return Ok(None);
         }
         event::read().context("reading the terminal").map(Some)
@@ -280,6 +343,11 @@ pub fn event_loop<B: Backend>(
         if quit.load(Ordering::Relaxed) || PANICKED.load(Ordering::SeqCst) {
             return Ok(());
         }
+        if CLOSE_REQUESTED.load(Ordering::SeqCst) || events.lost() {
+            // As `q`: the capture stops and the program writes its outputs.
+            stop.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
         let v = hub.version();
         if v != version && !ui.frozen {
             version = v;
@@ -307,9 +375,14 @@ pub fn event_loop<B: Backend>(
         if dirty || last_draw.elapsed() >= Duration::from_secs(1) {
             let size = terminal.size().unwrap_or_default();
             ui.page = usize::from(size.height.saturating_sub(14).max(1));
-            terminal
-                .draw(|f| renderer(f, shown.as_deref(), &ui))
-                .context("drawing the terminal UI")?;
+            if let Err(e) = terminal.draw(|f| renderer(f, shown.as_deref(), &ui)) {
+                if events.lost() {
+                    // Hung up between the check above and this frame: as `q`.
+                    stop.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
+                return Err(e).context("drawing the terminal UI");
+            }
             dirty = false;
             last_draw = Instant::now();
         }

@@ -1,0 +1,122 @@
+//! SIGTERM and SIGHUP end ddshark within a second whatever its mode, with what it was asked
+//! to write written: a paced replay without the UI; `stats`, `dissect` and `latency` on an
+//! input that never ends (a pipe left open). The TUI's cases are in tui_tmux.rs, a live
+//! capture recording with -w in cli_live.rs (both system tier: a terminal, capturing). The bound
+//! asserted is generous (5 s); the times taken are printed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fixture;
+
+fn scratch(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("ddshark-signals-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn send(child: &Child, signal: &str) {
+    let ok = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill -{signal}");
+}
+
+/// Wait (5 s at most) for the child to exit; its exit status and the time it took.
+fn wait_exit(child: &mut Child, what: &str) -> (std::process::ExitStatus, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return (status, start.elapsed());
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("ddshark still running 5 s after {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Until `path` holds something (the run is under way): 20 s at most.
+fn wait_for_file(path: &PathBuf) {
+    let start = Instant::now();
+    while std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A paced replay without the UI (`--no-tui`): the signal ends it as the end of the file
+/// would, exit 0 and --final-json written.
+#[test]
+fn sigterm_and_sighup_end_a_replay_and_write_its_final_json() {
+    for signal in ["TERM", "HUP", "INT"] {
+        let out = scratch(&format!("replay-{signal}.json"));
+        let progress = scratch(&format!("replay-{signal}.out"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+            .arg("-r")
+            .arg(fixture("h_vlan_pcp/a.pcap"))
+            .args([
+                "--no-tui",
+                "--speed",
+                "0.05",
+                "--interval",
+                "100ms",
+                "--final-json",
+            ])
+            .arg(&out)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&progress).expect("stdout file"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ddshark");
+        wait_for_file(&progress);
+        send(&child, signal);
+        let (status, took) = wait_exit(&mut child, &format!("SIG{signal}"));
+        eprintln!("-r --no-tui, SIG{signal}: ended {took:?} after it, {status}");
+        assert!(status.success(), "SIG{signal}: {status}");
+        let json = std::fs::read_to_string(&out).expect("--final-json written");
+        assert!(json.contains("\"topics\""), "{json}");
+    }
+}
+
+/// `stats`, `dissect` and `latency` reading a pipe that stays open (a capture's header and
+/// then nothing): each ends on the signal.
+#[test]
+fn sigterm_and_sighup_end_stats_dissect_and_latency() {
+    let header = std::fs::read(fixture("h_vlan_pcp/a.pcap")).expect("fixture");
+    let b = fixture("h_vlan_pcp/b.pcap");
+    let b = b.to_str().expect("utf-8 path");
+    let cases: [&[&str]; 3] = [&["stats", "-"], &["dissect", "-"], &["latency", "-", b]];
+    for args in cases {
+        for signal in ["TERM", "HUP"] {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("ddshark");
+            let mut stdin = child.stdin.take().expect("stdin");
+            // The pcap file header and the first frames; the pipe stays open.
+            stdin.write_all(&header[..4096]).expect("writing the pipe");
+            stdin.flush().expect("flush");
+            std::thread::sleep(Duration::from_millis(300));
+            send(&child, signal);
+            let (status, took) = wait_exit(&mut child, &format!("SIG{signal}"));
+            eprintln!("{args:?}, SIG{signal}: ended {took:?} after it, {status}");
+            drop(stdin);
+        }
+    }
+}
