@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use ddshark::output::contract::stats::Document as StatsDocument;
 use nix::sys::resource::{getrusage, UsageWho};
 use serde_json::Value;
 
@@ -557,6 +558,6 @@ fn fragmented_samples_of_all_writers_share_one_budget() {
     let snapshot = engine.finish();
     // 12 started, 5 held: the first 7 dropped (the completed ones took no room for long).
     assert_eq!(snapshot.health.state.frag_samples_evicted(), 7);
-    let json = serde_json::to_value(&*snapshot).expect("snapshot JSON");
+    let json = serde_json::to_value(StatsDocument::of(&snapshot)).expect("snapshot JSON");
     assert_eq!(n(&json, "summary.incomplete"), 12);
 }

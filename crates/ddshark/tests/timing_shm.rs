@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::{fixture, ns_of, read_tsv};
+use ddshark::output::contract::stats::Document as StatsDocument;
 use ddshark::state::snapshot::{Snapshot, TopicView, WriterView};
 use ddshark::stats_cmd::{stats_file, StatsOptions};
 
@@ -143,7 +144,7 @@ fn deadline_misses_on_a_writer_that_misses_its_deadline() {
         assert_eq!(writer(&s, "rt/chatter").timing.deadline_misses, expected);
         // The best-effort IMU announces no deadline.
         assert_eq!(topic(&s, "rt/imu").timing.deadline_ns, None);
-        let json = serde_json::to_value(&*s).unwrap();
+        let json = serde_json::to_value(StatsDocument::of(&s)).unwrap();
         let chatter = json["topics"]
             .as_array()
             .unwrap()

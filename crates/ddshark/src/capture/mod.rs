@@ -10,7 +10,7 @@ use rtps_dissect::Frame;
 use thiserror::Error;
 
 /// Kernel/libpcap counters of a live capture.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KernelStats {
     pub(crate) received: u64,
     pub(crate) dropped: u64,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use crate::capture::live::interface_list;
+use crate::output::contract::stats::Document as StatsDocument;
 use crate::pipeline::{run_threaded, Engine, EngineConfig, PaceControl, RunOptions, SnapshotHub};
 use crate::state::cache::DiscoveryCache;
 use crate::state::StateConfig;
@@ -210,7 +211,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         }
     }
     if let Some(p) = &args.final_json {
-        let text = serde_json::to_string_pretty(&*snap)?;
+        let text = serde_json::to_string_pretty(&StatsDocument::of(&snap))?;
         crate::atomic_file::write(p, text).with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(h) = &export {

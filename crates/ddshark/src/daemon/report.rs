@@ -3,20 +3,11 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use super::DaemonFormat;
+use crate::output::contract::stats::SummaryLine;
 use crate::output::stats::{text_report, ReportOptions};
 use crate::pipeline::{Sink, SourceCtx};
-use crate::state::snapshot::{Health, Snapshot, Summary, TopicView};
-
-/// One line of `--format jsonl`.
-#[derive(Serialize)]
-struct JsonLine<'a> {
-    summary: &'a Summary,
-    topics: Vec<&'a TopicView>,
-    health: &'a Health,
-}
+use crate::state::snapshot::Snapshot;
 
 /// Prints every snapshot on stdout.
 pub(crate) struct ReportSink {
@@ -48,12 +39,7 @@ impl ReportSink {
         let mut buf = Vec::new();
         match self.format {
             DaemonFormat::Jsonl => {
-                let line = JsonLine {
-                    summary: &s.summary,
-                    topics: s.topics.iter().filter(|t| !t.builtin).collect(),
-                    health: &s.health,
-                };
-                if serde_json::to_writer(&mut buf, &line).is_err() {
+                if serde_json::to_writer(&mut buf, &SummaryLine::of(s)).is_err() {
                     return;
                 }
                 buf.push(b'\n');

@@ -49,7 +49,7 @@ pub struct Obs {
 }
 
 /// Why a DATA/DATA_FRAG submessage was not used.
-#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct ExtractStats {
     pub(crate) data_submessages: u64,
     pub(crate) data_frag_submessages: u64,

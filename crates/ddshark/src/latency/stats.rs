@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use super::join::{SampleRow, Status};
 
 /// Latency values kept per group for percentiles and pictures; beyond it, reservoir sampling.
@@ -226,9 +224,8 @@ pub(crate) fn human_ns(ns: i64) -> String {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub(crate) struct TopicStats {
-    pub(crate) kind: &'static str,
     pub(crate) direction: String,
     pub(crate) topic: String,
     pub(crate) count: u64,
@@ -252,7 +249,6 @@ impl TopicStats {
     pub(crate) fn of(direction: String, k: &GroupKey, g: &Group) -> Self {
         let s = g.sorted();
         Self {
-            kind: "topic",
             direction,
             topic: k.topic.clone(),
             count: g.ok,

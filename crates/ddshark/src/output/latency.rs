@@ -1,4 +1,5 @@
-//! Text, TSV and JSON-lines forms of latency rows and statistics.
+//! Text, TSV and JSON-lines forms of latency rows and statistics; the JSON ones are
+//! `contract::latency`'s types.
 
 use std::fmt::Write as _;
 
@@ -8,6 +9,7 @@ use crate::latency::clocks::{self, Correction};
 use crate::latency::join::SampleRow;
 use crate::latency::stats::{histogram, human_ns, topic_label};
 use crate::latency::{LatencyFormat, Level, RunSummary};
+use crate::output::contract::latency as contract;
 use crate::units::timestamp;
 
 pub(crate) const TSV_COLUMNS: &[&str] = &[
@@ -35,40 +37,11 @@ pub(crate) const TSV_COLUMNS: &[&str] = &[
     "latency_uncertainty_ns",
 ];
 
-#[derive(Serialize)]
-struct JsonRow<'a> {
-    kind: &'static str,
-    direction: String,
-    writer_guid: String,
-    topic: Option<&'a str>,
-    builtin: bool,
-    sn: i64,
-    frag_start: Option<u32>,
-    status: &'static str,
-    t_send_ns: i64,
-    t_recv_ns: Option<i64>,
-    latency_ns: Option<i64>,
-    /// The true latency lies within ± this of `latency_ns` (an estimate corrected it).
-    latency_uncertainty_ns: Option<i64>,
-    t_recv_first_ns: Option<i64>,
-    tx_sender: u32,
-    repairs_sender: u32,
-    rx_receiver: u32,
-    repaired: bool,
-    sample_size: u64,
-    n_frags: u32,
-    frame_send: u64,
-    frame_recv: Option<u64>,
-    src: Option<String>,
-    dst: Option<String>,
-    pcp: Option<u8>,
-}
-
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
 
-fn frag_col(level: Level, r: &SampleRow) -> Option<u32> {
+pub(crate) fn frag_col(level: Level, r: &SampleRow) -> Option<u32> {
     (level == Level::Submessage && r.fragmented).then_some(r.key.frag_start)
 }
 
@@ -171,32 +144,7 @@ pub(crate) fn row(
             out.push('\n');
         }
         LatencyFormat::Json | LatencyFormat::Jsonl => {
-            let j = JsonRow {
-                kind: "sample",
-                direction: crate::latency::direction_in(labels, r.sender, r.receiver),
-                writer_guid: r.key.writer.to_string(),
-                topic: topic_name(r),
-                builtin: r.key.writer.entity.is_builtin(),
-                sn: r.key.sn,
-                frag_start: frag_col(level, r),
-                status: r.status.name(),
-                t_send_ns: r.t_send,
-                t_recv_ns: r.t_recv,
-                latency_ns: r.latency_ns,
-                latency_uncertainty_ns: r.latency_uncertainty_ns,
-                t_recv_first_ns: r.t_recv_first,
-                tx_sender: r.tx_sender,
-                repairs_sender: r.repairs_sender,
-                rx_receiver: r.rx_receiver,
-                repaired: r.repaired,
-                sample_size: r.sample_size,
-                n_frags: r.units,
-                frame_send: r.frame_send,
-                frame_recv: r.frame_recv,
-                src: r.src.map(|s| s.to_string()),
-                dst: r.dst.map(|s| s.to_string()),
-                pcp: r.pcp,
-            };
+            let j = contract::Sample::of(level, r, labels);
             if let Ok(s) = serde_json::to_string(&j) {
                 out.push_str(&s);
                 out.push('\n');
@@ -322,7 +270,7 @@ pub fn offsets_text(run: &RunSummary, out: &mut String) {
 
 /// A row's topic as TSV and JSON give it: discovered, or the built-in topic its writer's
 /// entity id names (DCPSParticipant, …, as the text table names it); `None` unknown.
-fn topic_name(r: &SampleRow) -> Option<&str> {
+pub(crate) fn topic_name(r: &SampleRow) -> Option<&str> {
     r.topic
         .as_deref()
         .or_else(|| r.key.writer.entity.builtin_topic_name())
@@ -438,75 +386,6 @@ pub(crate) fn stats_text(run: &RunSummary, out: &mut String) {
     }
 }
 
-#[derive(Serialize)]
-struct JsonOffset {
-    kind: &'static str,
-    /// "B-A": B's clock minus A's.
-    pair: String,
-    offset_ns: Option<i64>,
-    half_width_ns: Option<i64>,
-    /// Capture time (on the first capture's clock) `offset_ns` refers to.
-    t_ref_ns: Option<i64>,
-    drift_ppb: Option<i64>,
-    min_forward_ns: Option<i64>,
-    min_backward_ns: Option<i64>,
-    samples_forward: u64,
-    samples_backward: u64,
-    samples_builtin: u64,
-    outliers: u32,
-    /// The receiver's timestamps were moved (by `applied_offset_ns`).
-    applied: bool,
-    /// What was subtracted from the receiver's timestamps (at `t_ref_ns` when drifting).
-    applied_offset_ns: Option<i64>,
-    /// "auto" (--offset auto) or "offset-ns" (--offset-ns), when applied.
-    applied_by: Option<&'static str>,
-    /// Why --offset auto left the latencies raw.
-    not_applied: Option<String>,
-    error: Option<String>,
-}
-
-fn json_offset(run: &RunSummary, o: &crate::latency::PairOffset) -> JsonOffset {
-    let e = o.estimate.as_ref().ok();
-    let counts = e.map(|e| e.counts).unwrap_or_default();
-    // Only the receivers' clocks are moved, each onto the first capture's.
-    let correction = run.corrections.get(o.y).filter(|_| o.x == 0);
-    let applied = correction.and_then(|c| c.applied_ns());
-    JsonOffset {
-        kind: "clock_offset",
-        pair: format!("{}-{}", run.label(o.y), run.label(o.x)),
-        offset_ns: e.map(|e| e.offset_ns),
-        half_width_ns: e.map(|e| e.half_width_ns),
-        t_ref_ns: e.map(|e| e.t_ref),
-        drift_ppb: e.map(|e| e.drift_ppb),
-        min_forward_ns: e.map(|e| e.min_x_to_y_ns),
-        min_backward_ns: e.map(|e| e.min_y_to_x_ns),
-        samples_forward: counts.x_to_y,
-        samples_backward: counts.y_to_x,
-        samples_builtin: counts.builtin,
-        outliers: e.map_or(0, |e| e.outliers),
-        applied: applied.is_some(),
-        applied_offset_ns: applied,
-        applied_by: match correction {
-            Some(Correction::Estimated(_)) => Some("auto"),
-            Some(Correction::Given(_)) => Some("offset-ns"),
-            _ => None,
-        },
-        not_applied: match correction {
-            Some(Correction::KeptRaw(e)) => Some(clocks::kept_raw_reason(e)),
-            _ => None,
-        },
-        error: o.estimate.as_ref().err().map(|w| w.to_string()),
-    }
-}
-
-#[derive(Serialize)]
-struct JsonStats<'a> {
-    kind: &'static str,
-    captures: &'a [String],
-    join: &'a crate::latency::join::JoinStats,
-    extract: &'a [crate::latency::extract::ExtractStats],
-}
-
 /// `items` as JSON, `sep` between them.
 fn json_items<T: Serialize>(items: impl Iterator<Item = T>, sep: &str, out: &mut String) {
     let mut first = true;
@@ -522,19 +401,14 @@ fn json_items<T: Serialize>(items: impl Iterator<Item = T>, sep: &str, out: &mut
 }
 
 pub(crate) fn trailer(format: LatencyFormat, run: &RunSummary, out: &mut String) {
-    let offsets = || run.offsets.iter().map(|o| json_offset(run, o));
+    let offsets = || run.offsets.iter().map(|o| contract::Offset::of(run, o));
     let topics = || {
         run.summary
             .groups
             .iter()
-            .map(|(k, g)| run.topic_stats(k, g))
+            .map(|(k, g)| contract::Topic::from(run.topic_stats(k, g)))
     };
-    let stats = JsonStats {
-        kind: "stats",
-        captures: &run.captures,
-        join: &run.join,
-        extract: &run.extract,
-    };
+    let stats = contract::Stats::of(run);
     match format {
         LatencyFormat::Text => {
             summary_text(run, out, true);

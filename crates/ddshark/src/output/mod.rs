@@ -1,7 +1,8 @@
 //! The reports, for people and scripts: `stats` (`stats.rs`), `dissect` (`dissect.rs`: one
 //! line per submessage) and `latency` (`latency.rs`: text, TSV, JSON; `latency_html.rs`:
-//! the HTML page).
+//! the HTML page). What the JSON of `stats` and `latency` holds is `contract/`'s types.
 
+pub mod contract;
 pub(crate) mod dissect;
 pub mod latency;
 pub mod latency_html;

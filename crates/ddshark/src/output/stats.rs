@@ -4,15 +4,16 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::output::contract::stats as contract;
 use crate::state::rate::RateView;
 use crate::state::ros::{display_topic, display_type};
 use crate::state::snapshot::{Snapshot, TopicView};
 use crate::state::timing::TimingView;
 use crate::units;
 
-/// The snapshot as one pretty-printed JSON document and a newline.
+/// The snapshot as one pretty-printed JSON document (the contract's) and a newline.
 pub(crate) fn write_json(out: &mut dyn Write, snap: &Snapshot) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, snap)
+    serde_json::to_writer_pretty(&mut *out, &contract::Document::of(snap))
         .map_err(io::Error::other)
         .and_then(|()| out.write_all(b"\n"))
 }

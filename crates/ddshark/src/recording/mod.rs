@@ -32,7 +32,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use thiserror::Error;
 
 use naming::{part_path, Naming};
@@ -130,7 +129,7 @@ pub(crate) enum Written {
 }
 
 /// Counters of a recording, as the health view shows them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RecordingHealth {
     /// `-w` as given.
     pub(crate) path: String,

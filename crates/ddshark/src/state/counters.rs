@@ -1,11 +1,9 @@
 //! The state's own counters: every DATA/DATA_FRAG classified once, every eviction counted.
 
-use serde::Serialize;
-
 use super::seq::Observed;
 
 /// What the state itself counted; see [`StateCounters::reconciles`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StateCounters {
     pub(crate) datagrams: u64,
     pub(crate) submessages: u64,

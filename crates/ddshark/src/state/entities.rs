@@ -4,19 +4,16 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use rtps_dissect::{Datagram, EndpointInfo, Guid, GuidPrefix, ParticipantInfo, VendorId};
-use serde::Serialize;
-
 use super::bounded::Aged;
 use super::secured::SecuredOf;
 use super::seq::{Finalized, Observed, SeqTracker};
 use super::timing::Timing;
 use super::window::{Counts, Windowed};
 use super::{size_bucket, StateConfig, SIZE_BUCKETS};
+use rtps_dissect::{Datagram, EndpointInfo, Guid, GuidPrefix, ParticipantInfo, VendorId};
 
 /// Why an entity is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GoneReason {
     Disposed,
     Unregistered,
@@ -24,7 +21,7 @@ pub(crate) enum GoneReason {
     ParticipantGone,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Gone {
     pub(crate) at_ns: u64,
     pub(crate) reason: GoneReason,

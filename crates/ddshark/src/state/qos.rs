@@ -5,7 +5,7 @@ use rtps_dissect::discovery::EndpointQos;
 use rtps_dissect::discovery::{Durability, Liveliness, Ownership, Reliability};
 
 /// One incompatible policy between a writer and a reader.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Mismatch {
     pub(crate) policy: &'static str,
     pub(crate) offered: String,

@@ -8,8 +8,6 @@
 //! as 18 Hz). One that stops keeps its rate until its samples leave the window, then reads
 //! 0. Bandwidth is that rate times the mean size of the same samples.
 
-use serde::Serialize;
-
 use super::timing::Timing;
 use super::window::Counts;
 
@@ -18,7 +16,7 @@ use super::window::Counts;
 pub(crate) const MIN_RATE_SPAN_NS: u64 = 100_000_000;
 
 /// A writer's (or a topic's) rate and bandwidth, as every output shows them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RateView {
     /// Samples per second over `span_s`; `null`: no sample yet, or fewer than two over
     /// less than [`MIN_RATE_SPAN_NS`].

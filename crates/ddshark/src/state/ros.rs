@@ -2,8 +2,7 @@
 //! `/add_two` (service request), `std_msgs::msg::dds_::String_` → `std_msgs/msg/String`.
 
 /// What a DDS topic is in ROS 2 terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RosKind {
     Topic,
     ServiceRequest,

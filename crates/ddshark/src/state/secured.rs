@@ -17,14 +17,12 @@
 
 use std::net::IpAddr;
 
-use rtps_dissect::{Datagram, GuidPrefix, SubmessageKind, Transport};
-use serde::Serialize;
-
 use super::bounded::{Aged, Bounded};
 use super::window::{Tally, Windowed};
+use rtps_dissect::{Datagram, GuidPrefix, SubmessageKind, Transport};
 
 /// Secured traffic counters (totals or one window).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SecuredCounts {
     /// RTPS messages holding an SRTPS_PREFIX or a SEC_PREFIX.
     pub messages: u64,

@@ -4,8 +4,6 @@
 //! active, and how often the period exceeded the DEADLINE its SEDP
 //! announced. Bounded memory: running sums (Welford), nothing per sample.
 
-use serde::Serialize;
-
 /// Running count, mean, variance (Welford), min and max of periods in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Moments {
@@ -115,7 +113,7 @@ impl Timing {
 
 /// What `stats`, the TUI and the exporters show of a writer's (or a topic's) timing. Its
 /// rate is not here but in [`super::rate::RateView`], the one every output shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TimingView {
     /// Samples timed (new samples in SN order).
     pub(crate) samples: u64,

@@ -1,9 +1,7 @@
 //! Counters kept as totals and over a capture-time sliding window of buckets.
 
-use serde::Serialize;
-
 /// Traffic counters of one writer (or summed over a topic).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Distinct (writer, SN) seen in DATA/DATA_FRAG.
     pub samples: u64,
@@ -30,7 +28,6 @@ pub struct Counts {
     pub(crate) gaps: u64,
     pub(crate) heartbeat_frags: u64,
     /// When the samples counted here came: what a rate is over (`state::rate`).
-    #[serde(skip)]
     pub(crate) sample_times: SampleTimes,
 }
 

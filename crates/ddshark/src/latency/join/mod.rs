@@ -11,11 +11,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
+use super::extract::{Key, Obs};
 use latency_core::{HostRule, Hosts, LostRule};
 use rtps_dissect::Guid;
-use serde::Serialize;
-
-use super::extract::{Key, Obs};
 
 mod finalise;
 mod pending;
@@ -43,7 +41,7 @@ pub struct JoinConfig {
     pub lost: LostRule,
 }
 
-#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct JoinStats {
     pub(crate) observations: u64,
     pub(crate) keys: u64,

@@ -4,12 +4,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::latency::extract::Key;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     /// Complete at the receiver: has a latency.
     Ok,

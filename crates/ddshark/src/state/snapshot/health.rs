@@ -1,14 +1,12 @@
 //! The health view: the pipeline's, dissector's and state's counters, and whether
 //! they reconcile.
 
-use rtps_dissect::DissectorStats;
-use serde::Serialize;
-
 use super::super::{State, StateCounters};
 use crate::capture::KernelStats;
+use rtps_dissect::DissectorStats;
 
 /// One packet source as the pipeline saw it.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct SourceHealth {
     pub(crate) name: String,
     /// Frames the capture thread read.
@@ -21,7 +19,7 @@ pub struct SourceHealth {
     pub(crate) finished: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct PipelineCounters {
     pub sources: Vec<SourceHealth>,
     /// Frames handed to the dissector.
@@ -31,14 +29,14 @@ pub struct PipelineCounters {
     pub(crate) recording: Option<crate::recording::RecordingHealth>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Check {
     pub(crate) name: &'static str,
     pub(crate) ok: bool,
     pub(crate) detail: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Health {
     pub dissector: DissectorStats,
     pub state: StateCounters,

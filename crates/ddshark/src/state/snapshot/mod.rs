@@ -4,12 +4,10 @@
 //! in its own file (writers, readers, topics, participants, secured, health); [`State::snapshot`]
 //! calls them.
 
-use rtps_dissect::discovery::EndpointQos;
-use rtps_dissect::{DissectorStats, EndpointInfo};
-use serde::Serialize;
-
 use super::window::{Counts, Windowed};
 use super::State;
+use rtps_dissect::discovery::EndpointQos;
+use rtps_dissect::{DissectorStats, EndpointInfo};
 
 mod health;
 mod participants;
@@ -26,7 +24,7 @@ pub use secured::{SecuredPairView, SecuredParticipantView, SecuredView, SecuredW
 pub use topics::{QosMismatchView, TopicView};
 pub use writers::WriterView;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct QosView {
     pub(crate) reliability: Option<&'static str>,
     pub(crate) durability: Option<&'static str>,
@@ -55,7 +53,7 @@ impl QosView {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SizeView {
     pub(crate) min: Option<u64>,
     pub mean: Option<f64>,
@@ -63,7 +61,7 @@ pub struct SizeView {
 }
 
 /// Counts over the sliding window (its rate and bandwidth: [`super::rate::RateView`]).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct WindowView {
     /// Capture time the window's counts cover (≤ the configured window): from the window's
     /// oldest bucket, or the first sample if later, to the latest capture time.
@@ -98,7 +96,7 @@ struct WindowSpan {
     window_seconds: f64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy)]
 pub struct PcpCount {
     /// 802.1Q priority; `null` = untagged.
     pub pcp: Option<u8>,
@@ -117,19 +115,18 @@ fn pcp_list(p: &[u64; 9]) -> Vec<PcpCount> {
 }
 
 /// Whole-capture totals.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Summary {
     pub(crate) first_ts_ns: Option<u64>,
     pub capture_time_ns: u64,
     pub(crate) duration_s: f64,
     pub(crate) window_s: f64,
-    #[serde(flatten)]
     pub totals: Counts,
     pub(crate) user_samples: u64,
     pub(crate) user_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Snapshot {
     pub summary: Summary,
     pub participants: Vec<ParticipantView>,

@@ -1,10 +1,8 @@
 //! The participants' view.
 
-use serde::Serialize;
-
 use super::super::{Gone, State};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ParticipantView {
     pub guid_prefix: String,
     pub(crate) vendor: Option<String>,

@@ -1,18 +1,15 @@
 //! The readers' view.
 
-use serde::Serialize;
-
 use super::super::ros::demangle_topic;
 use super::super::{Gone, State};
 use super::shm::{on_shared_memory, peers_of, ShmPairs};
 use super::{locators, QosView};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ReaderView {
     pub(crate) guid: String,
     pub(crate) participant: String,
     pub(crate) topic: Option<String>,
-    #[serde(rename = "type")]
     pub(crate) type_name: Option<String>,
     pub(crate) ros_topic: Option<String>,
     pub(crate) discovered: bool,

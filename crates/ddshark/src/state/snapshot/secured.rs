@@ -1,21 +1,18 @@
 //! The DDS Security view: secured traffic per participant and per participant pair.
 
-use rtps_dissect::GuidPrefix;
-use serde::Serialize;
-
 use super::super::secured::{Peer, SecuredCounts};
 use super::super::State;
 use super::WindowSpan;
+use rtps_dissect::GuidPrefix;
 
 /// Message rates are over at least a second (or the whole window, if shorter): a burst of
 /// a few messages microseconds apart is a few per second, not 100 000/s.
 const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
 
 /// Secured counters over the sliding window, with rates.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SecuredWindowView {
     pub(crate) seconds: f64,
-    #[serde(flatten)]
     pub(crate) counts: SecuredCounts,
     pub messages_per_s: f64,
     pub(crate) sec_submessages_per_s: f64,
@@ -38,7 +35,7 @@ impl SecuredWindowView {
 }
 
 /// What one participant sent secured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SecuredParticipantView {
     pub(crate) guid_prefix: String,
     pub(crate) entity_name: Option<String>,
@@ -52,7 +49,7 @@ pub struct SecuredParticipantView {
 }
 
 /// Secured traffic from one participant to one destination.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SecuredPairView {
     pub src: String,
     /// A GUID prefix, "multicast", or "host:ADDRESS" (no single participant known there).
@@ -65,7 +62,7 @@ pub struct SecuredPairView {
     pub(crate) window: SecuredWindowView,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct SecuredView {
     pub totals: SecuredCounts,
     pub window: SecuredWindowView,

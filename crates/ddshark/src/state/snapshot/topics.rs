@@ -4,9 +4,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rtps_dissect::{EndpointInfo, Guid};
-use serde::Serialize;
-
 use super::super::qos::{mismatches, Mismatch};
 use super::super::rate::RateView;
 use super::super::ros::{demangle_topic, demangle_type, RosKind};
@@ -15,19 +12,18 @@ use super::super::window::Counts;
 use super::super::{State, SIZE_BUCKETS};
 use super::shm::{on_shared_memory, ShmPairs};
 use super::{pcp_list, per_sample, size_view, PcpCount, SizeView, WindowView, MAX_QOS_PAIRS};
+use rtps_dissect::{EndpointInfo, Guid};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct QosMismatchView {
     pub(crate) writer: String,
     pub(crate) reader: String,
-    #[serde(flatten)]
     pub(crate) mismatch: Mismatch,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct TopicView {
     pub name: String,
-    #[serde(rename = "type")]
     pub type_name: String,
     /// Other type names announced for the same topic.
     pub(crate) other_types: Vec<String>,
@@ -39,7 +35,6 @@ pub struct TopicView {
     pub readers: u64,
     pub(crate) writer_guids: Vec<String>,
     pub reader_guids: Vec<String>,
-    #[serde(flatten)]
     pub totals: Counts,
     pub size: SizeView,
     /// Samples by size bucket (`state::size_bucket`: < 64 B, then powers of two).

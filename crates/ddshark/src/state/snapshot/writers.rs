@@ -1,7 +1,5 @@
 //! The writers' view.
 
-use serde::Serialize;
-
 use super::super::rate::RateView;
 use super::super::ros::{demangle_topic, demangle_type};
 use super::super::timing::TimingView;
@@ -10,12 +8,11 @@ use super::super::{builtin_topic, deadline_ns, Gone, State, Writer};
 use super::shm::{on_shared_memory, peers_of, ShmPairs};
 use super::{locators, pcp_list, per_sample, size_view, PcpCount, QosView, SizeView, WindowView};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct WriterView {
     pub guid: String,
     pub(crate) participant: String,
     pub topic: Option<String>,
-    #[serde(rename = "type")]
     pub(crate) type_name: Option<String>,
     pub(crate) ros_topic: Option<String>,
     pub(crate) ros_type: Option<String>,
@@ -37,7 +34,6 @@ pub struct WriterView {
     pub(crate) first_seen_ns: u64,
     pub(crate) last_seen_ns: u64,
     pub(crate) gone: Option<Gone>,
-    #[serde(flatten)]
     pub totals: Counts,
     pub(crate) size: SizeView,
     pub(crate) data_frags_per_sample: Option<f64>,
