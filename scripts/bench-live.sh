@@ -6,7 +6,7 @@
 # addresses 10.250.0.253/.254, nothing routed anywhere else). Real RTPS traffic is
 # replayed into ddsb_tx0 with tcpreplay at increasing rates (--pps steps, then
 # --topspeed); for every step each tool captures on ddsb_rx0 alone, with the same
-# BPF filter (ddshark's default: UDP and IP fragments, also inside one VLAN tag),
+# BPF filter (ddshark's default without TCP: UDP and IP fragments, also inside one VLAN tag),
 # the same snaplen and the same kernel buffer, and its libpcap kernel counters are
 # read: ddshark's from its --final-json (health.pipeline.sources[].kernel), tcpdump's
 # from its exit lines. ddshark's own queue drops (capture thread -> state thread,

@@ -137,7 +137,8 @@ pub struct DaemonArgs {
     #[arg(short = 'F', long, value_name = "FILE", conflicts_with = "filter")]
     pub filter_file: Option<PathBuf>,
     /// Capture filter (BPF, as tcpdump takes it), after the options or between them;
-    /// applies to -r files too. Default on interfaces: UDP and IP fragments
+    /// applies to -r files too. Default on interfaces: UDP, TCP and IP fragments
+    /// (also inside one 802.1Q tag)
     #[arg(value_name = "FILTER")]
     pub filter: Vec<String>,
 }

@@ -76,7 +76,7 @@ pub(super) fn open(args: &DaemonArgs) -> Result<Opened> {
             names.join(", "),
             user_filter
                 .as_deref()
-                .unwrap_or("UDP and IP fragments (the default)")
+                .unwrap_or("UDP, TCP and IP fragments (the default)")
         );
     } else {
         bail!("nothing to capture: give -i IFACE or -r FILE (see --help)");

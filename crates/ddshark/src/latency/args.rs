@@ -62,10 +62,12 @@ pub enum OffsetMode {
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct LatencyArgs {
-    /// Capture taken on the sending host (pcap/pcapng); its clock is the reference
+    /// Capture taken on host A (pcap/pcapng); its clock is the reference. Samples are measured
+    /// both ways (A->B and B->A in the output)
+    #[arg(value_name = "CAPTURE_A")]
     pub sender: PathBuf,
-    /// Capture(s) taken on the receiving host(s)
-    #[arg(required = true)]
+    /// Capture(s) taken on the other host(s): B, C, … in the output
+    #[arg(required = true, value_name = "CAPTURE_B")]
     pub receivers: Vec<PathBuf>,
     /// Sample: DDS layer (first IP fragment of the first datagram → last IP fragment of the
     /// last needed datagram). Submessage: the same per DATA_FRAG.
@@ -93,7 +95,7 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Capture(s) read first only to learn writer → topic from their discovery traffic
-    /// (e.g. one started before the participants when SENDER/RECEIVER started late)
+    /// (e.g. one started before the participants when CAPTURE_A/CAPTURE_B started late)
     #[arg(long, value_name = "PCAP")]
     pub discovery: Vec<PathBuf>,
     /// Only the per-topic statistics (text format), no per-sample rows

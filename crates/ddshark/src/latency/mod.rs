@@ -1,4 +1,4 @@
-//! `ddshark latency SENDER RECEIVER`: one-way latency of every DDS sample (or DATA_FRAG
+//! `ddshark latency CAPTURE_A CAPTURE_B`: one-way latency of every DDS sample (or DATA_FRAG
 //! submessage) between captures taken on different hosts.
 //!
 //! The captures are read side by side in capture-time order; every DATA/DATA_FRAG

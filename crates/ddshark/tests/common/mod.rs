@@ -204,7 +204,7 @@ pub fn ns_of(s: &str) -> Option<u64> {
     Some(a.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
 }
 
-/// `ddshark latency SENDER RECEIVERS… --level LEVEL --format tsv -q` with its default bounds.
+/// `ddshark latency CAPTURE_A CAPTURE_B… --level LEVEL --format tsv -q` with its default bounds.
 pub fn latency_args(
     sender: &Path,
     receivers: &[PathBuf],
