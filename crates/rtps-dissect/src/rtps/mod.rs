@@ -5,13 +5,15 @@
 //! `sets` (sequence/fragment number sets), `data` (DATA, DATA_FRAG, DATA_SESSION, sample
 //! pieces), `batch` (RTI's DATA_BATCH),
 //! `vendor` (vendor-specific submessages), `walk` (the submessages of a message in order,
-//! with their context); `field` below holds every wire offset.
+//! with their context), `undecoded` (`SubmessageError`: a submessage that did not
+//! decode, and the fields readable before the fault); `field` below holds every wire offset.
 
 mod batch;
 mod body;
 mod data;
 mod header;
 mod sets;
+mod undecoded;
 mod vendor;
 mod walk;
 
@@ -20,6 +22,7 @@ pub use body::*;
 pub use data::*;
 pub use header::*;
 pub use sets::*;
+pub use undecoded::*;
 pub use vendor::*;
 pub use walk::*;
 
