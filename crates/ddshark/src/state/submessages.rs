@@ -51,7 +51,19 @@ impl State {
                 return;
             }
             SubmessageKind::HeartbeatFrag | SubmessageKind::Gap | SubmessageKind::NackFrag => {}
-            _ => return,
+            SubmessageKind::Pad
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => return,
         }
         match &sm.body() {
             SubmessageBody::HeartbeatFrag { .. } => {

@@ -378,7 +378,24 @@ pub(super) fn surely_decodes(kind: SubmessageKind, flags: u8, body: &[u8]) -> bo
                 && sn_at_least_one(field::gap::GAP_LIST)
                 && set_end(field::gap::GAP_LIST, f, field::sn_set::BITMAP, 0).is_some()
         }
-        _ => false,
+        SubmessageKind::Pad
+        | SubmessageKind::InfoTs
+        | SubmessageKind::InfoSrc
+        | SubmessageKind::InfoReplyIp4
+        | SubmessageKind::InfoDst
+        | SubmessageKind::InfoReply
+        | SubmessageKind::Data
+        | SubmessageKind::DataFrag
+        | SubmessageKind::SecBody
+        | SubmessageKind::SecPrefix
+        | SubmessageKind::SecPostfix
+        | SubmessageKind::SrtpsPrefix
+        | SubmessageKind::SrtpsPostfix
+        | SubmessageKind::DataSession
+        | SubmessageKind::DataBatch
+        | SubmessageKind::HeartbeatBatch
+        | SubmessageKind::VendorSpecific(_)
+        | SubmessageKind::Unknown(_) => false,
     }
 }
 

@@ -87,7 +87,25 @@ impl<'a> SubmessageError<'a> {
                     .and_then(|(f, o)| f.checked_add(i64::from(o)));
                 (first, last)
             }
-            _ => (None, None),
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::Data
+            | SubmessageKind::DataFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataSession
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => (None, None),
         }
     }
 
@@ -101,18 +119,37 @@ impl<'a> SubmessageError<'a> {
         match self.kind() {
             SubmessageKind::Heartbeat => self.bytes().i32(field::heartbeat::COUNT).ok(),
             SubmessageKind::HeartbeatBatch => self.bytes().i32(field::heartbeat_batch::COUNT).ok(),
-            _ => None,
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::Gap
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::Data
+            | SubmessageKind::DataFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataSession
+            | SubmessageKind::DataBatch
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => None,
         }
     }
 
     /// Writer GUID as far as the readable part of the submessage names it.
     pub fn writer_guid(&self) -> Option<Guid> {
         let writer = self.writer()?;
-        match self.kind() {
-            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
-                self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
-            }
-            _ => Some(Guid::new(self.ctx.src_prefix, writer)),
+        if sent_by_reader(self.kind()) {
+            self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
+        } else {
+            Some(Guid::new(self.ctx.src_prefix, writer))
         }
     }
 }

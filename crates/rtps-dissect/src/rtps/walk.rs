@@ -49,8 +49,49 @@ pub(super) fn id_fields(kind: SubmessageKind) -> Option<(usize, usize, Option<us
             field::heartbeat_batch::WRITER,
             None,
         ),
-        _ => return None,
+        SubmessageKind::Pad
+        | SubmessageKind::InfoTs
+        | SubmessageKind::InfoSrc
+        | SubmessageKind::InfoReplyIp4
+        | SubmessageKind::InfoDst
+        | SubmessageKind::InfoReply
+        | SubmessageKind::SecBody
+        | SubmessageKind::SecPrefix
+        | SubmessageKind::SecPostfix
+        | SubmessageKind::SrtpsPrefix
+        | SubmessageKind::SrtpsPostfix
+        | SubmessageKind::VendorSpecific(_)
+        | SubmessageKind::Unknown(_) => return None,
     })
+}
+
+/// The kinds a reader sends (ACKNACK, NACK_FRAG): their writer is the destination's
+/// (INFO_DST), their reader the sender's; every other kind is the other way round.
+pub(super) fn sent_by_reader(kind: SubmessageKind) -> bool {
+    match kind {
+        SubmessageKind::AckNack | SubmessageKind::NackFrag => true,
+        SubmessageKind::Pad
+        | SubmessageKind::Heartbeat
+        | SubmessageKind::Gap
+        | SubmessageKind::InfoTs
+        | SubmessageKind::InfoSrc
+        | SubmessageKind::InfoReplyIp4
+        | SubmessageKind::InfoDst
+        | SubmessageKind::InfoReply
+        | SubmessageKind::HeartbeatFrag
+        | SubmessageKind::Data
+        | SubmessageKind::DataFrag
+        | SubmessageKind::SecBody
+        | SubmessageKind::SecPrefix
+        | SubmessageKind::SecPostfix
+        | SubmessageKind::SrtpsPrefix
+        | SubmessageKind::SrtpsPostfix
+        | SubmessageKind::DataSession
+        | SubmessageKind::DataBatch
+        | SubmessageKind::HeartbeatBatch
+        | SubmessageKind::VendorSpecific(_)
+        | SubmessageKind::Unknown(_) => false,
+    }
 }
 
 /// Receiver state carried through a message (RTPS 8.3.4 "message receiver").
@@ -163,23 +204,21 @@ impl<'a> Submessage<'a> {
     /// HEARTBEAT_FRAG, the destination's (from INFO_DST) for ACKNACK/NACK_FRAG.
     pub fn writer_guid(&self) -> Option<Guid> {
         let (_, writer) = self.entity_ids()?;
-        match self.kind {
-            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
-                // Without INFO_DST the writer's participant is unknown to a sniffer.
-                self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
-            }
-            _ => Some(Guid::new(self.ctx.src_prefix, writer)),
+        if sent_by_reader(self.kind) {
+            // Without INFO_DST the writer's participant is unknown to a sniffer.
+            self.ctx.dst_prefix.map(|p| Guid::new(p, writer))
+        } else {
+            Some(Guid::new(self.ctx.src_prefix, writer))
         }
     }
 
     /// The reader the submessage is about (the sender's for ACKNACK/NACK_FRAG).
     pub fn reader_guid(&self) -> Option<Guid> {
         let (reader, _) = self.entity_ids()?;
-        match self.kind {
-            SubmessageKind::AckNack | SubmessageKind::NackFrag => {
-                Some(Guid::new(self.ctx.src_prefix, reader))
-            }
-            _ => Some(Guid::new(self.ctx.dst_prefix.unwrap_or_default(), reader)),
+        if sent_by_reader(self.kind) {
+            Some(Guid::new(self.ctx.src_prefix, reader))
+        } else {
+            Some(Guid::new(self.ctx.dst_prefix.unwrap_or_default(), reader))
         }
     }
 
@@ -203,7 +242,27 @@ impl<'a> Submessage<'a> {
                 field::heartbeat_batch::FIRST_SN,
                 field::heartbeat_batch::LAST_SN,
             ),
-            _ => return None,
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::Gap
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::Data
+            | SubmessageKind::DataFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataSession
+            | SubmessageKind::DataBatch
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => return None,
         };
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
         Some((read_sn(&b, first).ok()?, read_sn(&b, last).ok()?))
@@ -275,7 +334,26 @@ impl<'a> Submessage<'a> {
                 let sn = read_sn(&b, f::WRITER_SN).ok()?;
                 (writer, sn, Some(range), u64::from(range.sample_size))
             }
-            _ => return None,
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::Heartbeat
+            | SubmessageKind::Gap
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataBatch
+            | SubmessageKind::HeartbeatBatch
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => return None,
         };
         Some(SamplePiece {
             writer: Guid::new(self.ctx.src_prefix, writer),
@@ -297,7 +375,26 @@ impl<'a> Submessage<'a> {
                 self.flags & (FLAG_DATA_D | FLAG_DATA_K) != 0,
             ),
             SubmessageKind::DataFrag => (self.flags & FLAG_DATAFRAG_Q != 0, true),
-            _ => return None,
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::Heartbeat
+            | SubmessageKind::Gap
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataBatch
+            | SubmessageKind::HeartbeatBatch
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => return None,
         };
         if !has_inline_qos && !has_payload {
             return Some(0);
@@ -444,8 +541,32 @@ impl<'a> Iterator for SubmessageIter<'a> {
             // context it establishes.
             SubmessageKind::InfoSrc => parse_body(kind, flags, body, self.ctx.src_vendor)
                 .map(|parsed| self.ctx.apply(&parsed)),
-            _ if surely_decodes(kind, flags, body) => Ok(()),
-            _ => parse_body(kind, flags, body, self.ctx.src_vendor).map(|_| ()),
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::Heartbeat
+            | SubmessageKind::Gap
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::Data
+            | SubmessageKind::DataFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataSession
+            | SubmessageKind::DataBatch
+            | SubmessageKind::HeartbeatBatch
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => {
+                if surely_decodes(kind, flags, body) {
+                    Ok(())
+                } else {
+                    parse_body(kind, flags, body, self.ctx.src_vendor).map(|_| ())
+                }
+            }
         };
         if let Err(error) = checked {
             let error = if truncated {
