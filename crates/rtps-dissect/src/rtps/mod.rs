@@ -4,14 +4,16 @@
 //! `header` (the message header, submessage ids), `body` (`SubmessageBody`, `parse_body`),
 //! `sets` (sequence/fragment number sets), `data` (DATA, DATA_FRAG, DATA_SESSION, sample
 //! pieces), `batch` (RTI's DATA_BATCH),
-//! `vendor` (vendor-specific submessages), `walk` (the submessages of a message in order,
-//! with their context), `undecoded` (`SubmessageError`: a submessage that did not
+//! `vendor` (vendor-specific submessages), `roles` (where each kind's entity ids and
+//! writer SN sit, and whether a reader sends it), `walk` (the submessages of a message in
+//! order, with their context), `undecoded` (`SubmessageError`: a submessage that did not
 //! decode, and the fields readable before the fault); `field` below holds every wire offset.
 
 mod batch;
 mod body;
 mod data;
 mod header;
+mod roles;
 mod sets;
 mod undecoded;
 mod vendor;
@@ -21,6 +23,7 @@ pub use batch::*;
 pub use body::*;
 pub use data::*;
 pub use header::*;
+use roles::*;
 pub use sets::*;
 pub use undecoded::*;
 pub use vendor::*;
