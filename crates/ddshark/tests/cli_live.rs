@@ -4,9 +4,12 @@
 //! closed whole.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::signals::{send, wait_exit, wait_for_file};
 
 #[test]
 fn a_quiet_interface_still_gets_its_first_line_and_summaries() {
@@ -125,34 +128,6 @@ fn scratch(name: &str) -> PathBuf {
     p
 }
 
-/// Wait (5 s at most) for the child to exit; its exit status and the time it took.
-fn wait_exit(child: &mut Child, what: &str) -> (std::process::ExitStatus, Duration) {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return (status, start.elapsed());
-        }
-        if start.elapsed() > Duration::from_secs(5) {
-            let _ = child.kill();
-            panic!("ddshark still running 5 s after {what}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Until `path` holds something (the capture is under way): 20 s at most.
-fn wait_for_file(path: &Path) {
-    let start = Instant::now();
-    while std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A live capture recording with -w: the signal ends it as the end of the capture would,
 /// exit 0, the pcapng closed and readable.
 #[test]
@@ -169,11 +144,7 @@ fn sigterm_and_sighup_end_a_live_capture_and_close_its_recording() {
             .spawn()
             .expect("ddshark");
         wait_for_file(&progress);
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill -{signal}");
+        send(&child, signal);
         let (status, took) = wait_exit(&mut child, &format!("SIG{signal}"));
         eprintln!("-i lo -w, SIG{signal}: ended {took:?} after it, {status}");
         assert!(

@@ -9,52 +9,16 @@ mod common;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::fixture;
+use common::signals::{send, wait_exit, wait_for_file};
 
 fn scratch(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("ddshark-signals-{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&p);
     p
-}
-
-fn send(child: &Child, signal: &str) {
-    let ok = Command::new("kill")
-        .args([format!("-{signal}"), child.id().to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill -{signal}");
-}
-
-/// Wait (5 s at most) for the child to exit; its exit status and the time it took.
-fn wait_exit(child: &mut Child, what: &str) -> (std::process::ExitStatus, Duration) {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return (status, start.elapsed());
-        }
-        if start.elapsed() > Duration::from_secs(5) {
-            let _ = child.kill();
-            panic!("ddshark still running 5 s after {what}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Until `path` holds something (the run is under way): 20 s at most.
-fn wait_for_file(path: &PathBuf) {
-    let start = Instant::now();
-    while std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A paced replay without the UI (`--no-tui`): the signal ends it as the end of the file

@@ -4,6 +4,7 @@
 pub mod pcapng;
 pub mod public;
 pub mod rti;
+pub mod signals;
 pub mod stack;
 pub mod tls;
 pub mod tui;
