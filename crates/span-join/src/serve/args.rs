@@ -1,0 +1,118 @@
+//! `ddshark-join`'s command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::JoinSettings;
+use time_span::TimeSpan;
+
+const EXAMPLES: &str = "\
+Examples:
+  (run by Telegraf's outputs.execd, deploy/telegraf/telegraf.conf)
+  ddshark-join --output unix:/run/ddshark/join.sock --period 10s
+  ddshark-join < spans.lp                  join a file of spans, points on stdout
+  ddshark-join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
+  ddshark-join --output unix:/run/ddshark/join.sock --state /var/lib/telegraf/ddshark-join.state
+";
+
+/// Arguments of `ddshark-join` (and `ddshark join`).
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct JoinArgs {
+    /// Where the points go: unix:PATH or tcp:HOST:PORT (a line-protocol listener such as
+    /// Telegraf's socket_listener), or - for stdout
+    #[arg(long, default_value = "-", value_name = "ADDRESS")]
+    pub output: String,
+    /// How often the join runs: 10s, 500ms, 1m
+    #[arg(long, default_value = "10s", value_parser = parse_period)]
+    pub period: Duration,
+    /// Periods a sample waits at least after its first span arrived; then until every other
+    /// host's capture passed it by the sample window plus --lost-grace (capture time)
+    #[arg(long, default_value_t = 3)]
+    pub settle_pushes: u64,
+    /// Periods a sample waits at most for a host whose spans stopped (counted as forced)
+    #[arg(long, default_value_t = 30)]
+    pub max_wait_pushes: u64,
+    /// Samples (and as many DATA_FRAGs) waiting at most; beyond, the oldest is joined early
+    #[arg(long, default_value_t = 500_000)]
+    pub max_pending: usize,
+    /// Writers and hosts not seen for this many periods are forgotten
+    #[arg(long, default_value_t = 360)]
+    pub forget_pushes: u64,
+    /// Participants whose host votes are kept
+    #[arg(long, default_value_t = 10_000)]
+    pub max_participants: usize,
+    /// A host that cast no vote for a participant in this many periods is not its host
+    #[arg(long, default_value_t = 6)]
+    pub vote_pushes: u64,
+    /// ddshark's --otlp-sample-window (the span schema's sample window)
+    #[arg(long = "sample-window", value_name = "DURATION", default_value = "10s",
+          value_parser = positive_span_ns)]
+    pub sample_window_ns: i64,
+    /// Another host receives a writer if it saw one of its samples this close to t_send
+    #[arg(long = "receiver-window", value_name = "DURATION", default_value = "12s",
+          value_parser = positive_span_ns)]
+    pub receiver_window_ns: i64,
+    /// A sample sent this close to the end of a host's capture is not called lost
+    #[arg(long = "lost-grace", value_name = "DURATION", default_value = "1s", value_parser = span_ns)]
+    pub lost_grace_ns: i64,
+    /// Output held while --output cannot take it; beyond, points are dropped (counted)
+    #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
+    pub max_output_bytes: usize,
+    /// Keep the join across restarts (kill -9 included) in FILE: read at start, written at
+    /// every push (the input between pushes in FILE.journal-N), at the end of the input and
+    /// on SIGTERM (instead of joining what still waits)
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+}
+
+impl JoinArgs {
+    pub fn settings(&self) -> JoinSettings {
+        JoinSettings {
+            settle_pushes: self.settle_pushes,
+            max_wait_pushes: self.max_wait_pushes,
+            max_pending: self.max_pending,
+            forget_pushes: self.forget_pushes,
+            max_participants: self.max_participants,
+            vote_pushes: self.vote_pushes,
+            sample_window_ns: self.sample_window_ns,
+            receiver_window_ns: self.receiver_window_ns,
+            lost_grace_ns: self.lost_grace_ns,
+        }
+    }
+}
+
+/// `10s`, `500ms`, `1m`, `2h`, `250us`, `1000ns`; a bare number is seconds. More than 0.
+/// How often the join runs: a duration more than zero (`10s`, `500ms`).
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    TimeSpan::positive(text).map(TimeSpan::duration)
+}
+
+/// A duration (`10s`) in ns.
+fn span_ns(text: &str) -> Result<i64, String> {
+    let span: TimeSpan = text.parse()?;
+    i64::try_from(span.ns()).map_err(|_| format!("{text:?} is too long"))
+}
+
+/// A duration more than zero, in ns.
+fn positive_span_ns(text: &str) -> Result<i64, String> {
+    TimeSpan::positive(text)?;
+    span_ns(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        j: super::JoinArgs,
+    }
+
+    #[test]
+    fn the_sample_window_default_is_the_span_schemas() {
+        let t = T::try_parse_from(["join"]).map(|t| t.j.sample_window_ns);
+        assert_eq!(t.ok(), Some(span_schema::SAMPLE_WINDOW_NS));
+    }
+}
