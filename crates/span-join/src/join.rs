@@ -237,6 +237,14 @@ pub struct JoinCounters {
     /// (host pair, 100 ms, participant) cells was full (250,000).
     #[serde(default)]
     pub clock_cells_not_remembered: u64,
+    /// Spans that came again (same host, writer, SN, capture times and slot: a resent
+    /// OTLP export, a redelivered batch), taken once.
+    #[serde(default)]
+    pub duplicates: u64,
+    /// OTLP export requests refused whole (undecodable, too large, unauthorised, or not
+    /// one span the join can use); spans refused one by one count as `rejected`.
+    #[serde(default)]
+    pub otlp_refused: u64,
 }
 
 type Str = Arc<str>;
@@ -266,7 +274,7 @@ struct Addresses {
     announced: Option<Arc<[IpAddr]>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct FragRow {
     host: Str,
     start: i64,

@@ -6,6 +6,7 @@
 
 pub mod join;
 pub mod line;
+pub mod otlp;
 pub mod serve;
 
 use std::borrow::Cow;

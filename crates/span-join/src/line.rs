@@ -288,6 +288,22 @@ impl LineWriter {
         self
     }
 
+    /// A string field (`"` and `\` escaped).
+    pub fn string(&mut self, key: &str, value: &str) -> &mut Self {
+        self.buf.push(if self.fields == 0 { ' ' } else { ',' });
+        self.fields += 1;
+        escape_into(&mut self.buf, key, true);
+        self.buf.push_str("=\"");
+        for c in value.chars() {
+            if c == '"' || c == '\\' {
+                self.buf.push('\\');
+            }
+            self.buf.push(c);
+        }
+        self.buf.push('"');
+        self
+    }
+
     /// Ends the line; without a time the receiver stamps it on arrival.
     pub fn end(&mut self, time: Option<i64>) {
         if let Some(t) = time {

@@ -106,7 +106,7 @@ pub const JOIN_MEASUREMENTS: [&str; 7] = [
 /// The fields of the join's counters point ([`measurement::JOIN`], one per push, all
 /// integers; docs/span-schema.md says what each counts; `flux-queries/join_health.flux` and
 /// the health dashboard show them).
-pub const JOIN_COUNTERS: [&str; 17] = [
+pub const JOIN_COUNTERS: [&str; 19] = [
     "spans",
     "rejected",
     "samples",
@@ -120,6 +120,8 @@ pub const JOIN_COUNTERS: [&str; 17] = [
     "decided_at_end",
     "clock_hosts_forgotten",
     "clock_cells_not_remembered",
+    "duplicates",
+    "otlp_refused",
     "pending_samples",
     "pending_frags",
     "pending_senderless",

@@ -103,7 +103,11 @@ impl SpanJoin {
             addresses: self.addresses(span),
         };
         if let Some(pending) = self.samples.get_mut(&writer, span.sn, 0) {
-            pending.rows.push(row);
+            if pending.rows.iter().any(|r| r.same_span(&row)) {
+                self.counters.duplicates = self.counters.duplicates.saturating_add(1);
+            } else {
+                pending.rows.push(row);
+            }
             return;
         }
         if self.samples.len() >= self.settings.max_pending {
@@ -111,7 +115,11 @@ impl SpanJoin {
         }
         let entry = match self.senderless.shift_remove(&(writer.clone(), span.sn)) {
             Some(mut parked) => {
-                parked.rows.push(row);
+                if parked.rows.iter().any(|r| r.same_span(&row)) {
+                    self.counters.duplicates = self.counters.duplicates.saturating_add(1);
+                } else {
+                    parked.rows.push(row);
+                }
                 parked.first_tick = tick;
                 parked
             }
@@ -144,7 +152,11 @@ impl SpanJoin {
         };
         let fsn = span.fragment_starting_num;
         if let Some(pending) = self.frags.get_mut(&writer, span.sn, fsn) {
-            pending.rows.push(row);
+            if pending.rows.contains(&row) {
+                self.counters.duplicates = self.counters.duplicates.saturating_add(1);
+            } else {
+                pending.rows.push(row);
+            }
             return;
         }
         if self.frags.len() >= self.settings.max_pending {
@@ -158,6 +170,17 @@ impl SpanJoin {
             sn: span.sn,
             fragment_starting_num: fsn,
         });
+    }
+}
+
+impl SampleRow {
+    /// The same span again (a resent export, a redelivered batch): same host, capture
+    /// times and slot.
+    fn same_span(&self, other: &SampleRow) -> bool {
+        self.host == other.host
+            && self.start == other.start
+            && self.end == other.end
+            && self.slot == other.slot
     }
 }
 

@@ -202,6 +202,8 @@ impl SpanJoin {
                 "clock_cells_not_remembered",
                 as_i64(c.clock_cells_not_remembered),
             )
+            .int("duplicates", as_i64(c.duplicates))
+            .int("otlp_refused", as_i64(c.otlp_refused))
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
             .int("pending_senderless", as_i64(self.senderless.len() as u64))

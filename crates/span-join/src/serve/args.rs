@@ -1,5 +1,6 @@
 //! `ddshark-join`'s command line.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ Examples:
   ddshark-join < spans.lp                  join a file of spans, points on stdout
   ddshark-join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
   ddshark-join --output unix:/run/ddshark/join.sock --state /var/lib/telegraf/ddshark-join.state
+  ddshark-join --otlp-grpc 127.0.0.1:4320 --state join.state --output tcp:127.0.0.1:8094
 ";
 
 /// Arguments of `ddshark-join` (and `ddshark join`).
@@ -64,6 +66,44 @@ pub struct JoinArgs {
     /// on SIGTERM (instead of joining what still waits)
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
+}
+
+/// The OTLP intake: with either address the join serves trace exports (from the collector)
+/// instead of reading stdin, and runs until SIGTERM/SIGINT.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "OTLP intake")]
+pub struct OtlpArgs {
+    /// Serve OTLP/gRPC trace exports on ADDR (127.0.0.1:4320); beyond loopback only with
+    /// --otlp-token-file and --otlp-tls-cert/--otlp-tls-key
+    #[arg(long = "otlp-grpc", value_name = "ADDR")]
+    pub grpc: Option<SocketAddr>,
+    /// Serve OTLP/HTTP (protobuf, POST /v1/traces) on ADDR (127.0.0.1:4321); beyond
+    /// loopback as --otlp-grpc
+    #[arg(long = "otlp-http", value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Require `authorization: Bearer TOKEN`, TOKEN the file's first line (the collector's
+    /// DDSHARK_OTLP_TOKEN_FILE)
+    #[arg(long = "otlp-token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// TLS certificate chain (PEM) of both servers
+    #[arg(long = "otlp-tls-cert", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// Its private key (PEM)
+    #[arg(long = "otlp-tls-key", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Largest export request taken, before and after decompression (the collector's
+    /// receivers: 16 MiB)
+    #[arg(long = "otlp-max-message", value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_message: usize,
+}
+
+impl OtlpArgs {
+    /// Whether the join takes OTLP (and not stdin).
+    pub fn enabled(&self) -> bool {
+        self.grpc.is_some() || self.http.is_some()
+    }
 }
 
 impl JoinArgs {

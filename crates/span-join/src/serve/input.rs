@@ -3,6 +3,7 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::mpsc;
 
+use super::Input;
 use crate::{feed_line, SpanJoin};
 
 /// Longest line read (a span is < 2 KiB); a longer one is replaced by a line the join
@@ -10,7 +11,7 @@ use crate::{feed_line, SpanJoin};
 pub(super) const MAX_LINE: usize = 64 << 10;
 
 /// Reads whole lines from `input` in blocks (so one channel message carries many spans).
-pub(super) fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Vec<u8>>) {
+pub(super) fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSender<Input>) {
     const BLOCK: usize = 256 << 10;
     let mut skipping = false;
     loop {
@@ -23,7 +24,7 @@ pub(super) fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSe
             {
                 Ok(0) => {
                     if !block.is_empty() {
-                        let _ = blocks.send(block);
+                        let _ = blocks.send(Input::Lines(block));
                     }
                     return;
                 }
@@ -42,7 +43,7 @@ pub(super) fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSe
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     eprintln!("ddshark-join: reading the input: {e}");
-                    let _ = blocks.send(block);
+                    let _ = blocks.send(Input::Lines(block));
                     return;
                 }
             }
@@ -52,7 +53,7 @@ pub(super) fn read_blocks<R: Read>(mut input: BufReader<R>, blocks: mpsc::SyncSe
                 break;
             }
         }
-        if blocks.send(block).is_err() {
+        if blocks.send(Input::Lines(block)).is_err() {
             return;
         }
     }

@@ -26,6 +26,7 @@
 mod args;
 mod checkpoint;
 mod input;
+mod otlp;
 mod output;
 
 use std::io::{self, BufReader};
@@ -42,9 +43,15 @@ use checkpoint::{resume, Checkpoint};
 use input::{feed_block, read_blocks};
 use output::{deliver, Batch, Output, Undelivered};
 
-pub use args::{parse_period, JoinArgs};
+pub use args::{parse_period, JoinArgs, OtlpArgs};
 
-/// Runs the join until the end of stdin.
+/// What the run loop takes in: a block of line protocol from stdin, or an OTLP export.
+enum Input {
+    Lines(Vec<u8>),
+    Export(otlp::Export),
+}
+
+/// Runs the join until the end of stdin (with `--otlp-*`: until SIGTERM/SIGINT).
 pub fn run(args: &JoinArgs) -> Result<()> {
     let output = Output::parse(&args.output)?;
     let (mut join, outbox, mut checkpoint) = match &args.state {
@@ -54,9 +61,10 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         }
         None => (SpanJoin::new(args.settings()), Vec::new(), None),
     };
-    // SIGTERM/SIGINT: stop and save as at the end of the input (with --state).
+    // SIGTERM/SIGINT: stop and save as at the end of the input (with --state; with the
+    // OTLP intake, whose input has no end, it is the end).
     let stop = Arc::new(AtomicBool::new(false));
-    if args.state.is_some() {
+    if args.state.is_some() || args.otlp.enabled() {
         let stop = stop.clone();
         ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
             .context("installing the SIGTERM handler")?;
@@ -67,12 +75,25 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             );
         }
     }
-    let (block_tx, block_rx) = mpsc::sync_channel::<Vec<u8>>(16);
-    // (stdin is read on its own thread so that a push is never late for want of input)
-    let reader = thread::Builder::new()
-        .name("join-input".into())
-        .spawn(move || read_blocks(BufReader::with_capacity(1 << 20, io::stdin()), block_tx))
-        .context("starting the input thread")?;
+    let (block_tx, block_rx) = mpsc::sync_channel::<Input>(16);
+    let refused_before = join.counters.otlp_refused;
+    let (reader, servers) = if args.otlp.enabled() {
+        (None, Some(otlp::start(&args.otlp, block_tx)?))
+    } else {
+        // (stdin is read on its own thread so that a push is never late for want of input)
+        let reader = thread::Builder::new()
+            .name("join-input".into())
+            .spawn(move || read_blocks(BufReader::with_capacity(1 << 20, io::stdin()), block_tx))
+            .context("starting the input thread")?;
+        (Some(reader), None)
+    };
+    let refused = servers.as_ref().map(|s| s.refused.clone());
+    let count_refused = |join: &mut SpanJoin| {
+        if let Some(refused) = &refused {
+            join.counters.otlp_refused =
+                refused_before.saturating_add(refused.load(Ordering::Relaxed));
+        }
+    };
     let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
     let undelivered: Arc<Undelivered> = Arc::default();
     let held = Arc::new(AtomicUsize::new(0));
@@ -131,11 +152,15 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         // (what was read back is on disk as a state again before anything new is read)
         cp.save(&join, &undelivered_now())?;
     }
-    let take = |join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, block: Vec<u8>| {
-        if let Some(cp) = checkpoint.as_mut() {
-            cp.record(&block);
+    let take = |join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, input: Input| match input
+    {
+        Input::Lines(block) => {
+            if let Some(cp) = checkpoint.as_mut() {
+                cp.record(&block);
+            }
+            feed_block(join, &block);
         }
-        feed_block(join, &block);
+        Input::Export(export) => otlp::take(join, checkpoint, export),
     };
     let mut next_push = Instant::now() + args.period;
     let mut input_ended = false;
@@ -172,6 +197,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             next_push = (next_push + args.period).max(now + args.period / 2);
             let mut out = LineWriter::default();
             join.counters.points_dropped = dropped.load(Ordering::Relaxed);
+            count_refused(&mut join);
             let points = join.push(&mut out);
             send(out.buf, points.saturating_add(1), false);
             if let Some(cp) = checkpoint.as_mut() {
@@ -181,13 +207,21 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             }
         }
     }
+    // (no more exports are taken: those in flight are answered "busy", to be sent again)
+    drop(block_rx);
+    if let Some(servers) = servers {
+        servers.shutdown();
+    }
+    count_refused(&mut join);
     let Some(mut checkpoint) = checkpoint else {
         let mut out = LineWriter::default();
         join.counters.points_dropped = dropped.load(Ordering::Relaxed);
         let points = join.flush(&mut out);
         send(out.buf, points.saturating_add(1), true);
         drop(batch_tx);
-        let _ = reader.join();
+        if let Some(reader) = reader {
+            let _ = reader.join();
+        }
         let _ = writer.join();
         return Ok(());
     };
@@ -208,7 +242,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         join.pending_frags(),
         kept.iter().map(|(_, p)| p).sum::<u64>()
     );
-    if input_ended {
+    if let (true, Some(reader)) = (input_ended, reader) {
         let _ = reader.join();
     }
     Ok(())
