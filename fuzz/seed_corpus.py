@@ -11,6 +11,8 @@ target reads them: stream selector, flags, sequence delta, time step, length, pa
 plus RTI TCP transport streams (no fixture has one) built from its layout.
 line_protocol/: SAMPLE and DATA_FRAG spans of two hosts as Telegraf hands them to the
 latency join (`ddshark join`), one sample per input, plus odd escapes.
+otlp_intake/: export requests (protobuf) of two hosts' SAMPLE, DATA_FRAG and DATA spans as
+the collector sends them to the join's OTLP intake, one sample per input.
 capture_file/: the head of every fixture file (pcap and pcapng), cut at a record boundary
 after SEED_FILE_BYTES, as `ddshark stats` reads a file.
 """
@@ -209,8 +211,68 @@ def main():
         n_tcp += 1
     for blob in span_lines():
         put("line_protocol", blob)
+    for blob in otlp_requests():
+        put("otlp_intake", blob)
     print(f"seeded {n_dg} datagram inputs, {n_pl} parameter lists, {n_tcp} TCP segment runs, "
           f"{n_files} capture file heads", file=sys.stderr)
+
+
+def pb_varint(v):
+    v &= (1 << 64) - 1
+    out = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+
+
+def pb_bytes(field, data):
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_kv(key, value):
+    """A KeyValue: str values as string_value, ints as int_value."""
+    if isinstance(value, str):
+        any_value = pb_bytes(1, value.encode())
+    else:
+        any_value = pb_varint(3 << 3) + pb_varint(value)
+    return pb_bytes(1, key.encode()) + pb_bytes(2, any_value)
+
+
+def pb_span(name, start, end, attrs):
+    body = pb_bytes(5, name.encode())
+    body += pb_varint(7 << 3 | 1) + struct.pack("<Q", start)
+    body += pb_varint(8 << 3 | 1) + struct.pack("<Q", end)
+    for k, v in attrs.items():
+        body += pb_bytes(9, pb_kv(k, v))
+    return body
+
+
+def otlp_requests():
+    """ExportTraceServiceRequest bodies: per host a ResourceSpans with host.name."""
+    w = "01100defba0fcccdd1656a12000004c2"
+    out = []
+    for sn in range(1, 4):
+        request = b""
+        for host, d in (("a", 0), ("b", 180000)):
+            t = 1795276150345705000 + sn * 1000000 + d
+            spans = b""
+            for fsn in (1, 2):
+                spans += pb_bytes(2, pb_span("DATA_FRAG", t + fsn * 10, t + fsn * 10 + 5, {
+                    "writer_id": w, "sn": sn, "slot": 0, "topic_name": "rt/blob",
+                    "fragment_starting_num": fsn, "frags_in_submessage": 1,
+                    "fragment_size": 1000, "sample_size": 2000}))
+            spans += pb_bytes(2, pb_span("DATA", t, t, {"writer_id": w, "sn": sn}))
+            spans += pb_bytes(2, pb_span("SAMPLE", t, t + 50, {
+                "writer_id": w, "sn": sn, "slot": 0, "topic_name": "rt/a,b c",
+                "start_ns": t, "fragments_missing": sn % 2, "repairs": 1,
+                "sample_size": 2000, "submessages": 2, "src_ip": "10.0.0.1",
+                "src_mac": 0x0242AC110002, "announced_ips": "10.0.0.1,192.168.1.5"}))
+            resource = pb_bytes(1, pb_kv("host.name", host))
+            request += pb_bytes(1, pb_bytes(1, resource) + pb_bytes(2, spans))
+        out.append(request)
+    return out
 
 
 def span_lines():

@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] ||
-  targets=(datagram parameter_list rti_submessages tcp_stream line_protocol capture_file)
+  targets=(datagram parameter_list rti_submessages tcp_stream line_protocol otlp_intake capture_file)
 export RUSTC_BOOTSTRAP=1 CARGO_INCREMENTAL=0
 command -v cargo-fuzz >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
 build=(--debug-assertions --sanitizer none)

@@ -286,7 +286,12 @@ fn through_the_collector(name: &str, tag: &str, times: usize) -> String {
 
 #[test]
 fn otlp_intake_equals_the_line_protocol_join_to_the_ns() {
-    for name in ["a_small_reliable", "b_large_frag", "d_rustdds_interop", "k_fastdds"] {
+    for name in [
+        "a_small_reliable",
+        "b_large_frag",
+        "d_rustdds_interop",
+        "k_fastdds",
+    ] {
         let got = through_the_collector(name, name, 1);
         let want = expected(name);
         let have = latencies(&got);

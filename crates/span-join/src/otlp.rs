@@ -106,6 +106,11 @@ impl Converted<'_> {
     }
 }
 
+/// An export request's protobuf body (as OTLP/HTTP carries it, and gRPC inside its frame).
+pub fn decode(body: &[u8]) -> Result<ExportTraceServiceRequest, prost::DecodeError> {
+    prost::Message::decode(body)
+}
+
 /// Every span of the request, checked and converted (in order).
 pub fn convert(request: &ExportTraceServiceRequest) -> Converted<'_> {
     let mut out = Converted::default();

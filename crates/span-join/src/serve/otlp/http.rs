@@ -10,7 +10,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -163,7 +162,7 @@ async fn export(door: &Door, req: Request<Incoming>) -> Result<Reply, (StatusCod
     } else {
         body
     };
-    let request = ExportTraceServiceRequest::decode(body).map_err(|e| {
+    let request = crate::otlp::decode(&body).map_err(|e| {
         refuse(
             StatusCode::BAD_REQUEST,
             format!("not an OTLP ExportTraceServiceRequest: {e}"),
