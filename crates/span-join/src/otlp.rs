@@ -99,6 +99,10 @@ pub struct Converted<'a> {
 
 impl Converted<'_> {
     fn refuse(&mut self, error: SpanError, spans: u64) {
+        // A resource without a host name but also without spans refuses nothing.
+        if spans == 0 {
+            return;
+        }
         self.refused = self.refused.saturating_add(spans);
         if self.first_error.is_none() {
             self.first_error = Some(error);

@@ -283,6 +283,18 @@ fn a_resource_without_a_host_refuses_its_spans() {
     );
 }
 
+/// An empty resource without a host (found by the fuzz target: bytes `0a 00`) refuses nothing,
+/// so the export is not answered with an error that names no refused span.
+#[test]
+fn an_empty_resource_without_a_host_refuses_nothing() {
+    let req = decode(&[0x0a, 0x00]).expect("one empty ResourceSpans");
+    let c = convert(&req);
+    assert_eq!(
+        (c.spans.len(), c.refused, c.first_error.is_none()),
+        (0, 0, true)
+    );
+}
+
 /// One bad span among good ones: the good ones are taken.
 #[test]
 fn a_bad_span_leaves_the_others() {
