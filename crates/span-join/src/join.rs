@@ -245,6 +245,25 @@ pub struct JoinCounters {
     /// one span the join can use); spans refused one by one count as `rejected`.
     #[serde(default)]
     pub otlp_refused: u64,
+    /// With `--influx-url` (the driver counts them): points InfluxDB took,
+    #[serde(default)]
+    pub influx_points_written: u64,
+    /// write requests sent again (after a 5xx, a 429 or no connection),
+    #[serde(default)]
+    pub influx_retries: u64,
+    /// points InfluxDB refused (4xx but 429; its message logged),
+    #[serde(default)]
+    pub influx_points_rejected: u64,
+    /// points given up on when stopping while InfluxDB could not take them (an export's:
+    /// answered "retry later", sent again; a push's: kept with the state),
+    #[serde(default)]
+    pub influx_points_abandoned: u64,
+    /// exports answered "retry later" because `--influx-max-queued` points were waiting,
+    #[serde(default)]
+    pub influx_queue_full: u64,
+    /// and the points waiting for InfluxDB now.
+    #[serde(default)]
+    pub influx_queued_points: u64,
 }
 
 type Str = Arc<str>;

@@ -4,6 +4,7 @@
 //! the periods, the output socket) that the `ddshark-join` binary runs, which Telegraf
 //! starts (deploy/telegraf/telegraf.conf); `ddshark join` is the same.
 
+pub mod influxdb;
 pub mod join;
 pub mod line;
 pub mod otlp;

@@ -95,6 +95,8 @@ pub struct Converted<'a> {
     /// Spans refused; the first error says why.
     pub refused: u64,
     pub first_error: Option<SpanError>,
+    /// Raw points written (with [`convert_with_raw`]): one per span taken or skipped.
+    pub raw_points: u64,
 }
 
 impl Converted<'_> {
@@ -117,6 +119,15 @@ pub fn decode(body: &[u8]) -> Result<ExportTraceServiceRequest, prost::DecodeErr
 
 /// Every span of the request, checked and converted (in order).
 pub fn convert(request: &ExportTraceServiceRequest) -> Converted<'_> {
+    convert_with_raw(request, None)
+}
+
+/// [`convert`], and every span it does not refuse (DATA included) as its raw point
+/// ([`raw`]) in `raw` (a span whose raw point cannot be made is refused).
+pub fn convert_with_raw<'a>(
+    request: &'a ExportTraceServiceRequest,
+    mut raw: Option<&mut LineWriter>,
+) -> Converted<'a> {
     let mut out = Converted::default();
     for rs in &request.resource_spans {
         let spans = rs.scope_spans.iter().flat_map(|ss| ss.spans.iter());
@@ -138,11 +149,41 @@ pub fn convert(request: &ExportTraceServiceRequest) -> Converted<'_> {
                 continue;
             }
         };
+        let part = match raw.is_some().then(|| raw::ResourcePart::new(attrs)) {
+            Some(Err(e)) => {
+                out.refuse(e, spans.count() as u64);
+                continue;
+            }
+            Some(Ok(part)) => Some(part),
+            None => None,
+        };
         for span in spans {
-            match convert_span(host, span) {
-                Ok(Some(s)) => out.spans.push(s),
-                Ok(None) => out.skipped = out.skipped.saturating_add(1),
-                Err(e) => out.refuse(e, 1),
+            let taken = match convert_span(host, span) {
+                Ok(taken) => taken,
+                Err(e) => {
+                    out.refuse(e, 1);
+                    continue;
+                }
+            };
+            if let (Some(part), Some(raw)) = (&part, raw.as_deref_mut()) {
+                let name = match &taken {
+                    Some(JoinSpan::Sample(_)) => SAMPLE,
+                    Some(JoinSpan::Frag(_)) => DATA_FRAG,
+                    None => SKIPPED_SPAN_NAMES
+                        .iter()
+                        .find(|n| **n == span.name)
+                        .copied()
+                        .unwrap_or("DATA"),
+                };
+                if let Err(e) = part.point(name, span, raw) {
+                    out.refuse(e, 1);
+                    continue;
+                }
+                out.raw_points = out.raw_points.saturating_add(1);
+            }
+            match taken {
+                Some(s) => out.spans.push(s),
+                None => out.skipped = out.skipped.saturating_add(1),
             }
         }
     }
@@ -349,6 +390,8 @@ pub fn journal_line(span: &JoinSpan<'_>, out: &mut LineWriter) {
         }
     }
 }
+
+pub mod raw;
 
 #[cfg(test)]
 pub(crate) mod tests;

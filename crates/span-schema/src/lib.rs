@@ -106,7 +106,7 @@ pub const JOIN_MEASUREMENTS: [&str; 7] = [
 /// The fields of the join's counters point ([`measurement::JOIN`], one per push, all
 /// integers; docs/span-schema.md says what each counts; `flux-queries/join_health.flux` and
 /// the health dashboard show them).
-pub const JOIN_COUNTERS: [&str; 19] = [
+pub const JOIN_COUNTERS: [&str; 25] = [
     "spans",
     "rejected",
     "samples",
@@ -122,6 +122,12 @@ pub const JOIN_COUNTERS: [&str; 19] = [
     "clock_cells_not_remembered",
     "duplicates",
     "otlp_refused",
+    "influx_points_written",
+    "influx_retries",
+    "influx_points_rejected",
+    "influx_points_abandoned",
+    "influx_queue_full",
+    "influx_queued_points",
     "pending_samples",
     "pending_frags",
     "pending_senderless",

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::influxdb::InfluxConfig;
 use crate::JoinSettings;
 use time_span::TimeSpan;
 
@@ -15,6 +16,7 @@ Examples:
   ddshark-join --period 1s --settle-pushes 15 --output tcp:127.0.0.1:8094
   ddshark-join --output unix:/run/ddshark/join.sock --state /var/lib/telegraf/ddshark-join.state
   ddshark-join --otlp-grpc 127.0.0.1:4320 --state join.state --output tcp:127.0.0.1:8094
+  ddshark-join --otlp-grpc 127.0.0.1:4320 --state join.state --influx-url http://127.0.0.1:8086 --influx-token-file influx-token
 ";
 
 /// Arguments of `ddshark-join` (and `ddshark join`).
@@ -68,6 +70,87 @@ pub struct JoinArgs {
     pub state: Option<PathBuf>,
     #[command(flatten)]
     pub otlp: OtlpArgs,
+    #[command(flatten)]
+    pub influx: InfluxArgs,
+}
+
+/// Writing InfluxDB itself: the joined points (instead of --output) and, with the OTLP
+/// intake, every span's raw point; an export is answered once its raw points are written.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "InfluxDB")]
+pub struct InfluxArgs {
+    /// Write to the InfluxDB 2 at URL (http://127.0.0.1:8086) instead of --output
+    #[arg(id = "influx_url", long = "influx-url", value_name = "URL")]
+    pub url: Option<String>,
+    /// Its organisation
+    #[arg(long = "influx-org", value_name = "ORG", default_value = "ddshark")]
+    pub org: String,
+    /// A file whose first line is the API token (never on the command line)
+    #[arg(
+        id = "influx_token_file",
+        long = "influx-token-file",
+        value_name = "FILE"
+    )]
+    pub token_file: Option<PathBuf>,
+    /// Bucket of the raw span points and the join's counters (ddshark_join)
+    #[arg(long = "raw-bucket", value_name = "BUCKET", default_value = "ddshark")]
+    pub raw_bucket: String,
+    /// Bucket of the joined points (dds_latency, ...)
+    #[arg(
+        long = "long-bucket",
+        value_name = "BUCKET",
+        default_value = "ddshark_long"
+    )]
+    pub long_bucket: String,
+    /// Points per write request at most
+    #[arg(
+        long = "influx-batch-points",
+        value_name = "POINTS",
+        default_value_t = 5000
+    )]
+    pub batch_points: u64,
+    /// How long points wait for a fuller batch at most: 200ms, 1s
+    #[arg(long = "influx-batch-wait", value_name = "DURATION", default_value = "200ms",
+          value_parser = parse_period)]
+    pub batch_wait: Duration,
+    /// Raw points waiting for InfluxDB at most; beyond, exports are answered "retry later"
+    #[arg(
+        long = "influx-max-queued",
+        value_name = "POINTS",
+        default_value_t = 200_000
+    )]
+    pub max_queued: u64,
+}
+
+impl InfluxArgs {
+    /// The writer's configuration, if --influx-url is given (the token read from its file).
+    pub fn config(&self) -> anyhow::Result<Option<InfluxConfig>> {
+        let Some(url) = &self.url else {
+            if self.token_file.is_some() {
+                anyhow::bail!("--influx-token-file needs --influx-url");
+            }
+            return Ok(None);
+        };
+        let Some(path) = &self.token_file else {
+            anyhow::bail!("--influx-url {url} needs --influx-token-file FILE (the API token)");
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--influx-token-file {}: {e}", path.display()))?;
+        let token = text.lines().next().unwrap_or("").trim();
+        if token.is_empty() {
+            anyhow::bail!("--influx-token-file {}: empty", path.display());
+        }
+        Ok(Some(InfluxConfig {
+            url: url.clone(),
+            org: self.org.clone(),
+            token: token.to_owned(),
+            raw_bucket: self.raw_bucket.clone(),
+            long_bucket: self.long_bucket.clone(),
+            batch_points: self.batch_points,
+            batch_wait: self.batch_wait,
+            max_queued_points: self.max_queued,
+        }))
+    }
 }
 
 /// The OTLP intake: with either address the join serves trace exports (from the collector)

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::influxdb::Writer;
 use crate::{LineWriter, SpanJoin};
 use checkpoint::{resume, Checkpoint};
 use input::{feed_block, read_blocks};
@@ -54,6 +55,22 @@ enum Input {
 /// Runs the join until the end of stdin (with `--otlp-*`: until SIGTERM/SIGINT).
 pub fn run(args: &JoinArgs) -> Result<()> {
     let output = Output::parse(&args.output)?;
+    let influx = match args.influx.config()? {
+        Some(cfg) => {
+            if output != Output::Stdout {
+                anyhow::bail!(
+                    "--output {} and --influx-url: the points go to one of them",
+                    args.output
+                );
+            }
+            eprintln!(
+                "ddshark-join: writing InfluxDB at {} (org {}, raw bucket {}, long bucket {})",
+                cfg.url, cfg.org, cfg.raw_bucket, cfg.long_bucket
+            );
+            Some(Arc::new(Writer::start(cfg)?))
+        }
+        None => None,
+    };
     let (mut join, outbox, mut checkpoint) = match &args.state {
         Some(path) => {
             let (join, outbox, checkpoint) = resume(path, args.settings())?;
@@ -88,10 +105,26 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         (Some(reader), None)
     };
     let refused = servers.as_ref().map(|s| s.refused.clone());
+    let influx_before = join.counters;
     let count_refused = |join: &mut SpanJoin| {
         if let Some(refused) = &refused {
             join.counters.otlp_refused =
                 refused_before.saturating_add(refused.load(Ordering::Relaxed));
+        }
+        if let Some(w) = &influx {
+            let (c, b) = (&mut join.counters, &influx_before);
+            let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            c.influx_points_written = b
+                .influx_points_written
+                .saturating_add(n(&w.counters.written));
+            c.influx_retries = b.influx_retries.saturating_add(n(&w.counters.retries));
+            c.influx_points_rejected = b
+                .influx_points_rejected
+                .saturating_add(n(&w.counters.rejected));
+            c.influx_points_abandoned = b
+                .influx_points_abandoned
+                .saturating_add(n(&w.counters.abandoned));
+            c.influx_queued_points = n(&w.counters.queued);
         }
     };
     let (batch_tx, batch_rx) = mpsc::channel::<Batch>();
@@ -100,15 +133,16 @@ pub fn run(args: &JoinArgs) -> Result<()> {
     let dropped = Arc::new(AtomicU64::new(0));
     let keep = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (undelivered, held, dropped, keep) = (
+        let (undelivered, held, dropped, keep, influx) = (
             undelivered.clone(),
             held.clone(),
             dropped.clone(),
             keep.clone(),
+            influx.clone(),
         );
         thread::Builder::new()
             .name("join-output".into())
-            .spawn(move || deliver(output, batch_rx, undelivered, held, dropped, keep))
+            .spawn(move || deliver(output, influx, batch_rx, undelivered, held, dropped, keep))
             .context("starting the output thread")?
     };
     let mut next_id = 0u64;
@@ -160,7 +194,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
             }
             feed_block(join, &block);
         }
-        Input::Export(export) => otlp::take(join, checkpoint, export),
+        Input::Export(export) => otlp::take(join, checkpoint, influx.as_deref(), export),
     };
     let mut next_push = Instant::now() + args.period;
     let mut input_ended = false;
@@ -228,6 +262,10 @@ pub fn run(args: &JoinArgs) -> Result<()> {
     // Stopping with a state: nothing more is joined; what the output cannot take at once
     // (Telegraf stops its listener before it ends our input) is kept with the state.
     keep.store(true, Ordering::Relaxed);
+    if let Some(w) = &influx {
+        // (what InfluxDB cannot take now is kept with the state)
+        w.stop();
+    }
     drop(batch_tx);
     let kept = writer
         .join()

@@ -30,7 +30,8 @@ use tokio::sync::oneshot;
 use super::args::OtlpArgs;
 use super::checkpoint::Checkpoint;
 use super::Input;
-use crate::otlp::{convert, journal_line};
+use crate::influxdb::{Bucket, Outcome, Writer};
+use crate::otlp::{convert_with_raw, journal_line};
 use crate::{LineWriter, SpanJoin};
 
 mod http;
@@ -49,6 +50,8 @@ pub(super) enum Reply {
     Taken { rejected: u64, message: String },
     /// No span of it was taken: why.
     Refused(String),
+    /// Not (all) durable yet: to be sent again (gRPC `UNAVAILABLE`, HTTP 503).
+    Retry(String),
 }
 
 /// What both servers share.
@@ -107,24 +110,45 @@ impl Door {
     }
 }
 
-/// The run loop's side: the request converted, journalled, fed; the answer sent.
-pub(super) fn take(join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, export: Export) {
-    let converted = convert(&export.request);
-    for _ in 0..converted.refused {
-        join.reject();
-    }
+/// The run loop's side: the request converted, journalled, fed; the answer sent (with
+/// `--influx-url`: once its raw points are written).
+pub(super) fn take(
+    join: &mut SpanJoin,
+    checkpoint: &mut Option<Checkpoint>,
+    influx: Option<&Writer>,
+    export: Export,
+) {
+    let mut raw = LineWriter::default();
+    let converted = convert_with_raw(&export.request, influx.map(|_| &mut raw));
     let message = converted
         .first_error
         .as_ref()
         .map(ToString::to_string)
         .unwrap_or_default();
-    if converted.spans.is_empty() && converted.refused > 0 {
+    if converted.spans.is_empty() && converted.raw_points == 0 && converted.refused > 0 {
+        for _ in 0..converted.refused {
+            join.reject();
+        }
         // (counted refused by the server that answers)
         let _ = export.reply.send(Reply::Refused(format!(
             "{} spans refused, none taken: {message}",
             converted.refused
         )));
         return;
+    }
+    if let Some(w) = influx {
+        if !w.has_room(converted.raw_points) {
+            // (nothing taken: the collector sends it again)
+            join.counters.influx_queue_full = join.counters.influx_queue_full.saturating_add(1);
+            let _ = export.reply.send(Reply::Retry(format!(
+                "{} raw points wait for InfluxDB (--influx-max-queued); send again",
+                w.counters.queued.load(std::sync::atomic::Ordering::Relaxed)
+            )));
+            return;
+        }
+    }
+    for _ in 0..converted.refused {
+        join.reject();
     }
     if let Some(cp) = checkpoint.as_mut() {
         let mut lines = LineWriter::default();
@@ -136,9 +160,23 @@ pub(super) fn take(join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, exp
     for span in &converted.spans {
         span.feed(join);
     }
-    let _ = export.reply.send(Reply::Taken {
-        rejected: converted.refused,
-        message,
+    let rejected = converted.refused;
+    let Some(w) = influx else {
+        let _ = export.reply.send(Reply::Taken { rejected, message });
+        return;
+    };
+    let reply = export.reply;
+    w.try_submit(Bucket::Raw, raw.buf, converted.raw_points, move |outcome| {
+        let _ = reply.send(match outcome {
+            Outcome::Written => Reply::Taken { rejected, message },
+            Outcome::Rejected { message, .. } => Reply::Taken {
+                rejected,
+                message: format!("InfluxDB refused raw points: {message}"),
+            },
+            Outcome::Abandoned => {
+                Reply::Retry("InfluxDB did not take the raw points yet; send again".into())
+            }
+        });
     });
 }
 
@@ -174,6 +212,7 @@ impl TraceService for Grpc {
                 Ok(tonic::Response::new(response(rejected, message)))
             }
             Ok(Reply::Refused(message)) => Err(tonic::Status::invalid_argument(message)),
+            Ok(Reply::Retry(message)) => Err(tonic::Status::unavailable(message)),
             Err(e) => Err(tonic::Status::unavailable(e.to_string())),
         }
     }

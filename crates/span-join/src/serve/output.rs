@@ -8,7 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use span_schema::measurement;
+
+use crate::influxdb::{Bucket, Outcome, Writer};
 
 use anyhow::{bail, Result};
 
@@ -65,6 +69,7 @@ pub(super) struct Batch {
 /// try, and what it could not deliver is returned, to be saved.
 pub(super) fn deliver(
     output: Output,
+    influx: Option<Arc<Writer>>,
     batches: mpsc::Receiver<Batch>,
     undelivered: Arc<Undelivered>,
     held: Arc<AtomicUsize>,
@@ -76,7 +81,14 @@ pub(super) fn deliver(
     let mut kept = Vec::new();
     while let Ok(batch) = batches.recv() {
         let mut delivered = false;
-        let attempts = if batch.last { 3 } else { 30 };
+        let attempts = match &influx {
+            Some(writer) => {
+                delivered = write_influx(writer, &batch);
+                0
+            }
+            None if batch.last => 3,
+            None => 30,
+        };
         for attempt in 0..attempts {
             if attempt > 0 {
                 if keep.load(Ordering::Relaxed) {
@@ -122,6 +134,37 @@ pub(super) fn deliver(
         }
     }
     kept
+}
+
+/// A push's points to InfluxDB (`--influx-url`): the join's counters to the raw bucket (as
+/// Telegraf put them), the rest to the long bucket; retried until written, the writer
+/// stopped or (the last batch) 30 s passed. False when not all of it was written.
+fn write_influx(writer: &Writer, batch: &Batch) -> bool {
+    let (mut raw, mut long) = (String::new(), String::new());
+    let (mut raw_points, mut long_points) = (0u64, 0u64);
+    for line in batch.text.split_inclusive('\n') {
+        let counters = line
+            .strip_prefix(measurement::JOIN)
+            .is_some_and(|rest| rest.starts_with([' ', ',']));
+        let (text, points) = if counters {
+            (&mut raw, &mut raw_points)
+        } else {
+            (&mut long, &mut long_points)
+        };
+        text.push_str(line);
+        *points = points.saturating_add(1);
+    }
+    let deadline = batch.last.then(|| Instant::now() + Duration::from_secs(30));
+    [
+        (Bucket::Raw, raw, raw_points),
+        (Bucket::Long, long, long_points),
+    ]
+    .into_iter()
+    .filter(|(_, text, _)| !text.is_empty())
+    .all(|(bucket, text, points)| {
+        // (a rejection is final: counted by the writer, never retried)
+        writer.write_blocking(bucket, text, points, deadline) != Outcome::Abandoned
+    })
 }
 
 /// The batches handed to the output thread and not delivered (nor dropped) yet, by id.

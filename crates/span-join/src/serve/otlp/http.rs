@@ -85,6 +85,7 @@ async fn handle(door: &Door, req: Request<Incoming>) -> Response<Full<Bytes>> {
             return answer(StatusCode::OK, Bytes::from(body), "application/x-protobuf");
         }
         Ok(Reply::Refused(message)) => (StatusCode::BAD_REQUEST, message),
+        Ok(Reply::Retry(message)) => (StatusCode::SERVICE_UNAVAILABLE, message),
         Err((status, e)) => (status, e.to_string()),
     };
     door.count_refused();
