@@ -1,0 +1,342 @@
+//! The join writing InfluxDB itself (`ddshark join --otlp-grpc … --influx-url …`), against
+//! Telegraf's path on the same spans: `scripts/stack/start.sh`'s stack (influxd, Telegraf
+//! with its join, the collector) and beside it a second real collector
+//! (deploy/otelcol/config.yaml + join.yaml) that exports every span to both Telegraf and
+//! the join, which writes its own buckets of that influxd. `ddshark -r` of both hosts of two
+//! fixtures goes through it, with a kill -9 of the join and one of influxd on the way
+//! (each started again as before). Then the join's raw bucket holds exactly what Telegraf
+//! wrote (every `spans` point, tag and field, to the ns), its long bucket the same
+//! dds_latency, dds_lost, dds_samples, dds_submessage_latency, dds_repairs and
+//! dds_latency_1s points, and its counters say nothing was refused or dropped.
+//!
+//! Needs the stack `scripts/stack/build.sh` caches (`common::stack::stack_bin`): without
+//! it this test FAILS, naming how to build it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, RunningStack};
+use common::{fixture, repo_root};
+
+/// A child process, killed on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn kill9(pid: u32) {
+    let st = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // (until it is gone)
+    wait_for("the killed process to go", Duration::from_secs(10), || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
+}
+
+const JOIN_BUCKETS: [&str; 2] = ["join_raw", "join_long"];
+
+fn start_join(stack: &RunningStack, dir: &Path, port: u16, n: usize) -> Proc {
+    let err = File::create(dir.join(format!("join-{n}.err"))).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args(["join", "--otlp-grpc", &format!("127.0.0.1:{port}")])
+        .args(["--period", "1s", "--settle-pushes", "5"])
+        .arg("--state")
+        .arg(dir.join("join.state"))
+        .args(["--influx-url", stack.var("DDSHARK_INFLUX_URL")])
+        .arg("--influx-token-file")
+        .arg(stack.run_dir.join("secrets/influx-token"))
+        .args([
+            "--raw-bucket",
+            JOIN_BUCKETS[0],
+            "--long-bucket",
+            JOIN_BUCKETS[1],
+        ])
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+/// The second collector: every span to Telegraf and to the join.
+fn start_collector(stack: &RunningStack, dir: &Path, join_port: u16) -> (Proc, u16, String) {
+    let deploy = repo_root().join("deploy/otelcol");
+    let (otlp, http, health, metrics, prom) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
+    let log = File::create(dir.join("otelcol.log")).unwrap();
+    let child = Command::new(stack_bin("otelcol-ddshark"))
+        .arg(format!("--config={}", deploy.join("config.yaml").display()))
+        .arg(format!("--config={}", deploy.join("join.yaml").display()))
+        .current_dir(dir)
+        .env("DDSHARK_OTLP_GRPC_PORT", otlp.to_string())
+        .env("DDSHARK_OTLP_HTTP_PORT", http.to_string())
+        .env("DDSHARK_OTELCOL_HEALTH_PORT", health.to_string())
+        .env("DDSHARK_OTELCOL_METRICS_PORT", metrics.to_string())
+        .env("DDSHARK_OTELCOL_PROM_PORT", prom.to_string())
+        .env(
+            "DDSHARK_TELEGRAF_OTLP_ADDR",
+            stack.var("DDSHARK_TELEGRAF_OTLP_ADDR"),
+        )
+        .env(
+            "DDSHARK_OTELCOL_TRACES_EXPORTERS",
+            "[otlp/telegraf, otlp/join]",
+        )
+        .env("DDSHARK_OTELCOL_METRICS_EXPORTERS", "[debug]")
+        .env("DDSHARK_OTELCOL_LOGS_EXPORTERS", "[debug]")
+        .env("DDSHARK_JOIN_OTLP_ADDR", format!("127.0.0.1:{join_port}"))
+        .env("DDSHARK_OTELCOL_STORAGE_DIR", dir.join("queue"))
+        .env("DDSHARK_OTELCOL_JOIN_QUEUE_DIR", dir.join("join-queue"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{health}/");
+    wait_for(
+        "the collector's health check",
+        Duration::from_secs(60),
+        || {
+            Command::new("curl")
+                .args(["-fsS", "--max-time", "2", &url])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+    );
+    (
+        Proc(child),
+        otlp,
+        format!("http://127.0.0.1:{metrics}/metrics"),
+    )
+}
+
+fn replay(otlp: u16, pcap: &Path, host: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "--no-tui",
+            "--host-name",
+            host,
+        ])
+        .args(["--otlp", &format!("http://127.0.0.1:{otlp}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
+        "{host}: export not clean:\n{err}"
+    );
+}
+
+/// Both of the collector's exporters sent every span it accepted.
+fn drained(metrics: &str) {
+    let sent = |e: &str| metric_sum(metrics, "otelcol_exporter_sent_spans", &[e]);
+    wait_for(
+        "the collector's exports to Telegraf and the join",
+        Duration::from_secs(180),
+        || {
+            let a = metric_sum(metrics, "otelcol_receiver_accepted_spans", &[]);
+            a > 0 && sent("exporter=\"otlp/join\"") == a && sent("exporter=\"otlp/telegraf\"") == a
+        },
+    );
+    for e in ["otlp/join", "otlp/telegraf"] {
+        let failed = metric_sum(
+            metrics,
+            "otelcol_exporter_send_failed_spans",
+            &[&format!("exporter=\"{e}\"")],
+        );
+        assert_eq!(failed, 0, "{e}\n{}", scrape(metrics));
+    }
+}
+
+fn make_buckets(stack: &RunningStack) {
+    let influx = &stack.influx;
+    let orgs = Command::new("curl")
+        .args(["-sS", "--fail-with-body"])
+        .arg(format!("{}/api/v2/orgs?org={}", influx.url, influx.org))
+        .arg("-H")
+        .arg(format!("Authorization: Token {}", influx.token))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&orgs.stdout).unwrap();
+    let org_id = v["orgs"][0]["id"].as_str().unwrap().to_string();
+    for b in JOIN_BUCKETS {
+        let body = serde_json::json!({"orgID": org_id, "name": b, "retentionRules": []});
+        let out = Command::new("curl")
+            .args(["-sS", "--fail-with-body", "-XPOST"])
+            .arg(format!("{}/api/v2/buckets", influx.url))
+            .arg("-H")
+            .arg(format!("Authorization: Token {}", influx.token))
+            .args(["-H", "Content-Type: application/json"])
+            .args(["--data-binary", &body.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// Every row of `measurement` in `bucket` (values as text), sorted.
+fn rows(stack: &RunningStack, bucket: &str, measurement: &str) -> Vec<String> {
+    let flux = format!(
+        r#"from(bucket: "{bucket}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "{measurement}")
+  |> drop(columns: ["_start", "_stop"])
+  |> map(fn: (r) => ({{r with _value: string(v: r._value)}}))
+  |> group()"#
+    );
+    let mut rows: Vec<String> = stack
+        .influx
+        .query(&flux)
+        .into_iter()
+        .map(|r| {
+            let mut kv: Vec<String> = r
+                .into_iter()
+                .filter(|(k, v)| !v.is_empty() && k != "result" && k != "table")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            kv.sort();
+            kv.join(",")
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The last `ddshark_join` point of the join's raw bucket: field → value.
+fn counters(stack: &RunningStack) -> std::collections::HashMap<String, i64> {
+    stack
+        .influx
+        .query(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "ddshark_join") |> last()"#,
+            JOIN_BUCKETS[0]
+        ))
+        .into_iter()
+        .map(|r| (r["_field"].clone(), r["_value"].parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_joins_own_writes_equal_telegrafs_through_kills_of_the_join_and_influxd() {
+    let run_dir = fresh_run_dir("join-influx");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let stack = RunningStack::start(&run_dir.join("stack"), &[("DDSHARK_JOIN_PERIOD", "1s")]);
+    make_buckets(&stack);
+    let dir = run_dir.join("second");
+    std::fs::create_dir_all(&dir).unwrap();
+    let join_port = free_port();
+    let mut join = start_join(&stack, &dir, join_port, 0);
+    let (_collector, otlp, metrics) = start_collector(&stack, &dir, join_port);
+
+    let (first, second) = ("b_large_frag", "a_small_reliable");
+    for host in ["a", "b"] {
+        replay(otlp, &fixture(&format!("{first}/{host}.pcap")), host);
+    }
+    drained(&metrics);
+    // kill -9 of the join: what it acknowledged is in InfluxDB or its state and journal
+    kill9(join.0.id());
+    drop(join);
+    replay(otlp, &fixture(&format!("{second}/a.pcap")), "a");
+    join = start_join(&stack, &dir, join_port, 1);
+    // kill -9 of influxd while the join and Telegraf write: both retry
+    kill9(stack.pid("influxd"));
+    replay(otlp, &fixture(&format!("{second}/b.pcap")), "b");
+    std::thread::sleep(Duration::from_secs(3));
+    let st = Command::new(repo_root().join("scripts/stack/relaunch.sh"))
+        .arg("--run-dir")
+        .arg(&stack.run_dir)
+        .arg("influxd")
+        .status()
+        .unwrap();
+    assert!(st.success(), "relaunch.sh influxd");
+    drained(&metrics);
+
+    let telegraf = &stack.influx.bucket;
+    let spans = |b: &str| rows(&stack, b, "spans");
+    let mut last = Vec::new();
+    wait_for(
+        "the join's raw points equal to Telegraf's",
+        Duration::from_secs(120),
+        || {
+            let (t, j) = (spans(telegraf), spans(JOIN_BUCKETS[0]));
+            let same = !t.is_empty() && t == j;
+            last = vec![t.len(), j.len()];
+            same
+        },
+    );
+    // 2 × 361 + 2 × 422 spans, each with its fields
+    assert!(last[0] > 1566, "{last:?}");
+    for m in [
+        "dds_latency",
+        "dds_lost",
+        "dds_samples",
+        "dds_submessage_latency",
+        "dds_repairs",
+        "dds_latency_1s",
+    ] {
+        wait_for(
+            &format!("{m}: the join's equal to Telegraf's join's"),
+            Duration::from_secs(120),
+            || {
+                let t = rows(&stack, &stack.influx.long_bucket, m);
+                (m == "dds_lost" || !t.is_empty()) && t == rows(&stack, JOIN_BUCKETS[1], m)
+            },
+        );
+    }
+    let c = counters(&stack);
+    for k in [
+        "influx_points_rejected",
+        "points_dropped",
+        "rejected",
+        "otlp_refused",
+    ] {
+        assert_eq!(c.get(k), Some(&0), "{k}: {c:?}");
+    }
+    assert!(c["influx_points_written"] > 1566, "{c:?}");
+    // (the kill of influxd made the join retry)
+    assert!(c["influx_retries"] > 0, "{c:?}");
+    join.0.kill().unwrap();
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
