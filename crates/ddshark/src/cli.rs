@@ -83,7 +83,7 @@ pub enum Command {
     /// hosts' SAMPLE/DATA_FRAG spans in (line protocol on stdin), dds_latency and
     /// friends out.
     #[command(hide = true)]
-    Join(span_join::serve::JoinArgs),
+    Join(Box<span_join::serve::JoinArgs>),
 }
 
 /// What `ddshark` alone says (the full help is `--help`).
