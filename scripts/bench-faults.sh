@@ -3,9 +3,10 @@
 # hosts' full captures) replayed by `ddshark -r FILE --speed S --otlp URL` into a private stack
 # of scripts/stack/start.sh, while one component is killed (kill -9) KILL_AT seconds into the
 # replay and started again (scripts/stack/relaunch.sh) OUTAGE seconds later; each of
-# otelcol, telegraf (with the latency join it runs) and influxd in turn, each on a fresh stack.
+# otelcol, the latency join (which writes the spans to InfluxDB) and influxd in turn, each on a
+# fresh stack (telegraf, which writes ddshark's metrics and logs only, can be named too).
 #
-# usage: scripts/bench-faults.sh [--components "otelcol telegraf influxd"] [--speed 1]
+# usage: scripts/bench-faults.sh [--components "otelcol join influxd"] [--speed 1]
 #                                [--kill-at 20] [--outage 45] [--otlp-queue 600000] [--otlp-retry 120s]
 #                                [--out DIR] [--ddshark BIN] [--report FILE]
 #
@@ -29,7 +30,7 @@ LIB_TAG=bench-faults
 # shellcheck source=scripts/lib.sh
 source "$REPO/scripts/lib.sh"
 
-COMPONENTS="otelcol telegraf influxd"
+COMPONENTS="otelcol join influxd"
 SPEED=1
 KILL_AT=20
 OUTAGE=45
@@ -50,7 +51,7 @@ take_options "
 --ddshark DDSHARK" "$@"
 REPORT=${REPORT:-$OUT/report.md}
 for c in $COMPONENTS; do
-  case "$c" in otelcol|telegraf|influxd) ;; *) die "--components: $c is not otelcol, telegraf or influxd" ;; esac
+  case "$c" in otelcol|join|telegraf|influxd) ;; *) die "--components: $c is not otelcol, join, telegraf or influxd" ;; esac
 done
 for t in python3 curl; do command -v "$t" >/dev/null || die "missing $t"; done
 

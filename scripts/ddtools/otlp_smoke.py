@@ -18,8 +18,9 @@ from .influx import Influx
 
 # The spans the smoke test sends. Resource attributes: service.name,
 # host.name, capture.interface; span attributes like ddshark's DATA/DATA_FRAG
-# spans. Ints stay ints in OTLP (intValue) so the test shows how Telegraf
-# (deploy/telegraf/telegraf.conf) stores them: bounded tags, typed fields.
+# spans (the DATA_FRAGs with every attribute the latency join reads, which takes them).
+# Ints stay ints in OTLP (intValue) so the test shows how the join (the layout of
+# deploy/telegraf/telegraf.conf's converter) stores them: bounded tags, typed fields.
 RESOURCE = {
     "service.name": "ddshark-smoke",
     "host.name": "smoke-host",
@@ -45,6 +46,10 @@ SPANS = [
         "fragment_starting_num": 1,
         "payload_size": 1400,
         "pcp": 5,
+        "slot": 0,
+        "frags_in_submessage": 1,
+        "fragment_size": 1400,
+        "sample_size": 2000,
     }),
     ("DATA_FRAG", "00000000000000a3", {
         "traffic_type": "user",
@@ -54,12 +59,18 @@ SPANS = [
         "fragment_starting_num": 2,
         "payload_size": 600,
         "pcp": 5,
+        "slot": 0,
+        "frags_in_submessage": 1,
+        "fragment_size": 1400,
+        "sample_size": 2000,
     }),
 ]
 # What stays a tag (bounded by the deployment) and what becomes a typed field;
-# attributes Telegraf does not know (shm, ratio) land in the JSON field `attributes`.
-TAGS = ["service.name", "host.name", "capture.interface", "traffic_type", "topic_name", "writer_id"]
-INT_FIELDS = ["sn", "fragment_starting_num", "payload_size", "pcp"]
+# attributes the schema does not know (shm, ratio) land in the JSON field `attributes`.
+TAGS = ["service.name", "host.name", "capture.interface", "traffic_type", "topic_name", "writer_id",
+        "slot"]
+INT_FIELDS = ["sn", "fragment_starting_num", "payload_size", "pcp", "frags_in_submessage",
+              "fragment_size", "sample_size"]
 
 
 def otlp_value(v):

@@ -31,7 +31,7 @@ else
   # Collector first so it can flush its queue into Telegraf, Telegraf next (it
   # flushes into InfluxDB), InfluxDB last.
   rc=0
-  for name in otelcol telegraf prometheus node_exporter influxd; do
+  for name in otelcol join telegraf prometheus node_exporter influxd; do
     [ -f "$PID_DIR/$name.pid" ] || continue
     pid="$(cat "$PID_DIR/$name.pid")"
     if ! stack_pid_alive "$name"; then

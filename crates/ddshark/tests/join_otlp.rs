@@ -1,6 +1,6 @@
 //! The latency join's own OTLP intake behind the real OpenTelemetry Collector:
-//! `ddshark -r` of each host of a two-host fixture → otelcol (deploy/otelcol/config.yaml
-//! with deploy/otelcol/join.yaml: an otlp exporter to the join, persistent sending queue,
+//! `ddshark -r` of each host of a two-host fixture → otelcol (deploy/otelcol/config.yaml,
+//! its otlp/join exporter: persistent sending queue,
 //! retries) → `ddshark join --otlp-grpc`. Its `dds_latency` points equal those of the join
 //! fed the same captures' SAMPLE spans directly (which join_oracle.rs holds equal to
 //! `ddshark latency`), to the ns; the same exports sent twice change nothing; a kill -9 of
@@ -91,7 +91,6 @@ impl Collector {
         let log = File::create(dir.join("otelcol.log")).unwrap();
         let child = Command::new(stack_bin("otelcol-ddshark"))
             .arg(format!("--config={}", deploy.join("config.yaml").display()))
-            .arg(format!("--config={}", deploy.join("join.yaml").display()))
             .current_dir(dir)
             .env("DDSHARK_OTLP_GRPC_PORT", otlp.to_string())
             .env("DDSHARK_OTLP_HTTP_PORT", http.to_string())
@@ -103,7 +102,6 @@ impl Collector {
             .env("DDSHARK_OTELCOL_LOGS_EXPORTERS", "[debug]")
             .env("DDSHARK_JOIN_OTLP_ADDR", format!("127.0.0.1:{join_port}"))
             .env("DDSHARK_OTELCOL_STORAGE_DIR", dir.join("queue"))
-            .env("DDSHARK_OTELCOL_JOIN_QUEUE_DIR", dir.join("join-queue"))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

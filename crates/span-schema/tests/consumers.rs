@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use span_schema::{
     influx, influx_span_fields, influx_span_tags, measurement, Stored, ValueType, JOIN_COUNTERS,
-    JOIN_FIELDS, JOIN_MEASUREMENTS, JOIN_SPAN_NAMES, JOIN_TAGS, RESOURCE_ATTRIBUTES,
-    SAMPLE_WINDOW_NS, SDK_RESOURCE_ATTRIBUTES, SPAN_ATTRIBUTES,
+    JOIN_MEASUREMENTS, RESOURCE_ATTRIBUTES, SAMPLE_WINDOW_NS, SDK_RESOURCE_ATTRIBUTES,
+    SPAN_ATTRIBUTES,
 };
 
 fn repo(rel: &str) -> PathBuf {
@@ -75,8 +75,6 @@ fn telegraf_lists() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
             fields(ValueType::Int),
         ),
         ("[processors.converter.tags]", "string", strings),
-        ("[[outputs.execd]]", "taginclude", JOIN_TAGS.to_vec()),
-        ("[[outputs.execd]]", "fieldinclude", JOIN_FIELDS.to_vec()),
     ]
 }
 
@@ -145,13 +143,7 @@ fn telegraf_conf_lists_are_generated_from_the_schema() {
 }
 
 #[test]
-fn telegraf_conf_names_the_joins_spans_and_window() {
-    let conf = read("deploy/telegraf/telegraf.conf");
-    assert_eq!(
-        toml_list(&conf, "[outputs.execd.tagpass]", "\"span.name\""),
-        set(JOIN_SPAN_NAMES),
-        "the spans the join reads"
-    );
+fn the_stack_gives_the_join_the_schemas_sample_window() {
     let seconds = SAMPLE_WINDOW_NS / 1_000_000_000;
     assert_eq!(
         seconds * 1_000_000_000,
@@ -159,7 +151,13 @@ fn telegraf_conf_names_the_joins_spans_and_window() {
         "a whole number of seconds"
     );
     let window = format!("${{DDSHARK_JOIN_SAMPLE_WINDOW:-{seconds}s}}");
-    assert!(conf.contains(&window), "the join's sample window: {window}");
+    for path in ["scripts/stack/start.sh", "deploy/docker-compose.yml"] {
+        let text = read(path);
+        assert!(
+            text.contains(&window),
+            "{path}: the join's sample window {window}"
+        );
+    }
 }
 
 /// Telegraf's name globs (`*` any run of characters).
