@@ -96,6 +96,10 @@ impl Stack {
                     "DDSHARK_TELEGRAF_OTLP_ADDR",
                     self.var("DDSHARK_TELEGRAF_OTLP_ADDR").to_string(),
                 ),
+                (
+                    "DDSHARK_JOIN_OTLP_ADDR",
+                    self.var("DDSHARK_JOIN_OTLP_ADDR").to_string(),
+                ),
             ])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
