@@ -139,9 +139,9 @@ def collector_counters(url):
             out["accepted"] += v
         elif name == "otelcol_receiver_refused_spans_total":
             out["refused"] += v
-        elif name == "otelcol_exporter_sent_spans_total" and "telegraf" in labels:
+        elif name == "otelcol_exporter_sent_spans_total" and 'exporter="otlp/join"' in labels:
             out["sent"] += v
-        elif name == "otelcol_exporter_send_failed_spans_total" and "telegraf" in labels:
+        elif name == "otelcol_exporter_send_failed_spans_total" and 'exporter="otlp/join"' in labels:
             out["failed"] += v
     return {k: int(v) for k, v in out.items()}
 

@@ -37,7 +37,8 @@ def cached_latency_rows(binary, a, b, level):
     return rows
 
 
-COMPONENTS = {"otelcol": "collector", "telegraf": "Telegraf (+ ddshark-join)", "influxd": "InfluxDB"}
+COMPONENTS = {"otelcol": "collector", "join": "the latency join (writes the spans)",
+              "telegraf": "Telegraf (metrics, logs)", "influxd": "InfluxDB"}
 
 
 log = say_as("bench-faults")
@@ -62,12 +63,12 @@ def cmd_scrape(a):
 
 
 def extra_counters(url):
-    """The collector's enqueue failures and queue size (traces, towards Telegraf)."""
+    """The collector's enqueue failures and queue size (traces, towards the join)."""
     text = urllib.request.urlopen(url, timeout=5).read().decode()
     out = {"enqueue_failed": 0, "queue_size": 0}
     for line in text.splitlines():
         m = re.match(r'(otelcol_\w+)\{([^}]*)\} ([0-9.e+]+)', line)
-        if not m or "telegraf" not in m.group(2):
+        if not m or 'exporter="otlp/join"' not in m.group(2):
             continue
         if m.group(1) == "otelcol_exporter_enqueue_failed_spans_total":
             out["enqueue_failed"] += int(float(m.group(3)))
@@ -214,12 +215,12 @@ def transit_cell(transit):
 def cmd_report(a):
     lines = []
     results = []
-    for c in ("otelcol", "telegraf", "influxd"):
+    for c in ("otelcol", "join", "telegraf", "influxd"):
         p = os.path.join(a.out, c, "result.json")
         if os.path.exists(p):
             results.append(json.load(open(p)))
     lines.append("| component killed (kill -9, outage) | spans sent by ddshark (A + B) | dropped / failed at ddshark | "
-                 "accepted / sent / failed at the collector | Telegraf: written to InfluxDB, dropped | "
+                 "accepted / sent / failed at the collector | join: points written to InfluxDB, rejected | "
                  "stored in InfluxDB | lost (sent − stored) | counted by the transit check | join: spans read | "
                  "latencies materialised / `ddshark latency` (A→B) | submessage latencies |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -230,14 +231,14 @@ def cmd_report(a):
         fail = sum(d[s].get("failed", 0) + d[s].get("abandoned", 0) for s in "ab")
         stored = sum(r["stored"].values())
         col = r["collector"]
-        tw = r["telegraf"].get("raw", {})
+        jw = r["join"]
         lat = r["latency"].get("dds_latency_materialised A->B", {})
         sub = r["latency"].get("dds_submessage_latency_materialised A->B", {})
         lines.append(
             f"| {COMPONENTS.get(r['component'], r['component'])} ({r['outage_s']} s) | {fmt(sent)} | {fmt(drop)} / {fmt(fail)} | "
             f"{fmt(col.get('accepted'))} / {fmt(col.get('sent'))} / {fmt(col.get('failed'))}"
             f"{' (+' + fmt(col['enqueue_failed']) + ' not queued)' if col.get('enqueue_failed') else ''} | "
-            f"{fmt(tw.get('metrics_written'))}, {fmt(tw.get('metrics_dropped'))} | {fmt(stored)} | {fmt(sent - stored)} | "
+            f"{fmt(jw.get('influx_points_written'))}, {fmt(jw.get('influx_points_rejected'))} | {fmt(stored)} | {fmt(sent - stored)} | "
             f"{transit_cell(r.get('transit'))} | "
             f"{fmt(r['join'].get('spans'))} | {fmt(lat.get('flux'))} / {fmt(lat.get('ddshark'))}"
             f"{'' if lat.get('equal') else ' (missing ' + fmt(lat.get('missing')) + ', differ ' + fmt(lat.get('differ')) + ')'} | "
