@@ -1,5 +1,6 @@
-//! `SubmessageBody` and `parse_body`, which decodes a body by its kind and flags; the
-//! fixed fields of the commonest submessages; `surely_decodes`, the walk's cheap check.
+//! `SubmessageBody` and `parse_body`, which hands a body to its kind's module to decode;
+//! the readers of the fields every kind shares (entity ids, SNs); `surely_decodes`, the
+//! walk's cheap check, likewise by kind.
 
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
@@ -156,55 +157,6 @@ pub(super) fn read_valid_sn(
     Ok(sn)
 }
 
-// The fixed fields of the commonest submessages are read through these, once from a
-// fixed-length prefix of the body (whose bounds checks the compiler then removes) and,
-// when the body is shorter, from the body itself (for the same errors as any field).
-
-#[inline(always)]
-pub(super) fn heartbeat<'a>(b: &Bytes<'_>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field::heartbeat as f;
-    Ok(SubmessageBody::Heartbeat {
-        reader: read_entity(b, f::READER)?,
-        writer: read_entity(b, f::WRITER)?,
-        first_sn: read_sn(b, f::FIRST_SN)?,
-        last_sn: read_sn(b, f::LAST_SN)?,
-        count: b.i32(f::COUNT)?,
-        final_flag: flags & 0x02 != 0,
-        liveliness_flag: flags & 0x04 != 0,
-    })
-}
-
-#[inline(always)]
-pub(super) fn info_ts(b: &Bytes<'_>) -> Result<Time> {
-    use field::info_ts as f;
-    Ok(Time {
-        seconds: b.i32(f::SECONDS)?,
-        fraction: b.u32(f::FRACTION)?,
-    })
-}
-
-pub(super) const FLAG_INFO_TS_INVALIDATE: u8 = 0x02;
-
-/// INFO_TS's timestamp; `None` when the invalidate flag is set.
-#[inline(always)]
-pub(super) fn info_ts_timestamp(b: &Bytes<'_>, flags: u8) -> Result<Option<Time>> {
-    if flags & FLAG_INFO_TS_INVALIDATE != 0 {
-        return Ok(None);
-    }
-    Ok(Some(
-        match b.data().first_chunk::<{ field::info_ts::LEN }>() {
-            Some(fixed) => info_ts(&b.with(fixed))?,
-            None => info_ts(b)?,
-        },
-    ))
-}
-
-/// INFO_DST's guidPrefix.
-#[inline(always)]
-pub(super) fn info_dst_prefix(b: &Bytes<'_>) -> Result<GuidPrefix> {
-    Ok(GuidPrefix(b.array::<12>(field::info_dst::GUID_PREFIX)?))
-}
-
 /// Decode a submessage body. `body` is exactly the submessage's bytes after its header;
 /// `vendor` is the sender's (it gives vendor-specific ids their meaning).
 pub fn parse_body(
@@ -216,108 +168,26 @@ pub fn parse_body(
     let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
     Ok(match kind {
         SubmessageKind::Pad => SubmessageBody::Pad,
-        SubmessageKind::AckNack => {
-            use field::acknack as f;
-            let (set, after) = read_sn_set(&b, f::SN_STATE)?;
-            SubmessageBody::AckNack {
-                reader: read_entity(&b, f::READER)?,
-                writer: read_entity(&b, f::WRITER)?,
-                reader_sn_state: set,
-                count: b.i32(after)?,
-                final_flag: flags & 0x02 != 0,
-            }
-        }
-        SubmessageKind::Heartbeat => match body.first_chunk::<{ field::heartbeat::LEN }>() {
-            Some(fixed) => heartbeat(&b.with(fixed), flags)?,
-            None => heartbeat(&b, flags)?,
-        },
-        SubmessageKind::Gap => {
-            use field::gap as f;
-            // A GAP that starts at or below SN 0 names no sample (SNs start at 1); taking
-            // it would mark every later SN as already dealt with.
-            let gap_start = read_valid_sn(&b, f::GAP_START, "GAP gapStart")?;
-            let (set, _) = read_sn_set(&b, f::GAP_LIST)?;
-            if set.base < 1 {
-                return Err(DissectError::Invalid {
-                    layer: Layer::Submessage,
-                    offset: f::GAP_LIST,
-                    what: "GAP gapList base",
-                    value: set.base as u64,
-                });
-            }
-            SubmessageBody::Gap {
-                reader: read_entity(&b, f::READER)?,
-                writer: read_entity(&b, f::WRITER)?,
-                gap_start,
-                gap_list: set,
-            }
-        }
-        SubmessageKind::InfoTs => SubmessageBody::InfoTs {
-            timestamp: info_ts_timestamp(&b, flags)?,
-        },
-        SubmessageKind::InfoSrc => {
-            use field::info_src as f;
-            SubmessageBody::InfoSrc {
-                version: (b.u8(f::VERSION_MAJOR)?, b.u8(f::VERSION_MINOR)?),
-                vendor: VendorId(b.array::<2>(f::VENDOR)?),
-                guid_prefix: GuidPrefix(b.array::<12>(f::GUID_PREFIX)?),
-            }
-        }
-        SubmessageKind::InfoReplyIp4 => {
-            use field::info_reply_ip4 as f;
-            SubmessageBody::InfoReplyIp4 {
-                address: b.array::<4>(f::ADDRESS)?,
-                port: b.u32(f::PORT)?,
-            }
-        }
-        SubmessageKind::InfoDst => SubmessageBody::InfoDst {
-            guid_prefix: info_dst_prefix(&b)?,
-        },
-        SubmessageKind::InfoReply => SubmessageBody::InfoReply {
-            unicast_locators: b.u32(field::info_reply::UNICAST_LOCATOR_COUNT)?,
-        },
-        SubmessageKind::NackFrag => {
-            use field::nack_frag as f;
-            let (set, after) = read_frag_set(&b, f::FRAG_STATE)?;
-            SubmessageBody::NackFrag {
-                reader: read_entity(&b, f::READER)?,
-                writer: read_entity(&b, f::WRITER)?,
-                writer_sn: read_sn(&b, f::WRITER_SN)?,
-                fragment_number_state: set,
-                count: b.i32(after)?,
-            }
-        }
-        SubmessageKind::HeartbeatFrag => {
-            use field::heartbeat_frag as f;
-            SubmessageBody::HeartbeatFrag {
-                reader: read_entity(&b, f::READER)?,
-                writer: read_entity(&b, f::WRITER)?,
-                writer_sn: read_sn(&b, f::WRITER_SN)?,
-                last_fragment_num: b.u32(f::LAST_FRAGMENT)?,
-                count: b.i32(f::COUNT)?,
-            }
-        }
-        SubmessageKind::Data => data(&b, flags)?,
-        SubmessageKind::DataFrag => data_frag(&b, flags)?,
-        SubmessageKind::DataSession => data_session(&b, flags)?,
-        SubmessageKind::DataBatch => data_batch(&b, flags)?,
-        SubmessageKind::HeartbeatBatch => {
-            use field::heartbeat_batch as f;
-            SubmessageBody::HeartbeatBatch {
-                reader: read_entity(&b, f::READER)?,
-                writer: read_entity(&b, f::WRITER)?,
-                first_batch_sn: read_sn(&b, f::FIRST_BATCH_SN)?,
-                last_batch_sn: read_sn(&b, f::LAST_BATCH_SN)?,
-                first_sn: read_sn(&b, f::FIRST_SN)?,
-                last_sn: read_sn(&b, f::LAST_SN)?,
-                count: b.i32(f::COUNT)?,
-            }
-        }
+        SubmessageKind::AckNack => acknack::decode(&b, flags)?,
+        SubmessageKind::Heartbeat => heartbeat::decode(&b, flags)?,
+        SubmessageKind::Gap => gap::decode(&b)?,
+        SubmessageKind::InfoTs => info_ts::decode(&b, flags)?,
+        SubmessageKind::InfoSrc => info_src::decode(&b)?,
+        SubmessageKind::InfoReplyIp4 => info_reply_ip4::decode(&b)?,
+        SubmessageKind::InfoDst => info_dst::decode(&b)?,
+        SubmessageKind::InfoReply => info_reply::decode(&b)?,
+        SubmessageKind::NackFrag => nack_frag::decode(&b)?,
+        SubmessageKind::HeartbeatFrag => heartbeat_frag::decode(&b)?,
+        SubmessageKind::Data => data::decode(&b, flags)?,
+        SubmessageKind::DataFrag => data_frag::decode(&b, flags)?,
+        SubmessageKind::DataSession => data_session::decode(&b, flags)?,
+        SubmessageKind::DataBatch => data_batch::decode(&b, flags)?,
+        SubmessageKind::HeartbeatBatch => heartbeat_batch::decode(&b)?,
         SubmessageKind::SecBody
         | SubmessageKind::SecPrefix
         | SubmessageKind::SecPostfix
         | SubmessageKind::SrtpsPrefix
-        | SubmessageKind::SrtpsPostfix => SubmessageBody::Security { bytes: body },
+        | SubmessageKind::SrtpsPostfix => security::decode(body),
         SubmessageKind::VendorSpecific(id) => SubmessageBody::VendorSpecific {
             known: VendorSubmessage::parse(vendor, id, &b)?,
             bytes: body,
@@ -333,59 +203,20 @@ pub fn parse_body(
 /// fuzz target check it).
 pub(super) fn surely_decodes(kind: SubmessageKind, flags: u8, body: &[u8]) -> bool {
     let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
-    let len = body.len();
-    // A sequence/fragment number set at `at` (its numBits at `at + num_bits`), and the
-    // bytes after it; the end of the set when those are present.
-    let set_end = |at: usize, num_bits: usize, bitmap: usize, after: usize| {
-        let words = b
-            .u32(at.saturating_add(num_bits))
-            .ok()
-            .filter(|n| *n <= 256)?
-            .div_ceil(32)
-            .saturating_mul(4);
-        let end = at
-            .saturating_add(bitmap)
-            .saturating_add(usize::try_from(words).ok()?);
-        (end.saturating_add(after) <= len).then_some(end)
-    };
-    let sn_at_least_one = |at: usize| read_sn(&b, at).is_ok_and(|sn| sn >= 1);
     match kind {
-        SubmessageKind::Heartbeat => len >= field::heartbeat::LEN,
-        SubmessageKind::HeartbeatFrag => len >= field::heartbeat_frag::COUNT.saturating_add(4),
-        SubmessageKind::Data if flags & FLAG_DATA_Q == 0 => {
-            len >= field::data::FIXED_LEN
-                && (flags & (FLAG_DATA_D | FLAG_DATA_K) == 0
-                    || b.u16(field::data::OCTETS_TO_INLINE_QOS)
-                        .is_ok_and(|otiq| field::data::INLINE_QOS_BASE + usize::from(otiq) <= len))
-        }
-        SubmessageKind::DataFrag if flags & FLAG_DATAFRAG_Q == 0 => {
-            len >= field::data_frag::SAMPLE_SIZE.saturating_add(4)
-                && b.u16(field::data_frag::OCTETS_TO_INLINE_QOS)
-                    .is_ok_and(|otiq| field::data_frag::INLINE_QOS_BASE + usize::from(otiq) <= len)
-        }
-        SubmessageKind::AckNack => {
-            let f = field::sn_set::NUM_BITS;
-            set_end(field::acknack::SN_STATE, f, field::sn_set::BITMAP, 4).is_some()
-        }
-        SubmessageKind::NackFrag => {
-            let f = field::frag_set::NUM_BITS;
-            len >= field::nack_frag::FRAG_STATE
-                && set_end(field::nack_frag::FRAG_STATE, f, field::frag_set::BITMAP, 4).is_some()
-        }
-        SubmessageKind::Gap => {
-            let f = field::sn_set::NUM_BITS;
-            sn_at_least_one(field::gap::GAP_START)
-                && sn_at_least_one(field::gap::GAP_LIST)
-                && set_end(field::gap::GAP_LIST, f, field::sn_set::BITMAP, 0).is_some()
-        }
+        SubmessageKind::Heartbeat => heartbeat::surely_decodes(body.len()),
+        SubmessageKind::HeartbeatFrag => heartbeat_frag::surely_decodes(body.len()),
+        SubmessageKind::Data => data::surely_decodes(&b, flags),
+        SubmessageKind::DataFrag => data_frag::surely_decodes(&b, flags),
+        SubmessageKind::AckNack => acknack::surely_decodes(&b),
+        SubmessageKind::NackFrag => nack_frag::surely_decodes(&b),
+        SubmessageKind::Gap => gap::surely_decodes(&b),
         SubmessageKind::Pad
         | SubmessageKind::InfoTs
         | SubmessageKind::InfoSrc
         | SubmessageKind::InfoReplyIp4
         | SubmessageKind::InfoDst
         | SubmessageKind::InfoReply
-        | SubmessageKind::Data
-        | SubmessageKind::DataFrag
         | SubmessageKind::SecBody
         | SubmessageKind::SecPrefix
         | SubmessageKind::SecPostfix

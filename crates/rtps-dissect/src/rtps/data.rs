@@ -1,5 +1,6 @@
-//! The DATA family: DATA, DATA_FRAG and RTI's DATA_SESSION (their fixed fields, inline
-//! QoS and serialized payload) and the sample pieces they carry.
+//! DATA (RTPS 8.3.7.2): its fixed fields, inline QoS and serialized payload, which
+//! DATA_FRAG and RTI's DATA_SESSION share in part, and the sample pieces the DATA family
+//! carries.
 
 use crate::bytes::Bytes;
 use crate::error::{Layer, Result};
@@ -7,6 +8,28 @@ use crate::plist::ParameterList;
 use crate::types::{EntityId, Guid, SequenceNumber};
 
 use super::*;
+
+/// Offsets from the end of the submessage header (extraFlags at 0); DATA_FRAG and
+/// DATA_SESSION share the first ones.
+pub(super) mod field {
+    pub const OCTETS_TO_INLINE_QOS: usize = 2;
+    pub const READER: usize = 4;
+    pub const WRITER: usize = 8;
+    pub const WRITER_SN: usize = 12;
+    /// octetsToInlineQos counts from here (the end of its own field).
+    pub const INLINE_QOS_BASE: usize = 4;
+    /// extraFlags to writerSN: the fixed fields.
+    pub const FIXED_LEN: usize = 20;
+}
+
+pub(super) const LAYOUT: Layout = Layout {
+    ids: Some(Ids {
+        reader: field::READER,
+        writer: field::WRITER,
+        writer_sn: Some(field::WRITER_SN),
+    }),
+    ..Layout::OPAQUE
+};
 
 /// The serialized payload of a DATA: encapsulation header + body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,35 +65,6 @@ impl<'a> SerializedPayload<'a> {
             Some(0x0003) | Some(0x000b) => Some(ParameterList::new(self.body(), true)),
             _ => None,
         }
-    }
-}
-
-/// Where a DATA_FRAG's fragments sit in their sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FragmentRange {
-    /// fragmentStartingNum (1-based).
-    pub start: u32,
-    /// fragmentsInSubmessage.
-    pub count: u16,
-    pub fragment_size: u16,
-    pub sample_size: u32,
-}
-
-impl FragmentRange {
-    /// Fragments the whole sample is cut into; `None` when fragmentSize is 0.
-    pub fn total(&self) -> Option<u64> {
-        (self.fragment_size > 0)
-            .then(|| u64::from(self.sample_size).div_ceil(u64::from(self.fragment_size)))
-    }
-
-    /// Numbers that make sense: 1-based start, at least one fragment, and the last one
-    /// within the sample.
-    pub fn is_consistent(&self) -> bool {
-        let last = u64::from(self.start).saturating_add(u64::from(self.count));
-        self.start >= 1
-            && self.count >= 1
-            && self.sample_size > 0
-            && self.total().is_some_and(|t| last.saturating_sub(1) <= t)
     }
 }
 
@@ -134,7 +128,7 @@ pub(super) fn inline_qos_and_end<'a>(
     otiq: usize,
     has_inline_qos: bool,
 ) -> Result<(Option<ParameterList<'a>>, usize)> {
-    let start = field::data::INLINE_QOS_BASE.saturating_add(otiq);
+    let start = field::INLINE_QOS_BASE.saturating_add(otiq);
     if !has_inline_qos {
         return Ok((None, start));
     }
@@ -145,13 +139,11 @@ pub(super) fn inline_qos_and_end<'a>(
 pub(super) const FLAG_DATA_Q: u8 = 0x02;
 pub(super) const FLAG_DATA_D: u8 = 0x04;
 pub(super) const FLAG_DATA_K: u8 = 0x08;
-pub(super) const FLAG_DATAFRAG_Q: u8 = 0x02;
-pub(super) const FLAG_DATAFRAG_K: u8 = 0x04;
 
 /// DATA's octetsToInlineQos, reader, writer and writerSN.
 #[inline(always)]
-pub(super) fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
-    use field::data as f;
+fn fixed_fields(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
+    use field as f;
     Ok((
         usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?),
         read_entity(b, f::READER)?,
@@ -163,7 +155,7 @@ pub(super) fn data_fixed(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, Se
 /// DATA after its ids and SN: the inline QoS and, when D or K is set, the serialized payload.
 /// RTI's DATA_SESSION carries the same after its session SN.
 #[inline]
-fn data_rest<'a>(
+pub(super) fn decode_rest<'a>(
     b: &Bytes<'a>,
     flags: u8,
     otiq: usize,
@@ -188,51 +180,24 @@ fn data_rest<'a>(
 }
 
 /// DATA: its fixed fields read from a fixed-length prefix when the body holds one (see
-/// `body.rs`), then [`data_rest`].
+/// `heartbeat.rs`), then [`decode_rest`].
 #[inline]
-pub(super) fn data<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    let (otiq, reader, writer, writer_sn) =
-        match b.data().first_chunk::<{ field::data::FIXED_LEN }>() {
-            Some(fixed) => data_fixed(&b.with(fixed))?,
-            None => data_fixed(b)?,
-        };
-    data_rest(b, flags, otiq, reader, writer, writer_sn)
+pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    let (otiq, reader, writer, writer_sn) = match b.data().first_chunk::<{ field::FIXED_LEN }>() {
+        Some(fixed) => fixed_fields(&b.with(fixed))?,
+        None => fixed_fields(b)?,
+    };
+    decode_rest(b, flags, otiq, reader, writer, writer_sn)
 }
 
-/// DATA_FRAG: DATA's first fields, where its fragments sit in the sample, the inline QoS
-/// and the fragment bytes.
-pub(super) fn data_frag<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field::data_frag as f;
-    let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
-    let reader = read_entity(b, f::READER)?;
-    let writer = read_entity(b, f::WRITER)?;
-    let writer_sn = read_sn(b, f::WRITER_SN)?;
-    let fragment_starting_num = b.u32(f::FRAGMENT_STARTING_NUM)?;
-    let fragments_in_submessage = b.u16(f::FRAGMENTS_IN_SUBMESSAGE)?;
-    let fragment_size = b.u16(f::FRAGMENT_SIZE)?;
-    let sample_size = b.u32(f::SAMPLE_SIZE)?;
-    let (inline_qos, pos) = inline_qos_and_end(b, otiq, flags & FLAG_DATAFRAG_Q != 0)?;
-    Ok(SubmessageBody::DataFrag {
-        reader,
-        writer,
-        writer_sn,
-        fragment_starting_num,
-        fragments_in_submessage,
-        fragment_size,
-        sample_size,
-        inline_qos,
-        key_flag: flags & FLAG_DATAFRAG_K != 0,
-        fragments: b.rest(pos)?,
-    })
-}
-
-/// RTI's DATA_SESSION: DATA with a session SN before the writer's own ("virtual") SN.
-pub(super) fn data_session<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field::data_session as f;
-    let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
-    let reader = read_entity(b, f::READER)?;
-    let writer = read_entity(b, f::WRITER)?;
-    read_sn(b, f::SESSION_SN)?;
-    let writer_sn = read_sn(b, f::VIRTUAL_SN)?;
-    data_rest(b, flags, otiq, reader, writer, writer_sn)
+/// The walk's cheap check (without inline QoS, which is not checked cheaply): the fixed
+/// fields and, when a payload follows, where it starts.
+#[inline]
+pub(super) fn surely_decodes(b: &Bytes<'_>, flags: u8) -> bool {
+    let len = b.data().len();
+    flags & FLAG_DATA_Q == 0
+        && len >= field::FIXED_LEN
+        && (flags & (FLAG_DATA_D | FLAG_DATA_K) == 0
+            || b.u16(field::OCTETS_TO_INLINE_QOS)
+                .is_ok_and(|otiq| field::INLINE_QOS_BASE + usize::from(otiq) <= len))
 }

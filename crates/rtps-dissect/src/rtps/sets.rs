@@ -90,6 +90,59 @@ fn read_bitmap<'a>(
     Ok((num_bits, bitmap, bitmap_at.saturating_add(words)))
 }
 
+/// A SequenceNumberSet's fields, from the start of the set.
+mod sn_set_field {
+    pub const BASE: usize = 0;
+    pub const NUM_BITS: usize = 8;
+    pub const BITMAP: usize = 12;
+}
+
+/// A FragmentNumberSet's fields, from the start of the set.
+mod frag_set_field {
+    pub const BASE: usize = 0;
+    pub const NUM_BITS: usize = 4;
+    pub const BITMAP: usize = 8;
+}
+
+/// The end of a set whose numBits is at `num_bits_at` and bitmap at `bitmap_at`, when
+/// numBits is valid and the bitmap and `after` more bytes are in `b`: the walk's cheap
+/// check of a set, without reading it.
+#[inline]
+fn set_end(b: &Bytes<'_>, num_bits_at: usize, bitmap_at: usize, after: usize) -> Option<usize> {
+    let words = b
+        .u32(num_bits_at)
+        .ok()
+        .filter(|n| *n <= 256)?
+        .div_ceil(32)
+        .saturating_mul(4);
+    let end = bitmap_at.saturating_add(usize::try_from(words).ok()?);
+    (end.saturating_add(after) <= b.data().len()).then_some(end)
+}
+
+/// [`set_end`] of a SequenceNumberSet at `at`.
+#[inline]
+pub(super) fn sn_set_end(b: &Bytes<'_>, at: usize, after: usize) -> Option<usize> {
+    use sn_set_field as f;
+    set_end(
+        b,
+        at.saturating_add(f::NUM_BITS),
+        at.saturating_add(f::BITMAP),
+        after,
+    )
+}
+
+/// [`set_end`] of a FragmentNumberSet at `at`.
+#[inline]
+pub(super) fn frag_set_end(b: &Bytes<'_>, at: usize, after: usize) -> Option<usize> {
+    use frag_set_field as f;
+    set_end(
+        b,
+        at.saturating_add(f::NUM_BITS),
+        at.saturating_add(f::BITMAP),
+        after,
+    )
+}
+
 /// Parse a SequenceNumberSet at `offset`; returns it and the offset after it.
 // Inlined into ACKNACK's and GAP's readers, as it was before sets.rs had its own module
 // (out of line it cost a call per ACKNACK: +2.8 M instructions on the small-frame replay).
@@ -98,7 +151,7 @@ pub(super) fn read_sn_set<'a>(
     b: &Bytes<'a>,
     offset: usize,
 ) -> Result<(SequenceNumberSet<'a>, usize)> {
-    use field::sn_set as f;
+    use sn_set_field as f;
     let base = read_sn(b, offset.saturating_add(f::BASE))?;
     let (num_bits, bitmap, end) = read_bitmap(
         b,
@@ -119,7 +172,7 @@ pub(super) fn read_frag_set<'a>(
     b: &Bytes<'a>,
     offset: usize,
 ) -> Result<(FragmentNumberSet<'a>, usize)> {
-    use field::frag_set as f;
+    use frag_set_field as f;
     let base = b.u32(offset.saturating_add(f::BASE))?;
     let (num_bits, bitmap, end) = read_bitmap(
         b,

@@ -69,43 +69,21 @@ impl<'a> SubmessageError<'a> {
     /// HEARTBEAT's firstSN and lastSN, GAP's gapStart (as the first), each when present.
     pub fn first_last_sns(&self) -> (Option<SequenceNumber>, Option<SequenceNumber>) {
         let b = self.bytes();
-        match self.kind() {
-            SubmessageKind::Heartbeat => (
-                read_sn(&b, field::heartbeat::FIRST_SN).ok(),
-                read_sn(&b, field::heartbeat::LAST_SN).ok(),
-            ),
-            SubmessageKind::Gap => (read_sn(&b, field::gap::GAP_START).ok(), None),
-            SubmessageKind::HeartbeatBatch => (
-                read_sn(&b, field::heartbeat_batch::FIRST_SN).ok(),
-                read_sn(&b, field::heartbeat_batch::LAST_SN).ok(),
-            ),
-            SubmessageKind::DataBatch => {
-                let first = read_sn(&b, field::data_batch::FIRST_SAMPLE_SN).ok();
-                let offset = b.u32(field::data_batch::OFFSET_TO_LAST_SAMPLE_SN).ok();
+        match layout(self.kind()).sns {
+            SnRange::Nothing => (None, None),
+            SnRange::FirstLast { first, last } => (read_sn(&b, first).ok(), read_sn(&b, last).ok()),
+            SnRange::Start(start) => (read_sn(&b, start).ok(), None),
+            SnRange::FirstAndOffset {
+                first,
+                offset_to_last,
+            } => {
+                let first = read_sn(&b, first).ok();
+                let offset = b.u32(offset_to_last).ok();
                 let last = first
                     .zip(offset)
                     .and_then(|(f, o)| f.checked_add(i64::from(o)));
                 (first, last)
             }
-            SubmessageKind::Pad
-            | SubmessageKind::AckNack
-            | SubmessageKind::InfoTs
-            | SubmessageKind::InfoSrc
-            | SubmessageKind::InfoReplyIp4
-            | SubmessageKind::InfoDst
-            | SubmessageKind::InfoReply
-            | SubmessageKind::NackFrag
-            | SubmessageKind::HeartbeatFrag
-            | SubmessageKind::Data
-            | SubmessageKind::DataFrag
-            | SubmessageKind::SecBody
-            | SubmessageKind::SecPrefix
-            | SubmessageKind::SecPostfix
-            | SubmessageKind::SrtpsPrefix
-            | SubmessageKind::SrtpsPostfix
-            | SubmessageKind::DataSession
-            | SubmessageKind::VendorSpecific(_)
-            | SubmessageKind::Unknown(_) => (None, None),
         }
     }
 
@@ -114,33 +92,9 @@ impl<'a> SubmessageError<'a> {
         usize::try_from(self.length).is_ok_and(|l| l > self.body_bytes.len())
     }
 
-    /// HEARTBEAT's count, when present.
+    /// HEARTBEAT's (and HEARTBEAT_BATCH's) count, when present.
     pub fn count(&self) -> Option<i32> {
-        match self.kind() {
-            SubmessageKind::Heartbeat => self.bytes().i32(field::heartbeat::COUNT).ok(),
-            SubmessageKind::HeartbeatBatch => self.bytes().i32(field::heartbeat_batch::COUNT).ok(),
-            SubmessageKind::Pad
-            | SubmessageKind::AckNack
-            | SubmessageKind::Gap
-            | SubmessageKind::InfoTs
-            | SubmessageKind::InfoSrc
-            | SubmessageKind::InfoReplyIp4
-            | SubmessageKind::InfoDst
-            | SubmessageKind::InfoReply
-            | SubmessageKind::NackFrag
-            | SubmessageKind::HeartbeatFrag
-            | SubmessageKind::Data
-            | SubmessageKind::DataFrag
-            | SubmessageKind::SecBody
-            | SubmessageKind::SecPrefix
-            | SubmessageKind::SecPostfix
-            | SubmessageKind::SrtpsPrefix
-            | SubmessageKind::SrtpsPostfix
-            | SubmessageKind::DataSession
-            | SubmessageKind::DataBatch
-            | SubmessageKind::VendorSpecific(_)
-            | SubmessageKind::Unknown(_) => None,
-        }
+        self.bytes().i32(layout(self.kind()).heartbeat_count?).ok()
     }
 
     /// Writer GUID as far as the readable part of the submessage names it.

@@ -6,6 +6,22 @@ use crate::types::{Locator, Time, VendorId};
 
 use super::*;
 
+/// Fast DDS 0x80 statistics (`StatisticsSubmessageData`): offsets from the end of the
+/// submessage header.
+pub(super) mod fastdds_statistics {
+    pub const LOCATOR_KIND: usize = 0;
+    pub const LOCATOR_PORT: usize = 4;
+    pub const LOCATOR_ADDRESS: usize = 8;
+    pub const TS_SECONDS: usize = 24;
+    pub const TS_FRACTION: usize = 28;
+    pub const SEQUENCE: usize = 32;
+    pub const BYTES: usize = 40;
+    pub const BYTES_HIGH: usize = 48;
+}
+
+/// Their fields depend on the vendor: none is read without decoding.
+pub(super) const LAYOUT: Layout = Layout::OPAQUE;
+
 /// Vendor-specific submessages whose meaning we know, by (vendor id, submessage id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VendorSubmessage {
@@ -33,7 +49,7 @@ impl VendorSubmessage {
     pub(super) fn parse(vendor: VendorId, id: u8, b: &Bytes<'_>) -> Result<Option<Self>> {
         Ok(match (vendor, id) {
             (VendorId::FAST_DDS, 0x80) => {
-                use field::fastdds_statistics as f;
+                use fastdds_statistics as f;
                 Some(Self::FastDdsStatistics(FastDdsStatistics {
                     destination: Locator {
                         kind: b.i32(f::LOCATOR_KIND)?,

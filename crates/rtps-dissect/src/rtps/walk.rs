@@ -38,7 +38,22 @@ impl Context {
                 self.dst_prefix = None;
                 self.timestamp = None;
             }
-            _ => {}
+            // (the rest set no context)
+            SubmessageBody::Pad
+            | SubmessageBody::AckNack { .. }
+            | SubmessageBody::Heartbeat { .. }
+            | SubmessageBody::Gap { .. }
+            | SubmessageBody::InfoReplyIp4 { .. }
+            | SubmessageBody::InfoReply { .. }
+            | SubmessageBody::NackFrag { .. }
+            | SubmessageBody::HeartbeatFrag { .. }
+            | SubmessageBody::Data { .. }
+            | SubmessageBody::DataFrag { .. }
+            | SubmessageBody::DataBatch { .. }
+            | SubmessageBody::HeartbeatBatch { .. }
+            | SubmessageBody::Security { .. }
+            | SubmessageBody::VendorSpecific { .. }
+            | SubmessageBody::Unknown { .. } => {}
         }
     }
 }
@@ -149,33 +164,8 @@ impl<'a> Submessage<'a> {
     /// A HEARTBEAT's (firstSN, lastSN), read without decoding the rest of the body.
     /// (HEARTBEAT_BATCH's firstSN and lastSN, the sample SNs, likewise.)
     pub fn heartbeat_sns(&self) -> Option<(SequenceNumber, SequenceNumber)> {
-        let (first, last) = match self.kind {
-            SubmessageKind::Heartbeat => (field::heartbeat::FIRST_SN, field::heartbeat::LAST_SN),
-            SubmessageKind::HeartbeatBatch => (
-                field::heartbeat_batch::FIRST_SN,
-                field::heartbeat_batch::LAST_SN,
-            ),
-            SubmessageKind::Pad
-            | SubmessageKind::AckNack
-            | SubmessageKind::Gap
-            | SubmessageKind::InfoTs
-            | SubmessageKind::InfoSrc
-            | SubmessageKind::InfoReplyIp4
-            | SubmessageKind::InfoDst
-            | SubmessageKind::InfoReply
-            | SubmessageKind::NackFrag
-            | SubmessageKind::HeartbeatFrag
-            | SubmessageKind::Data
-            | SubmessageKind::DataFrag
-            | SubmessageKind::SecBody
-            | SubmessageKind::SecPrefix
-            | SubmessageKind::SecPostfix
-            | SubmessageKind::SrtpsPrefix
-            | SubmessageKind::SrtpsPostfix
-            | SubmessageKind::DataSession
-            | SubmessageKind::DataBatch
-            | SubmessageKind::VendorSpecific(_)
-            | SubmessageKind::Unknown(_) => return None,
+        let SnRange::FirstLast { first, last } = layout(self.kind).sns else {
+            return None;
         };
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
         Some((read_sn(&b, first).ok()?, read_sn(&b, last).ok()?))
@@ -187,7 +177,7 @@ impl<'a> Submessage<'a> {
             return None;
         }
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        read_sn(&b, field::data_session::SESSION_SN).ok()
+        read_sn(&b, data_session::field::SESSION_SN).ok()
     }
 
     /// Every sample this submessage carries a part of: one for DATA, DATA_FRAG and
@@ -203,7 +193,23 @@ impl<'a> Submessage<'a> {
             SubmessageBody::DataBatch {
                 writer, samples, ..
             } => Some((Guid::new(self.ctx.src_prefix, writer), samples.iter())),
-            _ => None,
+            SubmessageBody::Pad
+            | SubmessageBody::AckNack { .. }
+            | SubmessageBody::Heartbeat { .. }
+            | SubmessageBody::Gap { .. }
+            | SubmessageBody::InfoTs { .. }
+            | SubmessageBody::InfoSrc { .. }
+            | SubmessageBody::InfoReplyIp4 { .. }
+            | SubmessageBody::InfoDst { .. }
+            | SubmessageBody::InfoReply { .. }
+            | SubmessageBody::NackFrag { .. }
+            | SubmessageBody::HeartbeatFrag { .. }
+            | SubmessageBody::Data { .. }
+            | SubmessageBody::DataFrag { .. }
+            | SubmessageBody::HeartbeatBatch { .. }
+            | SubmessageBody::Security { .. }
+            | SubmessageBody::VendorSpecific { .. }
+            | SubmessageBody::Unknown { .. } => None,
         };
         SamplePieces { one: None, batch }
     }
@@ -214,7 +220,7 @@ impl<'a> Submessage<'a> {
             return None;
         }
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        read_sn_set(&b, field::acknack::SN_STATE)
+        read_sn_set(&b, acknack::field::SN_STATE)
             .ok()
             .map(|(set, _)| set)
     }
@@ -226,23 +232,18 @@ impl<'a> Submessage<'a> {
         let payload_size = self.payload_size().map_or(0, |p| p as u64);
         let (writer, sn, fragments, sample_size) = match self.kind {
             SubmessageKind::Data => {
-                use field::data as f;
+                use data::field as f;
                 let writer = read_entity(&b, f::WRITER).ok()?;
                 (writer, read_sn(&b, f::WRITER_SN).ok()?, None, payload_size)
             }
             SubmessageKind::DataSession => {
-                use field::data_session as f;
+                use data_session::field as f;
                 let writer = read_entity(&b, f::WRITER).ok()?;
                 (writer, read_sn(&b, f::VIRTUAL_SN).ok()?, None, payload_size)
             }
             SubmessageKind::DataFrag => {
-                use field::data_frag as f;
-                let range = FragmentRange {
-                    start: b.u32(f::FRAGMENT_STARTING_NUM).ok()?,
-                    count: b.u16(f::FRAGMENTS_IN_SUBMESSAGE).ok()?,
-                    fragment_size: b.u16(f::FRAGMENT_SIZE).ok()?,
-                    sample_size: b.u32(f::SAMPLE_SIZE).ok()?,
-                };
+                use data_frag::field as f;
+                let range = data_frag::read_range(&b).ok()?;
                 let writer = read_entity(&b, f::WRITER).ok()?;
                 let sn = read_sn(&b, f::WRITER_SN).ok()?;
                 (writer, sn, Some(range), u64::from(range.sample_size))
@@ -287,7 +288,7 @@ impl<'a> Submessage<'a> {
                 self.flags & FLAG_DATA_Q != 0,
                 self.flags & (FLAG_DATA_D | FLAG_DATA_K) != 0,
             ),
-            SubmessageKind::DataFrag => (self.flags & FLAG_DATAFRAG_Q != 0, true),
+            SubmessageKind::DataFrag => (self.flags & data_frag::FLAG_Q != 0, true),
             SubmessageKind::Pad
             | SubmessageKind::AckNack
             | SubmessageKind::Heartbeat
@@ -312,7 +313,7 @@ impl<'a> Submessage<'a> {
         if !has_inline_qos && !has_payload {
             return Some(0);
         }
-        let otiq = usize::from(b.u16(field::data::OCTETS_TO_INLINE_QOS).ok()?);
+        let otiq = usize::from(b.u16(data::field::OCTETS_TO_INLINE_QOS).ok()?);
         let (_, start) = inline_qos_and_end(&b, otiq, has_inline_qos).ok()?;
         let cut = self.on_wire.saturating_sub(self.captured);
         Some(if has_payload {
@@ -424,7 +425,7 @@ impl<'a> Iterator for SubmessageIter<'a> {
         let available = self.data.len().saturating_sub(body_start);
         // 0 means "to the end of the message", except for PAD and INFO_TS where it is
         // a real zero length.
-        let to_end = otnh == 0 && !matches!(kind, SubmessageKind::Pad | SubmessageKind::InfoTs);
+        let to_end = otnh == 0 && !layout(kind).zero_length_is_empty;
         let claimed = if to_end { available } else { otnh };
         // A length past the end of the message: decode what is there (as Wireshark
         // does) and mark the submessage truncated; nothing can follow it.
@@ -442,12 +443,12 @@ impl<'a> Iterator for SubmessageIter<'a> {
             // (the commonest: read here rather than through the whole decoder)
             SubmessageKind::InfoTs => {
                 let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
-                info_ts_timestamp(&b, flags).map(|t| self.ctx.timestamp = t)
+                info_ts::timestamp(&b, flags).map(|t| self.ctx.timestamp = t)
             }
             // (every datagram of a reliable writer's reader carries one: read directly)
             SubmessageKind::InfoDst => {
                 let b = Bytes::new(body, Layer::Submessage, flags & 1 == 1);
-                info_dst_prefix(&b)
+                info_dst::prefix(&b)
                     .map(|guid_prefix| self.ctx.apply(&SubmessageBody::InfoDst { guid_prefix }))
             }
             // Context applies to what follows; an INFO_* submessage itself carries the

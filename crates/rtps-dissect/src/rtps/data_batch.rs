@@ -1,4 +1,4 @@
-//! RTI Connext's DATA_BATCH: many samples of one writer in one submessage, each with a
+//! RTI Connext's DATA_BATCH (0x18): many samples of one writer in one submessage, each with a
 //! SampleInfo.
 
 use crate::bytes::Bytes;
@@ -7,6 +7,41 @@ use crate::plist::ParameterList;
 use crate::types::{SequenceNumber, Time};
 
 use super::*;
+
+/// Offsets from the end of the submessage header; reader and writer as DATA's.
+pub(super) mod field {
+    pub use crate::rtps::data::field::{READER, WRITER};
+    pub const BATCH_SN: usize = 12;
+    pub const FIRST_SAMPLE_SN: usize = 20;
+    pub const OFFSET_TO_LAST_SAMPLE_SN: usize = 28;
+    pub const SAMPLE_COUNT: usize = 32;
+    /// batchInlineQos when the Q flag is set, then octetsToSLEncapsulationId.
+    pub const INLINE_QOS: usize = 36;
+    /// Each SampleInfo: 16 flag bits (big-endian whatever the submessage's order),
+    /// octetsToInlineQos, serializedDataLength, then the optional fields.
+    pub mod sample_info {
+        pub const FLAGS: usize = 0;
+        pub const LENGTH: usize = 4;
+        pub const OPTIONAL: usize = 8;
+        pub const TIMESTAMP_LEN: usize = 8;
+        pub const OFFSET_SN_LEN: usize = 4;
+    }
+    /// The sample list's encapsulation header (id, options) before the samples.
+    pub const ENCAPSULATION_LEN: usize = 4;
+}
+
+pub(super) const LAYOUT: Layout = Layout {
+    ids: Some(Ids {
+        reader: field::READER,
+        writer: field::WRITER,
+        writer_sn: Some(field::BATCH_SN),
+    }),
+    sns: SnRange::FirstAndOffset {
+        first: field::FIRST_SAMPLE_SN,
+        offset_to_last: field::OFFSET_TO_LAST_SAMPLE_SN,
+    },
+    ..Layout::OPAQUE
+};
 
 pub(super) const SAMPLE_INFO_T: u16 = 0x0001;
 pub(super) const SAMPLE_INFO_Q: u16 = 0x0002;
@@ -74,7 +109,7 @@ pub struct BatchSampleIter<'a> {
 
 impl<'a> BatchSampleIter<'a> {
     fn step(&mut self) -> Option<Result<BatchSample<'a>>> {
-        use field::data_batch::sample_info as f;
+        use field::sample_info as f;
         if self.info_at >= self.batch.infos.len() {
             return None;
         }
@@ -89,7 +124,7 @@ impl<'a> BatchSampleIter<'a> {
             let size = b.u32(at.saturating_add(f::LENGTH))?;
             let mut pos = at.saturating_add(f::OPTIONAL);
             let timestamp = if flags & SAMPLE_INFO_T != 0 {
-                let t = info_ts(&b.with(b.slice(pos, f::TIMESTAMP_LEN)?))?;
+                let t = info_ts::read_time(&b.with(b.slice(pos, f::TIMESTAMP_LEN)?))?;
                 pos = pos.saturating_add(f::TIMESTAMP_LEN);
                 Some(t)
             } else {
@@ -159,8 +194,8 @@ pub(super) const FLAG_DATA_BATCH_Q: u8 = 0x02;
 /// DATA_BATCH: fixed fields, batch inline QoS, the SampleInfo list (every entry must
 /// decode) and the sample list after its encapsulation header (what the capture holds
 /// of it).
-pub(super) fn data_batch<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field::data_batch as f;
+pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
+    use field as f;
     let reader = read_entity(b, f::READER)?;
     let writer = read_entity(b, f::WRITER)?;
     let batch_sn = read_sn(b, f::BATCH_SN)?;
