@@ -1,7 +1,8 @@
-// The latency join (`ddshark join`, run by Telegraf; its point ddshark_join in
-// ${bucket}, one per push): samples and DATA_FRAGs waiting, joined early because the
-// join was full (then latencies may be missing: raise DDSHARK_JOIN_MAX_PENDING),
-// points written and dropped (its output socket), lines it could not use, samples and
+// The latency join (`ddshark join`, between the collector and InfluxDB; its point
+// ddshark_join in ${bucket}, one per push): samples and DATA_FRAGs waiting, joined early
+// because the join was full (then latencies may be missing: raise DDSHARK_JOIN_MAX_PENDING),
+// points made and dropped (InfluxDB could not take them), spans it could not use, its
+// writes to InfluxDB (points refused by InfluxDB, requests retried, raw points waiting), samples and
 // DATA_FRAGs their writer's host did not see (senderless: no point; pending_senderless
 // still waiting for that host's span), samples joined before every host's capture had
 // passed them (forced: a host's spans came too late or stopped; decided_at_end: the input
@@ -15,7 +16,8 @@ from(bucket: "${bucket}")
         or r._field == "points" or r._field == "points_dropped" or r._field == "rejected"
         or r._field == "senderless" or r._field == "pending_senderless" or r._field == "forced"
         or r._field == "decided_at_end" or r._field == "clock_hosts_forgotten"
-        or r._field == "clock_cells_not_remembered")
+        or r._field == "clock_cells_not_remembered" or r._field == "influx_points_rejected"
+        or r._field == "influx_retries" or r._field == "influx_queued_points")
     |> group(columns: ["_field"])
     |> aggregateWindow(every: v.windowPeriod, fn: last, createEmpty: false)
     |> map(fn: (r) => ({_time: r._time, _value: float(v: r._value), series: r._field}))
