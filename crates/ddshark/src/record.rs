@@ -279,7 +279,15 @@ impl SubmessageRecord {
             SubmessageBody::VendorSpecific {
                 known: Some(known), ..
             } => r.vendor_submessage = Some(known.name()),
-            _ => {}
+            SubmessageBody::VendorSpecific { known: None, .. }
+            | SubmessageBody::Pad
+            | SubmessageBody::InfoTs { .. }
+            | SubmessageBody::InfoSrc { .. }
+            | SubmessageBody::InfoReplyIp4 { .. }
+            | SubmessageBody::InfoDst { .. }
+            | SubmessageBody::InfoReply { .. }
+            | SubmessageBody::Security { .. }
+            | SubmessageBody::Unknown { .. } => {}
         }
         r
     }

@@ -83,7 +83,22 @@ impl State {
             SubmessageBody::NackFrag { writer_sn, .. } => {
                 self.nackfrag(sm.reader_guid(), sm.writer_guid(), *writer_sn);
             }
-            _ => {}
+            // (the kinds above returned before the body was decoded)
+            SubmessageBody::Pad
+            | SubmessageBody::AckNack { .. }
+            | SubmessageBody::Heartbeat { .. }
+            | SubmessageBody::InfoTs { .. }
+            | SubmessageBody::InfoSrc { .. }
+            | SubmessageBody::InfoReplyIp4 { .. }
+            | SubmessageBody::InfoDst { .. }
+            | SubmessageBody::InfoReply { .. }
+            | SubmessageBody::Data { .. }
+            | SubmessageBody::DataFrag { .. }
+            | SubmessageBody::DataBatch { .. }
+            | SubmessageBody::HeartbeatBatch { .. }
+            | SubmessageBody::Security { .. }
+            | SubmessageBody::VendorSpecific { .. }
+            | SubmessageBody::Unknown { .. } => {}
         }
     }
 

@@ -183,7 +183,22 @@ fn discovery_of(
             let payload = SerializedPayload::new(&whole);
             decode_discovery(role, vendor, payload.parameter_list(), 0, None)
         }
-        _ => None,
+        SubmessageBody::Pad
+        | SubmessageBody::AckNack { .. }
+        | SubmessageBody::Heartbeat { .. }
+        | SubmessageBody::Gap { .. }
+        | SubmessageBody::InfoTs { .. }
+        | SubmessageBody::InfoSrc { .. }
+        | SubmessageBody::InfoReplyIp4 { .. }
+        | SubmessageBody::InfoDst { .. }
+        | SubmessageBody::InfoReply { .. }
+        | SubmessageBody::NackFrag { .. }
+        | SubmessageBody::HeartbeatFrag { .. }
+        | SubmessageBody::DataBatch { .. }
+        | SubmessageBody::HeartbeatBatch { .. }
+        | SubmessageBody::Security { .. }
+        | SubmessageBody::VendorSpecific { .. }
+        | SubmessageBody::Unknown { .. } => None,
     }
 }
 
