@@ -20,6 +20,38 @@ pub(super) mod field {
     pub const INLINE_QOS_BASE: usize = 4;
     /// extraFlags to writerSN: the fixed fields.
     pub const FIXED_LEN: usize = 20;
+    /// In the order the decoder reads them (an SN is read as two halves).
+    pub const READS: &[(usize, usize)] = &[
+        (OCTETS_TO_INLINE_QOS, 2),
+        (READER, 4),
+        (WRITER, 4),
+        (WRITER_SN, 4),
+        (WRITER_SN + 4, 4),
+    ];
+}
+
+const _: () = assert!(view::fits(field::READS, field::FIXED_LEN));
+
+/// A DATA body checked to hold its fixed fields.
+pub(super) struct View<'a>(view::Fixed<'a, { field::FIXED_LEN }>);
+
+impl<'a> View<'a> {
+    #[inline(always)]
+    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
+        view::Fixed::new_checked(body, field::READS).map(Self)
+    }
+    pub(super) fn octets_to_inline_qos(&self) -> usize {
+        usize::from(self.0.u16(field::OCTETS_TO_INLINE_QOS))
+    }
+    pub(super) fn reader(&self) -> EntityId {
+        self.0.entity(field::READER)
+    }
+    pub(super) fn writer(&self) -> EntityId {
+        self.0.entity(field::WRITER)
+    }
+    pub(super) fn writer_sn(&self) -> SequenceNumber {
+        self.0.sn(field::WRITER_SN)
+    }
 }
 
 pub(super) const LAYOUT: Layout = Layout {
@@ -140,18 +172,6 @@ pub(super) const FLAG_DATA_Q: u8 = 0x02;
 pub(super) const FLAG_DATA_D: u8 = 0x04;
 pub(super) const FLAG_DATA_K: u8 = 0x08;
 
-/// DATA's octetsToInlineQos, reader, writer and writerSN.
-#[inline(always)]
-fn fixed_fields(b: &Bytes<'_>) -> Result<(usize, EntityId, EntityId, SequenceNumber)> {
-    use field as f;
-    Ok((
-        usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?),
-        read_entity(b, f::READER)?,
-        read_entity(b, f::WRITER)?,
-        read_sn(b, f::WRITER_SN)?,
-    ))
-}
-
 /// DATA after its ids and SN: the inline QoS and, when D or K is set, the serialized payload.
 /// RTI's DATA_SESSION carries the same after its session SN.
 #[inline]
@@ -179,15 +199,18 @@ pub(super) fn decode_rest<'a>(
     })
 }
 
-/// DATA: its fixed fields read from a fixed-length prefix when the body holds one (see
-/// `heartbeat.rs`), then [`decode_rest`].
+/// DATA: its fixed fields through its [`View`], then [`decode_rest`].
 #[inline]
 pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    let (otiq, reader, writer, writer_sn) = match b.data().first_chunk::<{ field::FIXED_LEN }>() {
-        Some(fixed) => fixed_fields(&b.with(fixed))?,
-        None => fixed_fields(b)?,
-    };
-    decode_rest(b, flags, otiq, reader, writer, writer_sn)
+    let v = View::new_checked(b)?;
+    decode_rest(
+        b,
+        flags,
+        v.octets_to_inline_qos(),
+        v.reader(),
+        v.writer(),
+        v.writer_sn(),
+    )
 }
 
 /// The walk's cheap check (without inline QoS, which is not checked cheaply): the fixed

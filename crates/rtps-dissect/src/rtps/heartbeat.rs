@@ -2,6 +2,7 @@
 
 use crate::bytes::Bytes;
 use crate::error::Result;
+use crate::types::{EntityId, SequenceNumber};
 
 use super::*;
 
@@ -14,6 +15,43 @@ pub(super) mod field {
     pub const COUNT: usize = 24;
     /// The fields above, all fixed.
     pub const LEN: usize = 28;
+    /// In the order the decoder reads them (an SN is read as two halves).
+    pub const READS: &[(usize, usize)] = &[
+        (READER, 4),
+        (WRITER, 4),
+        (FIRST_SN, 4),
+        (FIRST_SN + 4, 4),
+        (LAST_SN, 4),
+        (LAST_SN + 4, 4),
+        (COUNT, 4),
+    ];
+}
+
+const _: () = assert!(view::fits(field::READS, field::LEN));
+
+/// A HEARTBEAT body checked to hold its fields.
+pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
+
+impl<'a> View<'a> {
+    #[inline(always)]
+    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
+        view::Fixed::new_checked(body, field::READS).map(Self)
+    }
+    pub(super) fn reader(&self) -> EntityId {
+        self.0.entity(field::READER)
+    }
+    pub(super) fn writer(&self) -> EntityId {
+        self.0.entity(field::WRITER)
+    }
+    pub(super) fn first_sn(&self) -> SequenceNumber {
+        self.0.sn(field::FIRST_SN)
+    }
+    pub(super) fn last_sn(&self) -> SequenceNumber {
+        self.0.sn(field::LAST_SN)
+    }
+    pub(super) fn count(&self) -> i32 {
+        self.0.i32(field::COUNT)
+    }
 }
 
 pub(super) const FLAG_FINAL: u8 = 0x02;
@@ -34,28 +72,17 @@ pub(super) const LAYOUT: Layout = Layout {
 };
 
 #[inline(always)]
-fn fields<'a>(b: &Bytes<'_>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field as f;
+pub(super) fn decode<'a>(b: &Bytes<'_>, flags: u8) -> Result<SubmessageBody<'a>> {
+    let v = View::new_checked(b)?;
     Ok(SubmessageBody::Heartbeat {
-        reader: read_entity(b, f::READER)?,
-        writer: read_entity(b, f::WRITER)?,
-        first_sn: read_sn(b, f::FIRST_SN)?,
-        last_sn: read_sn(b, f::LAST_SN)?,
-        count: b.i32(f::COUNT)?,
+        reader: v.reader(),
+        writer: v.writer(),
+        first_sn: v.first_sn(),
+        last_sn: v.last_sn(),
+        count: v.count(),
         final_flag: flags & FLAG_FINAL != 0,
         liveliness_flag: flags & FLAG_LIVELINESS != 0,
     })
-}
-
-/// Read once from a fixed-length prefix of the body (whose bounds checks the compiler
-/// then removes) and, when the body is shorter, from the body itself (for the same
-/// errors as any field).
-#[inline(always)]
-pub(super) fn decode<'a>(b: &Bytes<'_>, flags: u8) -> Result<SubmessageBody<'a>> {
-    match b.data().first_chunk::<{ field::LEN }>() {
-        Some(fixed) => fields(&b.with(fixed), flags),
-        None => fields(b, flags),
-    }
 }
 
 /// The walk's cheap check: every field is fixed.

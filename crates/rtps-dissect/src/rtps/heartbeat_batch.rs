@@ -3,6 +3,7 @@
 
 use crate::bytes::Bytes;
 use crate::error::Result;
+use crate::types::{EntityId, SequenceNumber};
 
 use super::*;
 
@@ -15,6 +16,55 @@ pub(super) mod field {
     pub const FIRST_SN: usize = 24;
     pub const LAST_SN: usize = 32;
     pub const COUNT: usize = 40;
+    /// The fields above, all fixed.
+    pub const LEN: usize = 44;
+    /// In the order the decoder reads them (an SN is read as two halves).
+    pub const READS: &[(usize, usize)] = &[
+        (READER, 4),
+        (WRITER, 4),
+        (FIRST_BATCH_SN, 4),
+        (FIRST_BATCH_SN + 4, 4),
+        (LAST_BATCH_SN, 4),
+        (LAST_BATCH_SN + 4, 4),
+        (FIRST_SN, 4),
+        (FIRST_SN + 4, 4),
+        (LAST_SN, 4),
+        (LAST_SN + 4, 4),
+        (COUNT, 4),
+    ];
+}
+
+const _: () = assert!(view::fits(field::READS, field::LEN));
+
+/// A HEARTBEAT_BATCH body checked to hold its fields.
+pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
+
+impl<'a> View<'a> {
+    #[inline(always)]
+    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
+        view::Fixed::new_checked(body, field::READS).map(Self)
+    }
+    pub(super) fn reader(&self) -> EntityId {
+        self.0.entity(field::READER)
+    }
+    pub(super) fn writer(&self) -> EntityId {
+        self.0.entity(field::WRITER)
+    }
+    pub(super) fn first_batch_sn(&self) -> SequenceNumber {
+        self.0.sn(field::FIRST_BATCH_SN)
+    }
+    pub(super) fn last_batch_sn(&self) -> SequenceNumber {
+        self.0.sn(field::LAST_BATCH_SN)
+    }
+    pub(super) fn first_sn(&self) -> SequenceNumber {
+        self.0.sn(field::FIRST_SN)
+    }
+    pub(super) fn last_sn(&self) -> SequenceNumber {
+        self.0.sn(field::LAST_SN)
+    }
+    pub(super) fn count(&self) -> i32 {
+        self.0.i32(field::COUNT)
+    }
 }
 
 pub(super) const LAYOUT: Layout = Layout {
@@ -33,14 +83,14 @@ pub(super) const LAYOUT: Layout = Layout {
 };
 
 pub(super) fn decode<'a>(b: &Bytes<'_>) -> Result<SubmessageBody<'a>> {
-    use field as f;
+    let v = View::new_checked(b)?;
     Ok(SubmessageBody::HeartbeatBatch {
-        reader: read_entity(b, f::READER)?,
-        writer: read_entity(b, f::WRITER)?,
-        first_batch_sn: read_sn(b, f::FIRST_BATCH_SN)?,
-        last_batch_sn: read_sn(b, f::LAST_BATCH_SN)?,
-        first_sn: read_sn(b, f::FIRST_SN)?,
-        last_sn: read_sn(b, f::LAST_SN)?,
-        count: b.i32(f::COUNT)?,
+        reader: v.reader(),
+        writer: v.writer(),
+        first_batch_sn: v.first_batch_sn(),
+        last_batch_sn: v.last_batch_sn(),
+        first_sn: v.first_sn(),
+        last_sn: v.last_sn(),
+        count: v.count(),
     })
 }

@@ -37,6 +37,7 @@ mod kind;
 mod roles;
 mod sets;
 mod undecoded;
+mod view;
 mod walk;
 
 pub use body::*;
