@@ -95,3 +95,96 @@ fn first_cut(len: usize, fields: &[FieldSpan]) -> DissectError {
         actual: len.saturating_sub(offset),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use crate::bytes::Bytes;
+    use crate::error::{Layer, Result};
+
+    /// What reading `fields` one by one from `body` gives: the decoders' errors before
+    /// the views, which a view's `new_checked` must give unchanged.
+    fn field_by_field(body: &[u8], fields: &[(usize, usize)]) -> Result<()> {
+        let b = Bytes::new(body, Layer::Submessage, false);
+        fields
+            .iter()
+            .try_for_each(|&(at, size)| b.slice(at, size).map(|_| ()))
+    }
+
+    #[test]
+    fn a_short_body_is_named_by_the_first_field_it_cuts() {
+        type Decode = fn(&Bytes<'_>) -> Result<()>;
+        let kinds: [(&str, &[(usize, usize)], usize, Decode); 8] = [
+            (
+                "HEARTBEAT",
+                heartbeat::field::READS,
+                heartbeat::field::LEN,
+                |b| heartbeat::decode(b, 0).map(|_| ()),
+            ),
+            (
+                "HEARTBEAT_FRAG",
+                heartbeat_frag::field::READS,
+                heartbeat_frag::field::LEN,
+                |b| heartbeat_frag::decode(b).map(|_| ()),
+            ),
+            (
+                "HEARTBEAT_BATCH",
+                heartbeat_batch::field::READS,
+                heartbeat_batch::field::LEN,
+                |b| heartbeat_batch::decode(b).map(|_| ()),
+            ),
+            ("INFO_TS", info_ts::field::READS, info_ts::field::LEN, |b| {
+                info_ts::decode(b, 0).map(|_| ())
+            }),
+            (
+                "INFO_DST",
+                info_dst::field::READS,
+                info_dst::field::LEN,
+                |b| info_dst::decode(b).map(|_| ()),
+            ),
+            (
+                "INFO_SRC",
+                info_src::field::READS,
+                info_src::field::LEN,
+                |b| info_src::decode(b).map(|_| ()),
+            ),
+            (
+                "INFO_REPLY",
+                info_reply::field::READS,
+                info_reply::field::LEN,
+                |b| info_reply::decode(b).map(|_| ()),
+            ),
+            (
+                "INFO_REPLY_IP4",
+                info_reply_ip4::field::READS,
+                info_reply_ip4::field::LEN,
+                |b| info_reply_ip4::decode(b).map(|_| ()),
+            ),
+        ];
+        for (name, reads, len, decode) in kinds {
+            for short in 0..len {
+                let body = vec![0u8; short];
+                let b = Bytes::new(&body, Layer::Submessage, false);
+                let expected = field_by_field(&body, reads);
+                assert!(expected.is_err(), "{name}: {short} bytes read whole");
+                assert_eq!(decode(&b), expected, "{name}: {short} bytes");
+            }
+            let body = vec![0u8; len];
+            assert!(
+                decode(&Bytes::new(&body, Layer::Submessage, false)).is_ok(),
+                "{name}"
+            );
+        }
+        // DATA's fixed part (without D/K/Q flags nothing follows it).
+        for short in 0..data::field::FIXED_LEN {
+            let body = vec![0u8; short];
+            let b = Bytes::new(&body, Layer::Submessage, false);
+            let decoded = data::decode(&b, 0).map(|_| ());
+            assert_eq!(
+                decoded,
+                field_by_field(&body, data::field::READS),
+                "DATA: {short} bytes"
+            );
+        }
+    }
+}
