@@ -13,15 +13,13 @@ pub(super) type FieldSpan = (usize, usize);
 /// Whether every field lies within `len` bytes: each view asserts it at compile time, so
 /// its reads cannot fall outside the checked bytes.
 pub(super) const fn fits(fields: &[FieldSpan], len: usize) -> bool {
-    let mut i = 0;
-    while i < fields.len() {
-        let (at, size) = fields[i];
-        if at + size > len {
-            return false;
-        }
-        i += 1;
+    match fields {
+        [] => true,
+        [(at, size), rest @ ..] => match at.checked_add(*size) {
+            Some(end) => end <= len && fits(rest, len),
+            None => false,
+        },
     }
-    true
 }
 
 /// The first `LEN` bytes of a body, checked to be there.
@@ -99,12 +97,13 @@ fn first_cut(len: usize, fields: &[FieldSpan]) -> DissectError {
 #[cfg(test)]
 mod tests {
     use super::super::*;
+    use super::FieldSpan;
     use crate::bytes::Bytes;
     use crate::error::{Layer, Result};
 
     /// What reading `fields` one by one from `body` gives: the decoders' errors before
     /// the views, which a view's `new_checked` must give unchanged.
-    fn field_by_field(body: &[u8], fields: &[(usize, usize)]) -> Result<()> {
+    fn field_by_field(body: &[u8], fields: &[FieldSpan]) -> Result<()> {
         let b = Bytes::new(body, Layer::Submessage, false);
         fields
             .iter()
@@ -114,7 +113,8 @@ mod tests {
     #[test]
     fn a_short_body_is_named_by_the_first_field_it_cuts() {
         type Decode = fn(&Bytes<'_>) -> Result<()>;
-        let kinds: [(&str, &[(usize, usize)], usize, Decode); 8] = [
+        type Kind = (&'static str, &'static [FieldSpan], usize, Decode);
+        let kinds: [Kind; 8] = [
             (
                 "HEARTBEAT",
                 heartbeat::field::READS,
