@@ -54,7 +54,7 @@ pub use hosts::{
     Basis, Home, HostRule, HostRuleConfig, HostRuleEvidence, HostRuleStats, Hosts, Participant,
     Seen, Sighting,
 };
-pub use lost::LostRule;
+pub use lost::{LostRule, Receipt, Status};
 pub use offset::{
     Crossing, Direction, EstimateError, OffsetConfig, OffsetEstimate, OffsetEstimator,
 };

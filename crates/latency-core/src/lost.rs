@@ -1,4 +1,5 @@
-//! When a sample that never (completely) reached a host counts as lost there: one rule for
+//! What became of a sample at a receiving host (ok, incomplete, lost, or not for it) and when
+//! one that never (completely) reached it counts as lost there: one decision for
 //! `ddshark latency` and the live join (see the crate docs).
 
 /// Capture time, ns, one second.
@@ -29,7 +30,58 @@ impl Default for LostRule {
     }
 }
 
+/// What a receiving host's capture holds of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receipt {
+    /// Every fragment (or the whole DATA).
+    Complete,
+    /// Some but not all of its fragments.
+    Partial,
+    /// Nothing of it.
+    Nothing,
+}
+
+/// A sample's fate at one receiving host, as both joins report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Complete at the receiver: has a latency.
+    Ok,
+    /// Some but not all of its fragments reached the receiver.
+    Incomplete,
+    /// Sent towards the receiver, never seen there.
+    Lost,
+}
+
+impl Status {
+    /// The name the outputs use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Incomplete => "incomplete",
+            Status::Lost => "lost",
+        }
+    }
+}
+
 impl LostRule {
+    /// The decision for one receiving host: `None` when it holds nothing of the sample and
+    /// was not expected to ([`LostRule::expected`]), so the sample counts nowhere there.
+    pub fn decide(
+        &self,
+        receipt: Receipt,
+        t_send: i64,
+        capture: Option<(i64, i64)>,
+        writer_seen: Option<(i64, i64)>,
+    ) -> Option<Status> {
+        match receipt {
+            Receipt::Complete => Some(Status::Ok),
+            Receipt::Partial => Some(Status::Incomplete),
+            Receipt::Nothing => self
+                .expected(t_send, capture, writer_seen)
+                .then_some(Status::Lost),
+        }
+    }
+
     /// Should a host whose capture ran over `capture` (first and last frame) and which saw
     /// the writer's samples over `writer_seen` (first and last of them, as known when the
     /// sample is decided) have received a sample sent at `t_send`? Every time on the
@@ -71,5 +123,27 @@ mod tests {
         assert!(!rule.expected(15 * S, None, seen));
         assert!(!rule.expected(15 * S, Some((16 * S, 100 * S)), seen));
         assert!(!rule.expected(15 * S, Some((0, 15 * S + S / 2)), seen));
+    }
+
+    #[test]
+    fn a_copy_decides_before_the_rule_and_nothing_unexpected_counts_nowhere() {
+        let rule = LostRule::default();
+        let capture = Some((0, 100 * S));
+        let seen = Some((10 * S, 20 * S));
+        // what arrived decides, even where the rule would not expect the sample
+        assert_eq!(
+            rule.decide(Receipt::Complete, 50 * S, None, None),
+            Some(Status::Ok)
+        );
+        assert_eq!(
+            rule.decide(Receipt::Partial, 50 * S, None, None),
+            Some(Status::Incomplete)
+        );
+        assert_eq!(
+            rule.decide(Receipt::Nothing, 15 * S, capture, seen),
+            Some(Status::Lost)
+        );
+        assert_eq!(rule.decide(Receipt::Nothing, 33 * S, capture, seen), None);
+        assert_eq!(Status::Incomplete.name(), "incomplete");
     }
 }

@@ -76,7 +76,7 @@ use indexmap::IndexMap;
 use latency_core::hosts::Sighting;
 use latency_core::{
     Basis, HostRule, HostRuleConfig, HostRuleEvidence, Hosts, LostRule, OffsetConfig,
-    OffsetEstimate, Participant, Seen,
+    OffsetEstimate, Participant, Receipt, Seen, Status,
 };
 use serde::{Deserialize, Serialize};
 use span_schema::measurement;

@@ -12,14 +12,20 @@ impl SpanJoin {
             .unwrap_or_else(|| Str::from(""))
     }
 
-    /// latency_core's rule: a receiver of the writer that was capturing at `t_send`.
-    pub(super) fn expected(&self, host: &str, t_send: i64, writer_seen: (i64, i64)) -> bool {
+    /// latency_core's decision for `host`, from what it holds of a sample sent at `t_send`.
+    fn decide(
+        &self,
+        host: &str,
+        receipt: Receipt,
+        t_send: i64,
+        writer_seen: (i64, i64),
+    ) -> Option<Status> {
         let rule = LostRule {
             receiver_window_ns: self.settings.receiver_window_ns,
             grace_ns: self.settings.lost_grace_ns,
         };
         let capture = self.captures.get(host).map(|c| (c.first_start, c.last_end));
-        rule.expected(t_send, capture, Some(writer_seen))
+        rule.decide(receipt, t_send, capture, Some(writer_seen))
     }
 
     pub(super) fn join_sample(&mut self, p: &Pending<SampleRow>, out: &mut LineWriter) -> u64 {
@@ -94,9 +100,15 @@ impl SpanJoin {
                         .tag("topic_name", &topic)
                         .tag("writer_id", &p.writer);
                 };
-                match got {
-                    Some(r) if r.missing == 0 => {
-                        let latency = r.end.saturating_sub(t_send);
+                let receipt = match got {
+                    Some(r) if r.missing == 0 => Receipt::Complete,
+                    Some(_) => Receipt::Partial,
+                    None => Receipt::Nothing,
+                };
+                match (self.decide(host, receipt, t_send, *seen), got) {
+                    (Some(Status::Ok), Some(r)) => {
+                        let t_recv = r.end;
+                        let latency = t_recv.saturating_sub(t_send);
                         count_latency(
                             &mut self.latency_seconds,
                             self.tick,
@@ -105,20 +117,20 @@ impl SpanJoin {
                             latency,
                         );
                         point(out, measurement::LATENCY);
-                        out.int("latency_ns", r.end.saturating_sub(t_send))
-                            .int("t_recv_ns", r.end)
+                        out.int("latency_ns", latency)
+                            .int("t_recv_ns", t_recv)
                             .int("sn", p.sn)
                             .end(Some(t_send));
                     }
-                    Some(_) => {
+                    (Some(status @ (Status::Incomplete | Status::Lost)), _) => {
+                        let incomplete = i64::from(status == Status::Incomplete);
                         point(out, measurement::LOST);
-                        out.int("sn", p.sn).int("incomplete", 1).end(Some(t_send));
+                        out.int("sn", p.sn)
+                            .int("incomplete", incomplete)
+                            .end(Some(t_send));
                     }
-                    None if self.expected(host, t_send, *seen) => {
-                        point(out, measurement::LOST);
-                        out.int("sn", p.sn).int("incomplete", 0).end(Some(t_send));
-                    }
-                    None => continue,
+                    // (Ok always has the copy that completed it)
+                    (Some(Status::Ok), None) | (None, _) => continue,
                 }
                 points = points.saturating_add(1);
             }

@@ -2,11 +2,10 @@
 //! row per other capture (or lost, or not expected there).
 
 use latency_core::hosts::Sighting;
-use latency_core::Seen;
-use rtps_dissect::Guid;
+use latency_core::{Receipt, Seen};
 
-use super::pending::{completed_by_repair, local_sample, CapObs, Pending};
-use super::{Join, SampleRow, Status};
+use super::pending::{completed_by_repair, local_sample, Pending};
+use super::{Join, SampleRow};
 use crate::latency::extract::Key;
 
 impl Join {
@@ -82,13 +81,19 @@ impl Join {
                 continue;
             }
             let complete = c.seen && c.filled >= p.units && p.units > 0;
-            let status = if complete {
-                Status::Ok
+            let receipt = if complete {
+                Receipt::Complete
             } else if c.seen {
-                Status::Incomplete
-            } else if self.expected_at(r, key.writer, s) {
-                Status::Lost
+                Receipt::Partial
             } else {
+                Receipt::Nothing
+            };
+            let Some(status) = self.cfg.lost.decide(
+                receipt,
+                s.t_first,
+                self.range.get(r).copied().flatten(),
+                self.writer_seen.get(&(r, key.writer)).copied(),
+            ) else {
                 self.stats.not_expected = self.stats.not_expected.saturating_add(1);
                 continue;
             };
@@ -133,14 +138,5 @@ impl Join {
             });
         }
         true
-    }
-
-    /// Should capture `r` have seen a sample its writer's capture saw as `s`?
-    fn expected_at(&self, r: usize, writer: Guid, s: &CapObs) -> bool {
-        self.cfg.lost.expected(
-            s.t_first,
-            self.range.get(r).copied().flatten(),
-            self.writer_seen.get(&(r, writer)).copied(),
-        )
     }
 }

@@ -4,27 +4,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub use latency_core::Status;
+
 use crate::latency::extract::Key;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Complete at the receiver: has a latency.
-    Ok,
-    /// Some but not all of its fragments reached the receiver.
-    Incomplete,
-    /// Sent towards the receiver, never seen there.
-    Lost,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Incomplete => "incomplete",
-            Status::Lost => "lost",
-        }
-    }
-}
 
 /// One sample (or submessage) from its writer's capture to one other capture.
 #[derive(Debug, Clone)]
