@@ -8,8 +8,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR=never
+# Each step prints its name and the clock when it starts, its own duration when it ends, and
+# the run closes (also on failure) with a table of every step's time: the log says where time goes.
 start=$(date +%s)
-step() { printf '\n=== %s (%ss)\n' "$*" $(( $(date +%s) - start )) >&2; }
+step_names=() step_secs=()
+step_name="" step_t0=$start
+mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+step_end() { # the running step's duration, recorded
+  [ -n "$step_name" ] || return 0
+  local d=$(($(date +%s) - step_t0))
+  step_names+=("$step_name") step_secs+=("$d")
+  printf '=== %s: %s\n' "$step_name" "$(mmss "$d")" >&2
+  step_name=""
+}
+step() {
+  step_end
+  step_name=$* step_t0=$(date +%s)
+  printf '\n=== %s (at %ss)\n' "$*" $((step_t0 - start)) >&2
+}
+step_table() { # on exit: the table; a failed run names the step it stopped in
+  local rc=$? i
+  [ -z "$step_name" ] || step_name="$step_name [FAILED, exit $rc]"
+  step_end
+  printf '\n=== step times (total %s)\n' "$(mmss $(($(date +%s) - start)))" >&2
+  for i in "${!step_names[@]}"; do
+    printf '%8s  %s\n' "$(mmss "${step_secs[$i]}")" "${step_names[$i]}" >&2
+  done
+}
+trap step_table EXIT
 
 step "setup"
 scripts/setup.sh --test --no-build
@@ -51,6 +77,9 @@ tests/live/live_capture.sh target/release/ddshark
 step "Debian package (cargo deb: contents, dependencies, the capture capabilities)"
 tests/deb/check.sh
 
+step "aarch64 cross build (Debian's cross gcc, arm64 libpcap), run under qemu-user against the x86_64 outputs"
+tests/cross/aarch64.sh target/release/ddshark
+
 step "recording (-w, -C, -G/-W, a full disk) against tcpdump on a replayed veth"
 tests/live/record.sh target/release/ddshark
 
@@ -69,7 +98,7 @@ tests/compose/check.sh
 step "fuzz (bounded: 30 s per target; scripts/bench-fuzz.sh runs each to 10 M executions)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 
-step "done"
+step_end
 # One closing line over every cargo test binary of both tiers (the scripted checks above exit non-zero on failure).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' \
   target/cargo-test.log target/cargo-test-system.log
