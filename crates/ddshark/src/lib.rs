@@ -10,7 +10,6 @@
 // Without `cli`, the core's crate-visible helpers that only the command line calls are unused.
 #![cfg_attr(not(feature = "cli"), allow(dead_code))]
 
-pub(crate) mod atomic_file;
 pub mod capture;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -683,3 +683,24 @@ fn an_unknown_user_for_z_is_named_before_any_interface_is_opened() {
     );
     assert!(!err.contains("capturing on"), "{err}");
 }
+
+/// `ddshark stats … | head` (a reader that goes away) is a normal end: exit 0, nothing on
+/// stderr, for the JSON (serialised straight into the pipe) and the text report alike. The
+/// JSON of b_large_frag is larger than a pipe's buffer, so the write does meet the closed end.
+#[test]
+fn a_closed_pipe_ends_stats_quietly() {
+    use std::process::Stdio;
+    let pcap = common::fixture("b_large_frag/a.pcap");
+    for format in ["json", "text"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+            .args(["stats", "--format", format, pcap.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("running ddshark");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("waiting for ddshark");
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{format}");
+    }
+}

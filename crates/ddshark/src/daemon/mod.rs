@@ -212,7 +212,8 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     }
     if let Some(p) = &args.final_json {
         let text = serde_json::to_string_pretty(&StatsDocument::of(&snap))?;
-        crate::atomic_file::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        atomic_write::write(p, text, atomic_write::READABLE)
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(h) = &export {
         crate::otlp::check_delivered(&args.otlp, &h.stats())?;

@@ -99,7 +99,7 @@ pub fn run(args: &LatencyArgs) -> Result<()> {
     }
     if let Some(path) = &args.html {
         let page = latency_html::report(&run);
-        crate::atomic_file::write(path, page)
+        atomic_write::write(path, page, atomic_write::READABLE)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if !args.quiet {

@@ -13,8 +13,9 @@ use crate::units;
 
 /// The snapshot as one pretty-printed JSON document (the contract's) and a newline.
 pub(crate) fn write_json(out: &mut dyn Write, snap: &Snapshot) -> io::Result<()> {
+    // io::Error::from keeps a write error's kind, so a closed pipe still reads as one.
     serde_json::to_writer_pretty(&mut *out, &contract::Document::of(snap))
-        .map_err(io::Error::other)
+        .map_err(io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
 }
 

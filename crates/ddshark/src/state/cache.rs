@@ -193,14 +193,14 @@ impl DiscoveryCache {
         Ok(c)
     }
 
-    /// Write atomically (crate::atomic_file).
+    /// Write atomically (the atomic-write crate).
     pub(crate) fn save(&self, path: &Path) -> Result<(), CacheError> {
         let p = path.display().to_string();
         let text = serde_json::to_string_pretty(self).map_err(|e| CacheError::Write {
             path: p.clone(),
             source: std::io::Error::other(e),
         })?;
-        crate::atomic_file::write(path, text)
+        atomic_write::write(path, text, atomic_write::READABLE)
             .map_err(|source| CacheError::Write { path: p, source })
     }
 

@@ -102,7 +102,7 @@ impl Checkpoint {
             .append(true)
             .create(true)
             .truncate(false)
-            .mode(0o600)
+            .mode(atomic_write::PRIVATE)
             .open(&next_path)
             .with_context(|| format!("creating the journal {}", next_path.display()))?;
         // (a journal of this number left by a kill before its state was written: empty it)
@@ -147,28 +147,13 @@ pub(super) fn load_state(path: &Path) -> Result<Option<SavedJoin>> {
     Ok(Some(saved))
 }
 
-/// Writes `saved` to `path` whole or not at all: a temporary file (mode 0600) beside it,
-/// synced, renamed over it.
+/// Writes `saved` to `path` whole or not at all (the atomic-write crate; a new state file is
+/// its owner's only: it holds the traffic's names).
 pub(super) fn save_state(path: &Path, saved: &impl Serialize) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let write = || -> io::Result<()> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        let mut w = io::BufWriter::with_capacity(1 << 20, file);
-        serde_json::to_writer(&mut w, saved)?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
-    };
-    write().with_context(|| format!("writing the join's state to {}", path.display()))
+    atomic_write::write_with(path, atomic_write::PRIVATE, |w| {
+        serde_json::to_writer(w, saved).map_err(io::Error::from)
+    })
+    .with_context(|| format!("writing the join's state to {}", path.display()))
 }
 
 /// The join, the points it has to send first (line protocol, points in it), its checkpoint.
