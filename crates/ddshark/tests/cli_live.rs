@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use common::signals::{send, wait_exit, wait_for_file};
+use common::signals::{ddshark_with_default_signals, send, wait_exit, wait_for_file};
 
 #[test]
 fn a_quiet_interface_still_gets_its_first_line_and_summaries() {
@@ -135,7 +135,7 @@ fn sigterm_and_sighup_end_a_live_capture_and_close_its_recording() {
     for signal in ["TERM", "HUP"] {
         let rec = scratch(&format!("live-{signal}.pcapng"));
         let progress = scratch(&format!("live-{signal}.out"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        let mut child = ddshark_with_default_signals(env!("CARGO_BIN_EXE_ddshark"))
             .args(["-i", "lo", "--no-tui", "--interval", "100ms", "-w"])
             .arg(&rec)
             .stdin(Stdio::null())

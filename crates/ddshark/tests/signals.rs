@@ -9,11 +9,11 @@ mod common;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::fixture;
-use common::signals::{send, wait_exit, wait_for_file};
+use common::signals::{ddshark_with_default_signals, send, wait_exit, wait_for_file};
 
 fn scratch(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("ddshark-signals-{}-{name}", std::process::id()));
@@ -28,7 +28,7 @@ fn sigterm_and_sighup_end_a_replay_and_write_its_final_json() {
     for signal in ["TERM", "HUP", "INT"] {
         let out = scratch(&format!("replay-{signal}.json"));
         let progress = scratch(&format!("replay-{signal}.out"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+        let mut child = ddshark_with_default_signals(env!("CARGO_BIN_EXE_ddshark"))
             .arg("-r")
             .arg(fixture("h_vlan_pcp/a.pcap"))
             .args([
@@ -65,7 +65,7 @@ fn sigterm_and_sighup_end_stats_dissect_and_latency() {
     let cases: [&[&str]; 3] = [&["stats", "-"], &["dissect", "-"], &["latency", "-", b]];
     for args in cases {
         for signal in ["TERM", "HUP"] {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+            let mut child = ddshark_with_default_signals(env!("CARGO_BIN_EXE_ddshark"))
                 .args(args)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())

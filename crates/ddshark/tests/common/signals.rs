@@ -4,6 +4,15 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+/// ddshark (`bin`) started with SIGHUP, SIGTERM and SIGINT handled by default, as a shell gives
+/// it: the test runner may have inherited an ignored SIGHUP (`nohup`, some CI runners), and an
+/// ignored signal stays ignored across exec. `env` execs ddshark, so the child's pid is ddshark's.
+pub fn ddshark_with_default_signals(bin: &str) -> Command {
+    let mut command = Command::new("env");
+    command.args(["--default-signal=HUP,TERM,INT", bin]);
+    command
+}
+
 /// `kill -SIGNAL` to the child (`signal` as kill names it: TERM, HUP, INT).
 pub fn send(child: &Child, signal: &str) {
     let ok = Command::new("kill")
