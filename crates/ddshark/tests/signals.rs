@@ -2,7 +2,8 @@
 //! to write written: a paced replay without the UI; `stats`, `dissect` and `latency` on an
 //! input that never ends (a pipe left open). The TUI's cases are in tui_tmux.rs, a live
 //! capture recording with -w in cli_live.rs (both system tier: a terminal, capturing). The bound
-//! asserted is generous (5 s); the times taken are printed.
+//! asserted is generous (5 s); the times taken are printed. A signal ignored on entry (`nohup`)
+//! stays ignored.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -83,4 +84,45 @@ fn sigterm_and_sighup_end_stats_dissect_and_latency() {
             drop(stdin);
         }
     }
+}
+
+/// Started as `nohup` starts it (SIGHUP ignored), a replay or capture outlives the terminal:
+/// SIGHUP stays ignored, SIGTERM still ends it with its outputs written.
+#[test]
+fn a_sighup_ignored_on_entry_stays_ignored() {
+    let out = scratch("nohup.json");
+    let progress = scratch("nohup.out");
+    let mut child = std::process::Command::new("env")
+        .args(["--default-signal=TERM,INT", "--ignore-signal=HUP"])
+        .arg(env!("CARGO_BIN_EXE_ddshark"))
+        .arg("-r")
+        .arg(fixture("h_vlan_pcp/a.pcap"))
+        .args([
+            "--no-tui",
+            "--speed",
+            "0.05",
+            "--interval",
+            "100ms",
+            "--final-json",
+        ])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&progress).expect("stdout file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ddshark");
+    wait_for_file(&progress);
+    send(&child, "HUP");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "SIGHUP ignored on entry ended the replay"
+    );
+    assert!(!out.exists(), "--final-json written before the end");
+    send(&child, "TERM");
+    let (status, took) = wait_exit(&mut child, "SIGTERM");
+    eprintln!("-r --no-tui under nohup, SIGTERM: ended {took:?} after it, {status}");
+    assert!(status.success(), "SIGTERM: {status}");
+    let json = std::fs::read_to_string(&out).expect("--final-json written");
+    assert!(json.contains("\"topics\""), "{json}");
 }

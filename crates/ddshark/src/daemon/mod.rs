@@ -5,6 +5,7 @@ mod args;
 mod inputs;
 mod recording;
 mod report;
+mod signals;
 
 use std::io::{self, IsTerminal};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -103,17 +104,18 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     {
         let stop = stop.clone();
         let signalled = AtomicBool::new(false);
-        // SIGINT, SIGTERM and SIGHUP (ctrlc's `termination` feature) end the run as `q` does:
-        // the capture stops, the UI closes, the outputs are written. A second signal ends the
-        // program at once (exit status 1), for an end that hangs (a slow disk, an export retry).
-        let _ = ctrlc::set_handler(move || {
+        // A termination signal ends the run as `q` does: the capture stops, the UI closes, the
+        // outputs are written. A second signal ends the program at once (exit status 1), for
+        // an end that hangs (a slow disk, an export retry).
+        signals::on_termination(move || {
             if signalled.swap(true, Ordering::SeqCst) {
                 crate::tui::restore_terminal();
                 std::process::exit(1);
             }
             stop.store(true, Ordering::Relaxed);
             crate::tui::request_close();
-        });
+        })
+        .context("watching SIGINT, SIGTERM and SIGHUP")?;
     }
     if let Some(d) = args.duration {
         let stop = stop.clone();
