@@ -264,6 +264,12 @@ pub struct JoinCounters {
     /// and the points waiting for InfluxDB now.
     #[serde(default)]
     pub influx_queued_points: u64,
+    /// ddshark's OTLP metric points and log records the join's intake had InfluxDB take,
+    #[serde(default)]
+    pub telemetry_points: u64,
+    /// and those it refused (no timestamp, an exponential histogram, nothing storable).
+    #[serde(default)]
+    pub telemetry_rejected: u64,
 }
 
 type Str = Arc<str>;

@@ -9,6 +9,7 @@ pub mod join;
 pub mod line;
 pub mod otlp;
 pub mod serve;
+pub mod telemetry;
 
 use std::borrow::Cow;
 

@@ -106,7 +106,7 @@ pub const JOIN_MEASUREMENTS: [&str; 7] = [
 /// The fields of the join's counters point ([`measurement::JOIN`], one per push, all
 /// integers; docs/span-schema.md says what each counts; `flux-queries/join_health.flux` and
 /// the health dashboard show them).
-pub const JOIN_COUNTERS: [&str; 25] = [
+pub const JOIN_COUNTERS: [&str; 27] = [
     "spans",
     "rejected",
     "samples",
@@ -128,6 +128,8 @@ pub const JOIN_COUNTERS: [&str; 25] = [
     "influx_points_abandoned",
     "influx_queue_full",
     "influx_queued_points",
+    "telemetry_points",
+    "telemetry_rejected",
     "pending_samples",
     "pending_frags",
     "pending_senderless",

@@ -222,6 +222,8 @@ impl SpanJoin {
             .int("influx_points_abandoned", as_i64(c.influx_points_abandoned))
             .int("influx_queue_full", as_i64(c.influx_queue_full))
             .int("influx_queued_points", as_i64(c.influx_queued_points))
+            .int("telemetry_points", as_i64(c.telemetry_points))
+            .int("telemetry_rejected", as_i64(c.telemetry_rejected))
             .int("pending_samples", as_i64(self.samples.len() as u64))
             .int("pending_frags", as_i64(self.frags.len() as u64))
             .int("pending_senderless", as_i64(self.senderless.len() as u64))

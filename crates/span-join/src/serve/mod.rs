@@ -95,7 +95,10 @@ pub fn run(args: &JoinArgs) -> Result<()> {
     let (block_tx, block_rx) = mpsc::sync_channel::<Input>(16);
     let refused_before = join.counters.otlp_refused;
     let (reader, servers) = if args.otlp.enabled() {
-        (None, Some(otlp::start(&args.otlp, block_tx)?))
+        (
+            None,
+            Some(otlp::start(&args.otlp, block_tx, influx.clone())?),
+        )
     } else {
         // (stdin is read on its own thread so that a push is never late for want of input)
         let reader = thread::Builder::new()
@@ -105,6 +108,7 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         (Some(reader), None)
     };
     let refused = servers.as_ref().map(|s| s.refused.clone());
+    let telemetry = servers.as_ref().map(|s| s.telemetry.clone());
     let influx_before = join.counters;
     let count_refused = |join: &mut SpanJoin| {
         if let Some(refused) = &refused {
@@ -125,6 +129,10 @@ pub fn run(args: &JoinArgs) -> Result<()> {
                 .influx_points_abandoned
                 .saturating_add(n(&w.counters.abandoned));
             c.influx_queued_points = n(&w.counters.queued);
+            if let Some(t) = &telemetry {
+                c.telemetry_points = b.telemetry_points.saturating_add(n(&t.points));
+                c.telemetry_rejected = b.telemetry_rejected.saturating_add(n(&t.rejected));
+            }
         }
     };
     let (batch_tx, batch_rx) = mpsc::channel::<Batch>();

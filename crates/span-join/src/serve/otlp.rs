@@ -11,6 +11,9 @@
 //! problem); a request with some bad spans is taken in part (OTLP's partial success,
 //! naming the first problem). While the run loop is busy the request is refused as
 //! retryable (`UNAVAILABLE` / 503).
+//!
+//! ddshark's metrics and logs come in at the same door and go straight to InfluxDB
+//! ([`telemetry`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -19,6 +22,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::LogsServiceServer;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsServiceServer;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -35,6 +40,9 @@ use crate::otlp::{convert_with_raw, journal_line};
 use crate::{LineWriter, SpanJoin};
 
 mod http;
+mod telemetry;
+
+pub(super) use telemetry::TelemetryCounters;
 
 /// A decoded export on its way to the run loop, with where its answer goes.
 pub(super) struct Export {
@@ -62,6 +70,9 @@ pub(super) struct Door {
     bearer: Option<Arc<str>>,
     pub(super) refused: Arc<AtomicU64>,
     pub(super) max_message: usize,
+    /// Where metrics and logs are written (`--influx-url`).
+    influx: Option<Arc<Writer>>,
+    telemetry: Arc<TelemetryCounters>,
 }
 
 /// Why a request was not taken, before the run loop saw it.
@@ -192,28 +203,83 @@ pub(super) fn response(rejected: u64, message: String) -> ExportTraceServiceResp
 
 struct Grpc(Door);
 
+impl Grpc {
+    /// The request, if it carries the bearer token (when one is required).
+    fn authorised_request<T>(&self, request: tonic::Request<T>) -> Result<T, DoorError> {
+        let auth = request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.as_bytes());
+        if self.0.authorised(auth) {
+            Ok(request.into_inner())
+        } else {
+            Err(DoorError::Unauthenticated)
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl TraceService for Grpc {
     async fn export(
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let auth = request
-            .metadata()
-            .get("authorization")
-            .map(|v| v.as_bytes());
-        if !self.0.authorised(auth) {
-            return Err(tonic::Status::unauthenticated(
-                DoorError::Unauthenticated.to_string(),
-            ));
-        }
-        match self.0.export(request.into_inner()).await {
+        let request = self
+            .authorised_request(request)
+            .map_err(|e| tonic::Status::unauthenticated(e.to_string()))?;
+        match self.0.export(request).await {
             Ok(Reply::Taken { rejected, message }) => {
                 Ok(tonic::Response::new(response(rejected, message)))
             }
             Ok(Reply::Refused(message)) => Err(tonic::Status::invalid_argument(message)),
             Ok(Reply::Retry(message)) => Err(tonic::Status::unavailable(message)),
             Err(e) => Err(tonic::Status::unavailable(e.to_string())),
+        }
+    }
+}
+
+/// The three gRPC services on one server, by the service name in the path (tonic's own
+/// router would bring axum into the tree for this).
+#[derive(Clone)]
+struct Services {
+    traces: TraceServiceServer<Grpc>,
+    metrics: MetricsServiceServer<Grpc>,
+    logs: LogsServiceServer<Grpc>,
+}
+
+impl tower::Service<::http::Request<tonic::body::Body>> for Services {
+    type Response = ::http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = tonic::codegen::BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // (the generated servers are always ready)
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: ::http::Request<tonic::body::Body>) -> Self::Future {
+        use tonic::server::NamedService;
+        let service = request
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("");
+        if service == TraceServiceServer::<Grpc>::NAME {
+            Box::pin(tower::Service::call(&mut self.traces, request))
+        } else if service == MetricsServiceServer::<Grpc>::NAME {
+            Box::pin(tower::Service::call(&mut self.metrics, request))
+        } else if service == LogsServiceServer::<Grpc>::NAME {
+            Box::pin(tower::Service::call(&mut self.logs, request))
+        } else {
+            let status = tonic::Status::unimplemented(format!(
+                "{service}: only the OTLP trace, metrics and logs services are served"
+            ));
+            Box::pin(std::future::ready(Ok(status.into_http())))
         }
     }
 }
@@ -227,6 +293,7 @@ fn loopback(addr: &SocketAddr) -> bool {
 pub(super) struct Servers {
     runtime: tokio::runtime::Runtime,
     pub(super) refused: Arc<AtomicU64>,
+    pub(super) telemetry: Arc<TelemetryCounters>,
     /// Where they listen (the port chosen when given 0).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(super) grpc: Option<SocketAddr>,
@@ -242,8 +309,13 @@ impl Servers {
 }
 
 /// Checks the flags (beyond loopback: the token and TLS, as the collector's receivers),
-/// binds the listeners and starts serving; requests go to `inputs`.
-pub(super) fn start(args: &OtlpArgs, inputs: mpsc::SyncSender<Input>) -> Result<Servers> {
+/// binds the listeners and starts serving; trace exports go to `inputs`, metrics and logs
+/// to `influx`.
+pub(super) fn start(
+    args: &OtlpArgs,
+    inputs: mpsc::SyncSender<Input>,
+    influx: Option<Arc<Writer>>,
+) -> Result<Servers> {
     for (flag, addr) in [("--otlp-grpc", args.grpc), ("--otlp-http", args.http)] {
         let Some(addr) = addr else { continue };
         if !loopback(&addr) {
@@ -270,12 +342,15 @@ pub(super) fn start(args: &OtlpArgs, inputs: mpsc::SyncSender<Input>) -> Result<
         _ => None,
     };
     let refused = Arc::new(AtomicU64::new(0));
+    let telemetry = Arc::new(TelemetryCounters::default());
     let (mut grpc_at, mut http_at) = (None, None);
     let door = Door {
         inputs,
         bearer,
         refused: refused.clone(),
         max_message: args.max_message,
+        influx,
+        telemetry: telemetry.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -295,9 +370,16 @@ pub(super) fn start(args: &OtlpArgs, inputs: mpsc::SyncSender<Input>) -> Result<
                 .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
                 .context("--otlp-tls-cert/--otlp-tls-key for --otlp-grpc")?;
         }
-        let service = TraceServiceServer::new(Grpc(door.clone()))
+        let gzip = tonic::codec::CompressionEncoding::Gzip;
+        let traces = TraceServiceServer::new(Grpc(door.clone()))
             .max_decoding_message_size(args.max_message)
-            .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
+            .accept_compressed(gzip);
+        let metrics = MetricsServiceServer::new(Grpc(door.clone()))
+            .max_decoding_message_size(args.max_message)
+            .accept_compressed(gzip);
+        let logs = LogsServiceServer::new(Grpc(door.clone()))
+            .max_decoding_message_size(args.max_message)
+            .accept_compressed(gzip);
         let counted = door.clone();
         let layer =
             tower::util::MapResponseLayer::new(move |res: ::http::Response<tonic::body::Body>| {
@@ -309,8 +391,13 @@ pub(super) fn start(args: &OtlpArgs, inputs: mpsc::SyncSender<Input>) -> Result<
             });
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
         let server = builder.layer(layer);
+        let services = Services {
+            traces,
+            metrics,
+            logs,
+        };
         runtime.spawn(async move {
-            if let Err(e) = server.serve_with_incoming(service, incoming).await {
+            if let Err(e) = server.serve_with_incoming(services, incoming).await {
                 eprintln!("ddshark-join: the OTLP/gRPC server stopped: {e}");
             }
         });
@@ -327,14 +414,17 @@ pub(super) fn start(args: &OtlpArgs, inputs: mpsc::SyncSender<Input>) -> Result<
         };
         runtime.spawn(http::serve(listener, acceptor, door.clone()));
         eprintln!(
-            "ddshark-join: OTLP/HTTP on {} (POST {}, application/x-protobuf)",
+            "ddshark-join: OTLP/HTTP on {} (POST {}, {}, {}; application/x-protobuf)",
             http_at.unwrap_or(addr),
-            http::TRACES_PATH
+            http::TRACES_PATH,
+            http::METRICS_PATH,
+            http::LOGS_PATH
         );
     }
     Ok(Servers {
         runtime,
         refused,
+        telemetry,
         grpc: grpc_at,
         http: http_at,
     })

@@ -1,5 +1,6 @@
-//! OTLP/HTTP: `POST /v1/traces` with an `application/x-protobuf` body, gzip or not;
-//! plain or TLS (rustls, ring). Every answer but 200 is counted refused.
+//! OTLP/HTTP: `POST /v1/traces`, `/v1/metrics` or `/v1/logs` with an
+//! `application/x-protobuf` body, gzip or not; plain or TLS (rustls, ring). Every answer but
+//! 200 is counted refused.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -15,10 +16,23 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
+use super::telemetry::{logs_response, metrics_response};
 use super::{response, Door, DoorError, Reply};
 
 /// The path of trace exports.
 pub(crate) const TRACES_PATH: &str = "/v1/traces";
+/// The path of metric exports.
+pub(crate) const METRICS_PATH: &str = "/v1/metrics";
+/// The path of log exports.
+pub(crate) const LOGS_PATH: &str = "/v1/logs";
+
+/// What a request exports.
+#[derive(Clone, Copy)]
+enum Signal {
+    Traces,
+    Metrics,
+    Logs,
+}
 
 /// A TLS acceptor from PEM certificate chain and key.
 pub(super) fn tls_acceptor(cert: &[u8], key: &[u8]) -> Result<TlsAcceptor> {
@@ -80,12 +94,16 @@ fn answer(status: StatusCode, body: Bytes, content_type: &'static str) -> Respon
 
 async fn handle(door: &Door, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let (status, body) = match export(door, req).await {
-        Ok(Reply::Taken { rejected, message }) => {
-            let body = response(rejected, message).encode_to_vec();
+        Ok((signal, Reply::Taken { rejected, message })) => {
+            let body = match signal {
+                Signal::Traces => response(rejected, message).encode_to_vec(),
+                Signal::Metrics => metrics_response(rejected, message).encode_to_vec(),
+                Signal::Logs => logs_response(rejected, message).encode_to_vec(),
+            };
             return answer(StatusCode::OK, Bytes::from(body), "application/x-protobuf");
         }
-        Ok(Reply::Refused(message)) => (StatusCode::BAD_REQUEST, message),
-        Ok(Reply::Retry(message)) => (StatusCode::SERVICE_UNAVAILABLE, message),
+        Ok((_, Reply::Refused(message))) => (StatusCode::BAD_REQUEST, message),
+        Ok((_, Reply::Retry(message))) => (StatusCode::SERVICE_UNAVAILABLE, message),
         Err((status, e)) => (status, e.to_string()),
     };
     door.count_refused();
@@ -94,14 +112,22 @@ async fn handle(door: &Door, req: Request<Incoming>) -> Response<Full<Bytes>> {
 
 /// The request checked, read (at most `max_message` bytes, before and after gzip),
 /// decoded and handed to the run loop.
-async fn export(door: &Door, req: Request<Incoming>) -> Result<Reply, (StatusCode, DoorError)> {
+async fn export(
+    door: &Door,
+    req: Request<Incoming>,
+) -> Result<(Signal, Reply), (StatusCode, DoorError)> {
     let refuse = |status, text: String| (status, DoorError::Refused(text));
-    if req.uri().path() != TRACES_PATH {
-        return Err(refuse(
-            StatusCode::NOT_FOUND,
-            format!("{}: only {TRACES_PATH} is served", req.uri().path()),
-        ));
-    }
+    let signal = match req.uri().path() {
+        TRACES_PATH => Signal::Traces,
+        METRICS_PATH => Signal::Metrics,
+        LOGS_PATH => Signal::Logs,
+        other => {
+            return Err(refuse(
+                StatusCode::NOT_FOUND,
+                format!("{other}: only {TRACES_PATH}, {METRICS_PATH} and {LOGS_PATH} are served"),
+            ))
+        }
+    };
     if req.method() != hyper::Method::POST {
         return Err(refuse(StatusCode::METHOD_NOT_ALLOWED, "only POST".into()));
     }
@@ -163,13 +189,29 @@ async fn export(door: &Door, req: Request<Incoming>) -> Result<Reply, (StatusCod
     } else {
         body
     };
-    let request = crate::otlp::decode(&body).map_err(|e| {
-        refuse(
-            StatusCode::BAD_REQUEST,
-            format!("not an OTLP ExportTraceServiceRequest: {e}"),
-        )
-    })?;
-    door.export(request)
-        .await
-        .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e))
+    let undecodable = |what: &str, e: prost::DecodeError| {
+        refuse(StatusCode::BAD_REQUEST, format!("not an OTLP {what}: {e}"))
+    };
+    let reply = match signal {
+        Signal::Traces => {
+            let request = crate::otlp::decode(&body)
+                .map_err(|e| undecodable("ExportTraceServiceRequest", e))?;
+            door.export(request).await
+        }
+        Signal::Metrics => {
+            let request = prost::Message::decode(body)
+                .map_err(|e| undecodable("ExportMetricsServiceRequest", e))?;
+            door.metrics(&request).await
+        }
+        Signal::Logs => {
+            let request = prost::Message::decode(body)
+                .map_err(|e| undecodable("ExportLogsServiceRequest", e))?;
+            door.logs(&request).await
+        }
+    };
+    match reply {
+        Ok(reply) => Ok((signal, reply)),
+        Err(e @ DoorError::Refused(_)) => Err((StatusCode::BAD_REQUEST, e)),
+        Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
 }

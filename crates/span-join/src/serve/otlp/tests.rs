@@ -37,7 +37,7 @@ fn running(token: Option<&str>, max_message: usize) -> Running {
         max_message,
     };
     let (tx, rx) = mpsc::sync_channel(16);
-    let servers = match start(&args, tx) {
+    let servers = match start(&args, tx, None) {
         Ok(s) => s,
         Err(e) => panic!("{e:#}"),
     };
@@ -178,10 +178,17 @@ fn http_takes_an_export_and_refuses_bad_requests_naming_why() {
             "only application/x-protobuf",
         ),
         (
-            "POST /v1/metrics HTTP/1.1\r\nContent-Type: application/x-protobuf".into(),
+            "POST /v1/profiles HTTP/1.1\r\nContent-Type: application/x-protobuf".into(),
             good.clone(),
             404,
-            "only /v1/traces",
+            "only /v1/traces, /v1/metrics and /v1/logs",
+        ),
+        (
+            // (metrics are written to InfluxDB: none here)
+            "POST /v1/metrics HTTP/1.1\r\nContent-Type: application/x-protobuf".into(),
+            Vec::new(),
+            400,
+            "start the join with --influx-url",
         ),
         (
             "GET /v1/traces HTTP/1.1".into(),
@@ -268,7 +275,7 @@ fn beyond_loopback_the_token_and_tls_are_required() {
         max_message: 1 << 20,
     };
     let said = |args: &OtlpArgs| {
-        start(args, tx.clone())
+        start(args, tx.clone(), None)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default()
