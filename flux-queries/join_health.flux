@@ -6,7 +6,8 @@
 // DATA_FRAGs their writer's host did not see (senderless: no point; pending_senderless
 // still waiting for that host's span), samples joined before every host's capture had
 // passed them (forced: a host's spans came too late or stopped; decided_at_end: the input
-// ended first), hosts the clock table forgot (unseen for 5 min of capture time) and clock
+// ended first), hosts no longer waited for (quiet_hosts now, hosts_gone_quiet cumulative: their
+// spans stopped while the fleet's capture time ran on), hosts the clock table forgot (unseen for 5 min of capture time) and clock
 // evidence it could not hold; the last value per v.windowPeriod.
 // Grafana variables: ${bucket}, v.timeRangeStart/Stop, v.windowPeriod.
 from(bucket: "${bucket}")
@@ -15,7 +16,8 @@ from(bucket: "${bucket}")
     |> filter(fn: (r) => r._field == "pending_samples" or r._field == "pending_frags" or r._field == "early"
         or r._field == "points" or r._field == "points_dropped" or r._field == "rejected"
         or r._field == "senderless" or r._field == "pending_senderless" or r._field == "forced"
-        or r._field == "decided_at_end" or r._field == "clock_hosts_forgotten"
+        or r._field == "decided_at_end" or r._field == "quiet_hosts" or r._field == "hosts_gone_quiet"
+        or r._field == "clock_hosts_forgotten"
         or r._field == "clock_cells_not_remembered" or r._field == "influx_points_rejected"
         or r._field == "influx_retries" or r._field == "influx_queued_points")
     |> group(columns: ["_field"])

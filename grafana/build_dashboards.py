@@ -395,14 +395,17 @@ def health_board():
     b.flux_panel("Series cardinality per bucket",
                  "Series with data in the time range; bounded by the deployment, not the traffic.",
                  "series_cardinality", "short", h=8, w=12, x=12, kind="stat")
-    b.flux_panel("Latency join: pending / joined early / points written, dropped / rejected / senderless / forced / clock table",
+    b.flux_panel("Latency join: pending / joined early / points written, dropped / rejected / senderless / forced / quiet hosts / clock table",
                  "Samples and DATA_FRAGs waiting in the latency join (ddshark join, run by Telegraf), "
                  "samples joined early because it was full (> 0: latencies may be missing), the points "
                  "it wrote and could not deliver, the lines it could not use, the samples and "
                  "DATA_FRAGs the writer's host did not capture (senderless: no point; cumulative; "
                  "pending_senderless: still waiting for that host's span), the samples joined "
                  "before every host's capture had passed them (forced: a host's spans came too late "
-                 "or stopped; decided_at_end: the input ended first; cumulative), and the clock "
+                 "or stopped; decided_at_end: the input ended first; cumulative), the hosts no longer "
+                 "waited for (quiet_hosts: now; hosts_gone_quiet: cumulative; their spans stopped "
+                 "while the fleet's capture time ran on, 5 min, or 10 s when their whole robot "
+                 "stopped), and the clock "
                  "table's hosts forgotten (unseen for 5 min of capture time: room for others) and "
                  "evidence it could not hold (clock_cells_not_remembered; cumulative).",
                  "join_health", "short", h=8, legend_calcs=["last"])

@@ -14,7 +14,7 @@ use common::{live_join, live_join_arriving, ns_of, pair_fixtures, read_tsv};
 use span_join::Line;
 
 /// What the join said of one sample towards one receiver.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
     Delivered { t_send: i64, t_recv: i64 },
     Lost { t_send: i64, incomplete: bool },
@@ -104,63 +104,134 @@ fn live_join_matches_the_oracle_when_one_hosts_spans_arrive_45_s_late() {
 fn matches_the_oracle(join: impl Fn(&std::path::Path) -> String) {
     let mut report = Vec::new();
     for dir in pair_fixtures() {
-        let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let got = outcomes(&join(&dir));
-        let oracle = read_tsv(&dir.join("oracle_latency.tsv"));
-        let mut bad = Vec::new();
-        let mut keys = HashSet::new();
-        let (mut delivered, mut incomplete) = (0, 0);
-        for o in &oracle {
-            let key = (
-                o["writer_guid"].clone(),
-                o["seq"].parse::<i64>().unwrap(),
-                o["direction"].clone(),
-            );
-            let t_send = ns_of(&o["t_send_first"]).unwrap() as i64;
-            let want = match ns_of(&o["t_recv_complete"]) {
-                Some(t_recv) => {
-                    delivered += 1;
-                    Outcome::Delivered {
-                        t_send,
-                        t_recv: t_recv as i64,
-                    }
-                }
-                None => {
-                    incomplete += 1;
-                    Outcome::Lost {
-                        t_send,
-                        incomplete: true,
-                    }
-                }
-            };
-            match got.get(&key).map(Vec::as_slice) {
-                Some([one]) if *one == want => {}
-                other => bad.push(format!("{key:?}: oracle {want:?}, join {other:?}")),
-            }
-            keys.insert(key);
-        }
-        // Points the oracle has no row for may only be samples that never arrived at all.
-        for (key, outcomes) in &got {
-            if keys.contains(key) {
-                continue;
-            }
-            if outcomes.iter().any(|o| {
-                !matches!(
-                    o,
-                    Outcome::Lost {
-                        incomplete: false,
-                        ..
-                    }
-                )
-            }) {
-                bad.push(format!("{key:?}: not in the oracle, join {outcomes:?}"));
-            }
-        }
-        common::assert_oracle_agrees(&name, &bad, oracle.len());
-        report.push(format!(
-            "{name}: {} samples ({delivered} delivered, {incomplete} incomplete) as the oracle",
-            oracle.len()
-        ));
+        report.push(agrees_with_the_oracle(&dir, &outcomes(&join(&dir))));
     }
     eprintln!("{}", report.join("\n"));
+}
+
+/// Two robots at once, as a fleet's join sees them: the Fast DDS pair (hosts A, B) and the
+/// RustDDS pair (C, D: another vendor and topics, a capture 2 days older and 8 s shorter)
+/// replayed together, arriving at the same time. Each pair's points are exactly its own
+/// oracle's, and nothing waited for the backstop (`forced` 0): a sample waits only for the
+/// hosts that exchanged traffic with its sender, not for the other robot's.
+#[test]
+fn two_robots_at_once_each_match_their_own_oracle() {
+    let fixtures = common::fixtures();
+    let (ab, cd) = (
+        fixtures.join("k_fastdds"),
+        fixtures.join("d_rustdds_interop"),
+    );
+    let t0 = |dir: &std::path::Path| {
+        common::host_samples(&dir.join("a.pcap"))
+            .iter()
+            .map(|s| s.t_first)
+            .min()
+            .unwrap()
+    };
+    let shift = t0(&ab) - t0(&cd);
+    let (a, b, c, d) = (
+        ab.join("a.pcap"),
+        ab.join("b.pcap"),
+        cd.join("a.pcap"),
+        cd.join("b.pcap"),
+    );
+    let out = live_join_arriving(&[("A", &a), ("B", &b), ("C", &c), ("D", &d)], |host, t| {
+        if host >= 2 {
+            t + shift
+        } else {
+            t
+        }
+    });
+    let last = out
+        .lines()
+        .rfind(|l| l.starts_with("ddshark_join "))
+        .unwrap();
+    assert!(last.contains(",forced=0i,"), "{last}");
+    let got = outcomes(&out);
+    let across: Vec<_> = got
+        .keys()
+        .filter(|(_, _, d)| !["A->B", "B->A", "C->D", "D->C"].contains(&d.as_str()))
+        .collect();
+    assert!(across.is_empty(), "points between the robots: {across:?}");
+    // a pair's points, its hosts named A and B as in its oracle
+    let of_pair = |[x, y]: [&str; 2]| -> Outcomes {
+        let (forth, back) = (format!("{x}->{y}"), format!("{y}->{x}"));
+        got.iter()
+            .filter_map(|((writer, sn, direction), o)| {
+                let renamed = if *direction == forth {
+                    "A->B"
+                } else if *direction == back {
+                    "B->A"
+                } else {
+                    return None;
+                };
+                Some(((writer.clone(), *sn, renamed.to_string()), o.clone()))
+            })
+            .collect()
+    };
+    let report = [
+        agrees_with_the_oracle(&ab, &of_pair(["A", "B"])),
+        agrees_with_the_oracle(&cd, &of_pair(["C", "D"])),
+    ];
+    eprintln!("{}", report.join("\n"));
+}
+
+/// `got` against the oracle of the fixture in `dir` (asserted); its report line.
+fn agrees_with_the_oracle(dir: &std::path::Path, got: &Outcomes) -> String {
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let oracle = read_tsv(&dir.join("oracle_latency.tsv"));
+    let mut bad = Vec::new();
+    let mut keys = HashSet::new();
+    let (mut delivered, mut incomplete) = (0, 0);
+    for o in &oracle {
+        let key = (
+            o["writer_guid"].clone(),
+            o["seq"].parse::<i64>().unwrap(),
+            o["direction"].clone(),
+        );
+        let t_send = ns_of(&o["t_send_first"]).unwrap() as i64;
+        let want = match ns_of(&o["t_recv_complete"]) {
+            Some(t_recv) => {
+                delivered += 1;
+                Outcome::Delivered {
+                    t_send,
+                    t_recv: t_recv as i64,
+                }
+            }
+            None => {
+                incomplete += 1;
+                Outcome::Lost {
+                    t_send,
+                    incomplete: true,
+                }
+            }
+        };
+        match got.get(&key).map(Vec::as_slice) {
+            Some([one]) if *one == want => {}
+            other => bad.push(format!("{key:?}: oracle {want:?}, join {other:?}")),
+        }
+        keys.insert(key);
+    }
+    // Points the oracle has no row for may only be samples that never arrived at all.
+    for (key, outcomes) in got {
+        if keys.contains(key) {
+            continue;
+        }
+        if outcomes.iter().any(|o| {
+            !matches!(
+                o,
+                Outcome::Lost {
+                    incomplete: false,
+                    ..
+                }
+            )
+        }) {
+            bad.push(format!("{key:?}: not in the oracle, join {outcomes:?}"));
+        }
+    }
+    common::assert_oracle_agrees(&name, &bad, oracle.len());
+    format!(
+        "{name}: {} samples ({delivered} delivered, {incomplete} incomplete) as the oracle",
+        oracle.len()
+    )
 }

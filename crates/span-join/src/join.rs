@@ -54,9 +54,13 @@
 //! counted `forced`; so is a sample joined without a host none of whose spans came in
 //! `max_wait_pushes` pushes that brought others'; what the end of the input joins before
 //! it was due is counted `decided_at_end`). The same spans in the same order give
-//! the same points, whatever the clock. A host whose spans stopped while others' came and
-//! whose capture time is [`STALE_NS`] behind theirs (replayed before under other names) is
-//! waited for no more; a sample waiting for a host holds up no other.
+//! the same points, whatever the clock. Only the hosts of the first copy's host's group are
+//! waited for (hosts tied by writers both saw: those that exchanged traffic with it; another
+//! robot's capture says nothing of this sample), and of them not the quiet ones: a host
+//! whose spans stopped while the fleet's capture time (the latest span end of any host) ran
+//! [`quiet::QUIET_NS`] (5 min) past its last span, or [`quiet::QUIET_GROUP_NS`] (10 s)
+//! when its whole group stopped too (counted `hosts_gone_quiet`, `quiet_hosts` now). A
+//! sample waiting for a host holds up no other.
 //!
 //! Bounded: `max_pending` samples and as many DATA_FRAGs wait (beyond, the oldest is
 //! joined early, counted); writers and hosts unseen for `forget_pushes` pushes are
@@ -64,7 +68,7 @@
 //! (tests/flux/run.py) holds the points equal to `ddshark latency` on every fixture.
 //!
 //! Where each part is: a span's arrival in `intake`, the waiting queues and the early join in
-//! `pending`, when a sample is due in `due`, the writer's host in `clocks` (latency_core's
+//! `pending`, when a sample is due in `due`, whom it waits for in `quiet`, the writer's host in `clocks` (latency_core's
 //! rule and the clock offsets) and `votes`, the pairing and its points in `points`, the
 //! per-second totals in `seconds`, the bounded maps in `forget`, the restart state in `state`.
 
@@ -89,6 +93,7 @@ mod forget;
 mod intake;
 mod pending;
 mod points;
+mod quiet;
 mod seconds;
 mod state;
 #[cfg(test)]
@@ -229,6 +234,10 @@ pub struct JoinCounters {
     /// other host's capture had passed them: what was still on its way is not in them.
     #[serde(default)]
     pub decided_at_end: u64,
+    /// Hosts that became quiet (see `quiet`): their spans stopped while the fleet's capture
+    /// time ran on, so samples no longer wait for them.
+    #[serde(default)]
+    pub hosts_gone_quiet: u64,
     /// Hosts the clock table forgot (not seen in a sample for the 5 min of capture time
     /// its evidence spans), making room for others: it compares at most 64 at once.
     #[serde(default)]
@@ -329,10 +338,18 @@ struct Capture {
     /// [`SpanJoin::flows`] when its last span arrived.
     #[serde(default)]
     flows_seen: u64,
+    /// [`SpanJoin::fleet_time`] when its last span arrived (unknown, from an older state:
+    /// not quiet until its next span).
+    #[serde(default = "unknown_time")]
+    fleet_seen: i64,
 }
 
 fn no_time() -> i64 {
     i64::MIN
+}
+
+fn unknown_time() -> i64 {
+    i64::MAX
 }
 
 /// The streaming join (see the module docs).
@@ -345,8 +362,13 @@ pub struct SpanJoin {
     flows: u64,
     /// A span arrived since the last push.
     flowing: bool,
-    /// The latest host watermark (`Capture::sample_end`) at this push.
-    watermark_max: i64,
+    /// The fleet's capture time: the latest end of any host's span (each on its own clock;
+    /// only ever grows). How long a host has been silent is measured on it.
+    fleet_time: i64,
+    /// Host → its group (hosts tied by writers both saw), as of this push.
+    groups: HashMap<Str, usize>,
+    /// Hosts quiet at this push: not waited for.
+    quiet: HashSet<Str>,
     samples: PendingQueue<SampleRow>,
     frags: PendingQueue<FragRow>,
     /// Samples joined with no span of their sender's host yet, by (writer, SN), with the
@@ -413,12 +435,7 @@ impl SpanJoin {
         if std::mem::take(&mut self.flowing) {
             self.flows = self.flows.saturating_add(1);
         }
-        self.watermark_max = self
-            .captures
-            .values()
-            .map(|c| c.sample_end)
-            .max()
-            .unwrap_or(i64::MIN);
+        self.mark_quiet();
         let mut points = self.take_early(out);
         // samples first: their votes decide the writers' hosts for the DATA_FRAGs; all of
         // them are evidence for the order of events before any is joined

@@ -106,7 +106,7 @@ pub const JOIN_MEASUREMENTS: [&str; 7] = [
 /// The fields of the join's counters point ([`measurement::JOIN`], one per push, all
 /// integers; docs/span-schema.md says what each counts; `flux-queries/join_health.flux` and
 /// the health dashboard show them).
-pub const JOIN_COUNTERS: [&str; 27] = [
+pub const JOIN_COUNTERS: [&str; 29] = [
     "spans",
     "rejected",
     "samples",
@@ -118,6 +118,8 @@ pub const JOIN_COUNTERS: [&str; 27] = [
     "senderless",
     "forced",
     "decided_at_end",
+    "hosts_gone_quiet",
+    "quiet_hosts",
     "clock_hosts_forgotten",
     "clock_cells_not_remembered",
     "duplicates",

@@ -4,16 +4,12 @@
 use super::pending::PendingRow;
 use super::*;
 
-/// A host whose capture time is this far behind the latest host's, and whose spans stopped
-/// while others' came, is a capture replayed before (under other host names), not one whose
-/// spans are held up: it is waited for no more.
-pub(super) const STALE_NS: i64 = 300 * NS;
-
 /// Whether every other host's capture has passed a sample ([`SpanJoin::passed_by_all`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Passed {
     All,
-    /// All but hosts silent for `max_wait_pushes` pushes in which others' spans arrived.
+    /// All but hosts quiet or silent for `max_wait_pushes` pushes in which others' spans
+    /// arrived.
     AllButSilent,
     NotYet,
 }
@@ -103,16 +99,16 @@ impl SpanJoin {
         }
     }
 
-    /// Whether every host with no copy among `rows` (host, start) has passed their first
-    /// start by [`JoinSettings::wait_ns`] of its capture time (read on the first copy's
-    /// host's clock when the traffic shows the clocks differ): nothing of it can still
-    /// arrive from there, whatever the delay in arrival, and the outcome (latency, lost, or
-    /// nothing) depends on capture time alone, as `ddshark latency`'s. (Every host, not only
-    /// those that saw `writer` yet: a host's first sighting of a writer may be held up too.)
-    /// Not waited for: a host silent while the others' spans arrived in more than
-    /// `max_wait_pushes` pushes (its capture ended), or in more than `settle_pushes` while
-    /// its capture time is [`STALE_NS`] behind the others' (a capture replayed before under
-    /// other host names); skipping one that saw `writer` is `AllButSilent`.
+    /// Whether every host of the first copy's host's group (`quiet`) with no copy among
+    /// `rows` (host, start) has passed their first start by [`JoinSettings::wait_ns`] of its
+    /// capture time (read on the first copy's host's clock when the traffic shows the clocks
+    /// differ): nothing of it can still arrive from there, whatever the delay in arrival, and
+    /// the outcome (latency, lost, or nothing) depends on capture time alone, as
+    /// `ddshark latency`'s. (Every host of the group, not only those that saw `writer` yet: a
+    /// host's first sighting of a writer may be held up too.) Hosts of other groups exchanged
+    /// no traffic with it: not waited for. Not waited for either: a quiet host
+    /// ([`super::quiet::QUIET_NS`]), or one silent while the others' spans arrived in more
+    /// than `max_wait_pushes` pushes; skipping one that saw `writer` is `AllButSilent`.
     /// (`all`: the end of the input, where every sample is looked at.)
     pub(super) fn passed_by_all<'a>(
         &self,
@@ -136,15 +132,16 @@ impl SpanJoin {
         let horizon = t.saturating_add(self.settings.wait_ns());
         let mut passed = Passed::All;
         for (host, c) in &self.captures {
+            if !self.same_group(first_host, host) {
+                continue;
+            }
             let ahead = self.clocks.receiver_ahead(first_host, host, t);
             if rows.clone().any(|(h, _)| h == host) || c.sample_end.saturating_sub(ahead) >= horizon
             {
                 continue;
             }
-            let quiet = self.flows.saturating_sub(c.flows_seen);
-            let stale = quiet > self.settings.settle_pushes
-                && self.watermark_max.saturating_sub(c.sample_end) > STALE_NS;
-            if quiet > self.settings.max_wait_pushes || stale {
+            let silent = self.flows.saturating_sub(c.flows_seen);
+            if silent > self.settings.max_wait_pushes || self.quiet.contains(host) {
                 if saw_writer(host) {
                     passed = Passed::AllButSilent;
                 }

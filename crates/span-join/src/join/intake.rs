@@ -38,17 +38,21 @@ impl SpanJoin {
     pub(super) fn note_capture(&mut self, host: &Str, start: i64, end: i64) -> &mut Capture {
         let (tick, flows) = (self.tick, self.flows);
         self.flowing = true;
+        self.fleet_time = self.fleet_time.max(end);
+        let fleet_seen = self.fleet_time;
         let capture = self.captures.entry(host.clone()).or_insert(Capture {
             first_start: start,
             last_end: end,
             seen_tick: tick,
             sample_end: i64::MIN,
             flows_seen: flows,
+            fleet_seen,
         });
         capture.first_start = capture.first_start.min(start);
         capture.last_end = capture.last_end.max(end);
         capture.seen_tick = tick;
         capture.flows_seen = flows;
+        capture.fleet_seen = fleet_seen;
         capture
     }
 

@@ -209,6 +209,8 @@ impl SpanJoin {
             .int("senderless", as_i64(c.senderless))
             .int("forced", as_i64(c.forced))
             .int("decided_at_end", as_i64(c.decided_at_end))
+            .int("hosts_gone_quiet", as_i64(c.hosts_gone_quiet))
+            .int("quiet_hosts", as_i64(self.quiet.len() as u64))
             .int("clock_hosts_forgotten", as_i64(c.clock_hosts_forgotten))
             .int(
                 "clock_cells_not_remembered",

@@ -175,6 +175,12 @@ impl SpanJoin {
         join.votes = state.votes.into_iter().collect();
         join.writers = state.writers.into_iter().collect();
         join.captures = state.captures.into_iter().collect();
+        join.fleet_time = join
+            .captures
+            .values()
+            .map(|c| c.last_end)
+            .max()
+            .unwrap_or_default();
         join.repairs = state.repairs.into_iter().collect();
         join.latency_seconds = state.latency_seconds.into_iter().collect();
         Ok(join)

@@ -657,3 +657,134 @@ fn the_addresses_on_the_spans_tie_a_hosts_participants() {
     let unreadable = ",announced_ips=\"10.0.0.1;x,::g\",src_mac=-1i";
     assert_eq!(senders(unreadable, no_mac), ["y", "y", "y"], "unreadable");
 }
+
+/// Settings whose backstop in pushes never fires: what is joined is joined by capture time.
+fn no_backstop() -> JoinSettings {
+    JoinSettings {
+        max_wait_pushes: 1_000,
+        ..settings()
+    }
+}
+
+/// Two robots at once: a → b on writer W, c → d on writer W2, c and d's capture time an
+/// hour behind a and b's and going on. a's sample is joined as soon as b passed it: c and d
+/// exchanged no traffic with a (no writer seen by both), so their captures are not waited
+/// for; before, it waited for them until the backstop and was counted forced.
+#[test]
+fn a_sample_waits_only_for_the_hosts_that_exchanged_traffic_with_its_sender() {
+    const S: i64 = 1_000_000_000;
+    let w2 = "0220bbbbbbbbbbbbbbbbbbbb000003c2";
+    let mut join = SpanJoin::new(no_backstop());
+    let mut out = LineWriter::default();
+    for k in 0..8i64 {
+        let (t, behind) = (3_600 * S + k * S, k * S);
+        feed(
+            &mut join,
+            &[
+                sample_of(W, "a", k, t),
+                sample_of(W, "b", k, t + 1_000_000),
+                sample_of(w2, "c", k, behind),
+                sample_of(w2, "d", k, behind + 2_000_000),
+            ],
+        );
+        join.push(&mut out);
+    }
+    let latency = points(&out, "dds_latency");
+    // each sample has its receiver's copy: due once settled (two pushes), both robots'
+    for sender in ["sender=a,", "sender=c,"] {
+        assert_eq!(
+            latency.iter().filter(|p| p.contains(sender)).count(),
+            7,
+            "{}",
+            out.buf
+        );
+    }
+    assert_eq!(
+        (join.counters.forced, join.counters.hosts_gone_quiet),
+        (0, 0)
+    );
+}
+
+/// b stops sending while a goes on: a's samples after b's last wait (b's spans may be held
+/// up) until 5 minutes of the fleet's capture time passed without b, then b is quiet
+/// (counted, in the counters point) and they are joined, lost at b; when b sends again it
+/// is waited for again.
+#[test]
+fn a_host_silent_while_its_group_sends_is_quiet_after_5_minutes_of_capture_time() {
+    const S: i64 = 1_000_000_000;
+    let mut join = SpanJoin::new(no_backstop());
+    let mut out = LineWriter::default();
+    feed(
+        &mut join,
+        &[sample_of(W, "a", 0, 0), sample_of(W, "b", 0, 1_000_000)],
+    );
+    join.push(&mut out);
+    let mut quiet_at = None;
+    for k in 1..=310i64 {
+        feed(&mut join, &[sample_of(W, "a", k, k * S)]);
+        join.push(&mut out);
+        if quiet_at.is_none() && join.quiet_hosts() == 1 {
+            quiet_at = Some(k);
+        }
+    }
+    // quiet once a's capture ran more than QUIET_NS past b's last span (at 1 ms)
+    assert_eq!(quiet_at, Some(301), "{}", out.buf);
+    assert_eq!(join.counters.hosts_gone_quiet, 1);
+    assert!(
+        out.buf
+            .lines()
+            .last()
+            .unwrap_or("")
+            .contains("quiet_hosts=1i"),
+        "{}",
+        out.buf
+    );
+    // what waited for b is joined (no point for b: its capture ended before), counted
+    // forced; only the last sample still settles
+    assert_eq!(join.counters.samples, 310, "{}", out.buf);
+    assert_eq!(join.counters.forced, 309, "{}", out.buf);
+    assert_eq!(join.pending_samples(), 1, "{}", out.buf);
+    feed(&mut join, &[sample_of(W, "b", 311, 311 * S)]);
+    join.push(&mut out);
+    assert_eq!(join.quiet_hosts(), 0);
+}
+
+/// c and d (one robot) both stop while a and b go on: nothing c's last samples wait for can
+/// come from anyone, so the pair is quiet after 10 s of the fleet's capture time, not 5
+/// minutes, and c's last sample is joined with d's copy, as the end of the input would.
+#[test]
+fn a_group_that_stopped_is_quiet_after_ten_seconds_of_capture_time() {
+    const S: i64 = 1_000_000_000;
+    let w2 = "0220bbbbbbbbbbbbbbbbbbbb000003c2";
+    let mut join = SpanJoin::new(no_backstop());
+    let mut out = LineWriter::default();
+    feed(
+        &mut join,
+        &[sample_of(w2, "c", 0, 0), sample_of(w2, "d", 0, 2_000_000)],
+    );
+    let mut quiet_at = None;
+    for k in 0..20i64 {
+        feed(
+            &mut join,
+            &[
+                sample_of(W, "a", k, k * S),
+                sample_of(W, "b", k, k * S + 1_000_000),
+            ],
+        );
+        join.push(&mut out);
+        if quiet_at.is_none() && join.quiet_hosts() == 2 {
+            quiet_at = Some(k);
+        }
+    }
+    assert_eq!(quiet_at, Some(11), "{}", out.buf);
+    assert_eq!(join.counters.hosts_gone_quiet, 2);
+    assert_eq!(
+        points(&out, "dds_latency")
+            .iter()
+            .filter(|p| p.contains("sender=c,"))
+            .count(),
+        1,
+        "{}",
+        out.buf
+    );
+}
