@@ -224,3 +224,39 @@ pub(super) fn surely_decodes(b: &Bytes<'_>, flags: u8) -> bool {
             || b.u16(field::OCTETS_TO_INLINE_QOS)
                 .is_ok_and(|otiq| field::INLINE_QOS_BASE + usize::from(otiq) <= len))
 }
+
+impl Submessage<'_> {
+    /// [`Submessage::sample_piece`] of a DATA without inline QoS.
+    #[inline]
+    pub(super) fn plain_data_piece(&self) -> Option<SamplePiece> {
+        use field as f;
+        let fixed = self.body_bytes().first_chunk::<{ f::FIXED_LEN }>()?;
+        let b = Bytes::new(fixed, Layer::Submessage, self.little_endian());
+        let payload_size = if self.flags & (FLAG_DATA_D | FLAG_DATA_K) == 0 {
+            0
+        } else {
+            self.payload_after_fixed(&b)
+        };
+        Some(SamplePiece {
+            writer: Guid::new(self.ctx.src_prefix, read_entity(&b, f::WRITER).ok()?),
+            sn: read_sn(&b, f::WRITER_SN).ok()?,
+            fragments: None,
+            sample_size: payload_size,
+            payload_size,
+        })
+    }
+
+    /// [`Submessage::payload_size`] of a DATA or DATA_FRAG that has no inline QoS and
+    /// carries serialized data: from octetsToInlineQos to the end, with what a snaplen
+    /// cut off. `fixed` is the body's checked fixed fields.
+    #[inline(always)]
+    pub(super) fn payload_after_fixed(&self, fixed: &Bytes<'_>) -> u64 {
+        let otiq = usize::from(fixed.u16(field::OCTETS_TO_INLINE_QOS).unwrap_or(0));
+        let start = field::INLINE_QOS_BASE.saturating_add(otiq);
+        let cut = self.on_wire.saturating_sub(self.captured);
+        self.body_bytes()
+            .len()
+            .saturating_sub(start)
+            .saturating_add(cut) as u64
+    }
+}

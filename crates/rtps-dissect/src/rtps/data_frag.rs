@@ -2,7 +2,8 @@
 //! the inline QoS and the fragment bytes.
 
 use crate::bytes::Bytes;
-use crate::error::Result;
+use crate::error::{Layer, Result};
+use crate::types::Guid;
 
 use super::*;
 
@@ -105,4 +106,22 @@ pub(super) fn surely_decodes(b: &Bytes<'_>, flags: u8) -> bool {
         && len >= field::FIXED_LEN
         && b.u16(field::OCTETS_TO_INLINE_QOS)
             .is_ok_and(|otiq| field::INLINE_QOS_BASE + usize::from(otiq) <= len)
+}
+
+impl Submessage<'_> {
+    /// [`Submessage::sample_piece`] of a DATA_FRAG without inline QoS.
+    #[inline]
+    pub(super) fn plain_data_frag_piece(&self) -> Option<SamplePiece> {
+        use field as f;
+        let fixed = self.body_bytes().first_chunk::<{ f::FIXED_LEN }>()?;
+        let b = Bytes::new(fixed, Layer::Submessage, self.little_endian());
+        let range = read_range(&b).ok()?;
+        Some(SamplePiece {
+            writer: Guid::new(self.ctx.src_prefix, read_entity(&b, f::WRITER).ok()?),
+            sn: read_sn(&b, f::WRITER_SN).ok()?,
+            fragments: Some(range),
+            sample_size: u64::from(range.sample_size),
+            payload_size: self.payload_after_fixed(&b),
+        })
+    }
 }

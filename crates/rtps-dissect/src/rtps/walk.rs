@@ -228,6 +228,14 @@ impl<'a> Submessage<'a> {
     /// The part of a sample a DATA or DATA_FRAG carries; `None` for other submessages.
     /// Read from the fixed fields, without decoding the rest of the body.
     pub fn sample_piece(&self) -> Option<SamplePiece> {
+        // The commonest pieces, DATA and DATA_FRAG without inline QoS, from their fixed
+        // fields checked once (the reads below cannot fail).
+        if self.kind == SubmessageKind::Data && self.flags & FLAG_DATA_Q == 0 {
+            return self.plain_data_piece();
+        }
+        if self.kind == SubmessageKind::DataFrag && self.flags & data_frag::FLAG_Q == 0 {
+            return self.plain_data_frag_piece();
+        }
         let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
         let payload_size = self.payload_size().map_or(0, |p| p as u64);
         let (writer, sn, fragments, sample_size) = match self.kind {
