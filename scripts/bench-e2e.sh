@@ -14,7 +14,8 @@
 # exported / failed by the collector, written / dropped by Telegraf, stored in InfluxDB
 # (each DATA/DATA_FRAG once?), series cardinality of both buckets, influxd RSS over time,
 # the time of every dashboard panel query ("last 5 minutes", all topics), the stack's CPU
-# time per span, the latency join's counters, and the materialised latencies, lost
+# time per sample observation (a sample seen on one host) against InfluxDB's floor measured
+# after it in the same influxd (scripts/ddtools/stack_cost.py), the latency join's counters, and the materialised latencies, lost
 # samples, sample sizes and repairs (and, on the single replays, the ad-hoc Flux join)
 # against `ddshark latency` on the two captures tcpdump took during the run (count and
 # values to the ns). The soak also reports all of that every 15 s while it runs. After the

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# What the telemetry stack holds: spans per second the collector → Telegraf (latency
-# join) → InfluxDB path takes without falling behind or dropping, and its CPU per span.
+# What the telemetry stack holds: the sample observations (a sample seen on one host) per
+# second the collector → latency join → InfluxDB path takes without falling behind or
+# dropping, and its CPU per sample observation against InfluxDB's floor in the same run.
 #
 # Starts the stack (scripts/stack/start.sh) in a throwaway run dir on free ports, then per
 # step replays two hosts' captures at once with `ddshark -r FILE --speed S --duration D
 # --otlp …` (paced by the capture's timestamps: no namespaces, no tcpreplay, no live
 # capture, so the stack gets the cores) and reports: spans offered per second, how long
 # after the replay's end InfluxDB held every span, spans dropped by ddshark and by
-# Telegraf, the stack's CPU during the replay (cores) and its CPU per span (collector,
-# Telegraf, `ddshark join`, influxd). Stops the stack it started.
+# Telegraf, the stack's CPU during the replay (cores) and its CPU per sample observation
+# (every process of the stack's pids/: collector, join, influxd, …); then InfluxDB's floor:
+# as many minimal points (one series per writer and host, 6 tags, 3 fields, gzip'd batches
+# of 5,000) written into a side bucket of the same influxd, and its CPU per point
+# (scripts/ddtools/stack_cost.py). Stops the stack it started.
 #
 # Usage: scripts/bench-ingest.sh [--a FILE] [--b FILE] [--speeds "2 4 6"] [--duration 60]
 #                                [--ddshark BIN] [-- DDSHARK_ARGS…]
@@ -63,7 +67,7 @@ DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN=
 source "$RUN/stack/stack.env"
 
 say "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
-printf '| speed | spans/s offered | stored after the replay | dropped (ddshark / Telegraf) | stack CPU during the replay | stack CPU per span: total (collector / Telegraf / join / influxd) |\n|---|---|---|---|---|---|\n'
+printf '| speed | sample observations/s offered (spans/s) | stored after the replay | dropped (ddshark / Telegraf) | stack CPU during the replay | stack CPU per sample observation (per process) | InfluxDB floor per sample observation | stack ÷ floor |\n|---|---|---|---|---|---|---|---|\n'
 for S in $SPEEDS; do
   tag="ingest-x$S-"
   python3 -m ddtools.bench_e2e cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu0"
@@ -73,7 +77,7 @@ for S in $SPEEDS; do
     f=$A; [ "$h" = b ] && f=$B
     "$DDSHARK" -r "$f" --no-tui --speed "$S" --duration "${DURATION}s" --interval 1h \
       --otlp "$DDSHARK_OTLP_ENDPOINT" --host-name "$tag$h" --capture-interface eth0 "${EXTRA[@]}" \
-      >"$RUN/$h.out" 2>&1 &
+      --final-json "$RUN/$h.json" >"$RUN/$h.out" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
@@ -81,7 +85,7 @@ for S in $SPEEDS; do
   python3 -m ddtools.bench_e2e cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu1"
   if ! python3 -m ddtools.bench_e2e ingest --stack-env "$RUN/stack/stack.env" --host-prefix "$tag" \
     --speed "$S" --t-start "$t0" --t-end "$t1" --cpu-start "$RUN/cpu0" --cpu-replay-end "$RUN/cpu1" \
-    --ddshark-logs "$RUN/a.out" "$RUN/b.out"; then
+    --ddshark-logs "$RUN/a.out" "$RUN/b.out" --final-json "$RUN/a.json" "$RUN/b.json"; then
     say "×$S not held: no higher speeds"
     break
   fi

@@ -22,15 +22,11 @@ import sys
 import time
 import urllib.request
 
-from . import joincheck, say_as
+from . import joincheck, say_as, stack_cost
 from .flux import bind_flux, rfc3339
 from .influx import Influx
 from .paths import DASH_DIR
 from .stack import read_env
-
-# The stack's processes whose CPU time per span is reported.
-STACK_PROCESSES = ("otelcol", "telegraf", "influxd")
-
 
 log = say_as("bench-e2e")
 
@@ -76,45 +72,7 @@ def bench_influx(env):
 
 def stack_cpu(env):
     """CPU seconds (user + system) so far of the stack's processes."""
-    out = {}
-    tck = os.sysconf("SC_CLK_TCK")
-    for n in STACK_PROCESSES:
-        try:
-            pid = int(open(os.path.join(env["DDSHARK_STACK_RUN_DIR"], "pids", f"{n}.pid")).read().split()[0])
-            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-            out[n] = (int(f[11]) + int(f[12])) / tck
-        except (OSError, ValueError, IndexError):
-            pass
-        if n == "telegraf" and n in out:
-            # the latency join, `ddshark join`, is Telegraf's child (outputs.execd)
-            join = [c for c in children(pid) if "join" in cmdline(c)]
-            for c in join:
-                try:
-                    f = open(f"/proc/{c}/stat").read().rsplit(")", 1)[1].split()
-                    out["join"] = out.get("join", 0) + (int(f[11]) + int(f[12])) / tck
-                except (OSError, ValueError, IndexError):
-                    pass
-    return out
-
-
-def children(pid):
-    """The pids whose parent is pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
-
-
-def cmdline(pid):
-    try:
-        return open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
-    except OSError:
-        return ""
+    return stack_cost.stack_cpu(env)
 
 
 def stack_cpu_since(env, start_file):
@@ -285,7 +243,13 @@ def cmd_rate(a):
     time.sleep(3)
     res["writer"] = influx.writer_counters()
     res["stack_cpu_s"] = stack_cpu_since(env, os.path.join(a.dir, "stack_cpu_start"))
-    now_ns = time.time_ns()
+    finals = [os.path.join(a.dir, f"ddshark_{s}.json") for s in "ab"]
+    res["sample_observations"] = stack_cost.observations(finals)
+    # InfluxDB's floor for as many sample observations, into the same influxd, after the
+    # stack's CPU was read (the next rate's reading starts after it).
+    floor_cpu = stack_cost.write_floor(env, stack_cost.floor_lines(res["sample_observations"],
+                                                                   stack_cost.writer_series(finals)))
+    res["floor_us_per_observation"] = round(floor_cpu / max(1, res["sample_observations"]) * 1e6, 2)
     res["cardinality"] = {"raw": influx.cardinality(influx.bucket, "-1h"),
                           "long": influx.cardinality(influx.long_bucket, "-30d")}
     res["influxd_rss"] = rss_between(os.path.join(os.path.dirname(a.dir), "influxd_rss.csv"),
@@ -378,7 +342,8 @@ def cmd_cpu(a):
 
 def cmd_ingest(a):
     """One step of scripts/bench-ingest.sh: wait until InfluxDB holds every span the two
-    replays sent (30 s at most after their end), then print the step's table row."""
+    replays sent (30 s at most after their end), write InfluxDB's floor for as many sample
+    observations into the same influxd, then print the step's table row."""
     env = read_env(a.stack_env)
     influx = bench_influx(env)
     logs = [ddshark_summary(f, "") for f in a.ddshark_logs]
@@ -392,21 +357,26 @@ def cmd_ingest(a):
             break
         time.sleep(1)
     after = time.time() - a.t_end / 1e9
-    cpu_end = stack_cpu(env)
+    cpu_end = stack_cost.stack_cpu(env)
     start, replay_end = json.load(open(a.cpu_start)), json.load(open(a.cpu_replay_end))
-    names = ("otelcol", "telegraf", "join", "influxd")
-    during = {n: replay_end.get(n, 0) - start.get(n, 0) for n in names}
-    total = {n: cpu_end.get(n, 0) - start.get(n, 0) for n in names}
+    during = stack_cost.cpu_between(start, replay_end)
+    total = stack_cost.cpu_between(start, cpu_end)
+    names = sorted(total)
+    observed = stack_cost.observations(a.final_json)
+    floor_cpu = stack_cost.write_floor(env, stack_cost.floor_lines(observed, stack_cost.writer_series(a.final_json)))
+    floor_us = floor_cpu / max(1, observed) * 1e6
     secs = max(1e-9, (a.t_end - a.t_start) / 1e9)
-    per = {n: total[n] / max(1, sent) * 1e6 for n in names}
+    per = {n: total[n] / max(1, observed) * 1e6 for n in names}
+    stack_us = sum(per.values())
     w = influx.writer_counters()
     tg_dropped = sum(c.get("metrics_dropped", 0) for c in w.values())
     held = stored >= sent and after <= 30 and dropped == 0 and tg_dropped == 0
-    print(f"| ×{a.speed} | {sent / secs:,.0f} | "
+    print(f"| ×{a.speed} | {observed / secs:,.0f} ({sent / secs:,.0f} spans) | "
           f"{f'{after:.0f} s' if stored >= sent else f'not within 30 s ({stored:,} of {sent:,})'}"
           f"{'' if held else ' (not held)'} | "
           f"{dropped} / {tg_dropped} | {sum(during.values()) / secs:.2f} cores | "
-          f"{sum(per.values()):.0f} µs ({' / '.join(f'{per[n]:.0f}' for n in names)}) |", flush=True)
+          f"{stack_us:.0f} µs ({' / '.join(f'{n} {per[n]:.1f}' for n in names)}) | "
+          f"{floor_us:.1f} µs | {stack_us / max(1e-9, floor_us):.1f}× |", flush=True)
     return 0 if held else 1
 
 
@@ -536,10 +506,14 @@ def cmd_report(a):
             f"{r.get('latency', {}).get('dds_latency_materialised A->B', {}).get('seconds', '—')} s" for r in results) + " |")
     if results:
         qlines += ["", "Stack CPU from the replay's start until the latency join was done (seconds; "
-                   "µs per span ddshark sent): " + "; ".join(
-                       f"{r['name']} " + ", ".join(
-                           f"{n} {v} s ({v / max(1, sum(r['ddshark'][s].get('sent', 0) for s in 'ab')) * 1e6:.0f} µs)"
+                   "µs per sample observation, i.e. per sample seen on one host), against InfluxDB's floor "
+                   "(`ddtools.stack_cost`: as many minimal points written into the same influxd): " + "; ".join(
+                       f"{r['name']} ({r.get('sample_observations', 0):,} sample observations) " + ", ".join(
+                           f"{n} {v} s ({v / max(1, r.get('sample_observations', 0)) * 1e6:.1f} µs)"
                            for n, v in r.get("stack_cpu_s", {}).items())
+                       + f", total {sum(r.get('stack_cpu_s', {}).values()) / max(1, r.get('sample_observations', 0)) * 1e6:.1f} µs"
+                       + f" = {sum(r.get('stack_cpu_s', {}).values()) / max(1, r.get('sample_observations', 0)) * 1e6 / max(1e-9, r.get('floor_us_per_observation', 0)):.1f}× the floor"
+                       f" ({r.get('floor_us_per_observation', '?')} µs)"
                        for r in results) + ".",
                    "", "Latency join (`ddshark join`, run by Telegraf), when it was done: " + "; ".join(
                        f"{r['name']} {r.get('join', {}).get('samples', '?')} samples and "
@@ -625,6 +599,7 @@ def main():
     g.add_argument("--cpu-start", required=True)
     g.add_argument("--cpu-replay-end", required=True)
     g.add_argument("--ddshark-logs", nargs=2, required=True)
+    g.add_argument("--final-json", nargs=2, required=True)
     c = sub.add_parser("cpu")
     c.add_argument("--stack-env", required=True)
     c.add_argument("--out", required=True)
