@@ -3,7 +3,7 @@
 # repository): run by scripts/stack/start.sh (DIR = RUN_DIR/secrets) and by
 # deploy/docker-compose.yml's `secrets` service (DIR = the `secrets` volume).
 #
-#   influx-token            InfluxDB's operator token (Telegraf, Grafana, queries)
+#   influx-token            InfluxDB's operator token (the join, Grafana, queries)
 #   influx-password         the initial InfluxDB user's password
 #   grafana-admin-password  Grafana's admin password
 #   otlp-token              the bearer token the collector's OTLP receivers require

@@ -1,13 +1,14 @@
-// Telegraf, the InfluxDB writer behind the collector (its own counters, measurement
-// internal_write in ${bucket}): metrics written and dropped (buffer full while InfluxDB
-// was slow) per output, and the buffer's fill level; the last value per v.windowPeriod.
-// Dropped above zero means spans are missing in InfluxDB.
+// The latency join, the InfluxDB writer behind the collector (its own counters, measurement
+// ddshark_join in ${bucket}): points written, refused by InfluxDB, given up (stopped while
+// InfluxDB could not take them), exports answered "retry later" for a full queue, points
+// waiting, and ddshark's metric points and log records refused; the last value per
+// v.windowPeriod. Refused or given up above zero means points are missing in InfluxDB.
 // Grafana variables: ${bucket}, v.timeRangeStart/Stop, v.windowPeriod.
 from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "internal_write")
-    |> filter(fn: (r) => r._field == "metrics_written" or r._field == "metrics_dropped" or r._field == "buffer_size")
-    |> group(columns: ["alias", "_field"])
+    |> filter(fn: (r) => r._measurement == "ddshark_join")
+    |> filter(fn: (r) => r._field == "influx_points_written" or r._field == "influx_points_rejected" or r._field == "influx_points_abandoned" or r._field == "influx_queue_full" or r._field == "influx_queued_points" or r._field == "telemetry_rejected")
+    |> group(columns: ["_field"])
     |> aggregateWindow(every: v.windowPeriod, fn: last, createEmpty: false)
-    |> map(fn: (r) => ({_time: r._time, _value: float(v: r._value), series: (if exists r.alias then r.alias else "") + " " + r._field}))
+    |> map(fn: (r) => ({_time: r._time, _value: float(v: r._value), series: r._field}))
     |> group(columns: ["series"])

@@ -68,7 +68,7 @@ def var_bucket():
     return {
         "name": "bucket", "label": "raw bucket", "type": "textbox", "query": "ddshark",
         "current": {"text": "ddshark", "value": "ddshark"}, "hide": 0,
-        "description": "InfluxDB bucket Telegraf writes the raw spans into (short retention)",
+        "description": "InfluxDB bucket the latency join writes the raw spans into (short retention)",
     }
 
 
@@ -357,7 +357,7 @@ def traffic_board():
 def health_board():
     b = Board("ddshark-health", "ddshark — capture and export health",
               "ddshark's own export counters (via OTLP into InfluxDB) and the collector's "
-              "pipeline metrics (Prometheus), Telegraf's writer and latency-join counters and "
+              "pipeline metrics (Prometheus), the latency join's writer and join counters and "
               "the series cardinality of both buckets.",
               [var_influx_ds(), var_prom_ds(), var_bucket(), var_long_bucket()])
     b.flux_panel("ddshark spans enqueued / sent / dropped / failed",
@@ -367,8 +367,8 @@ def health_board():
     b.flux_panel("Spans lost in transit, per host and ddshark run",
                  "Every span carries its ddshark run's export_seq (0, 1, 2, … as ddshark puts spans "
                  "into requests): the numbers missing in the raw bucket, those ddshark counted failed, "
-                 "and the rest, lost after ddshark (collector, Telegraf, InfluxDB: a Telegraf killed "
-                 "with spans in its memory buffer). —: the run started before the range (widen it).",
+                 "and the rest, lost after ddshark (collector, join, InfluxDB). —: the run started "
+                 "before the range (widen it).",
                  "transit_loss", "short", h=7, kind="table")
     b.panel("Collector: spans accepted / exported / failed per second",
             "OpenTelemetry Collector pipeline (its own Prometheus metrics).",
@@ -387,16 +387,17 @@ def health_board():
              prom_target("sum by (exporter) (otelcol_exporter_queue_capacity)",
                          "{{exporter}} capacity", "B")],
             "short", h=8, w=12, x=12)
-    b.flux_panel("Telegraf (InfluxDB writer): written / dropped / buffered",
-                 "Cumulative metrics (= spans, mostly) written into InfluxDB and dropped because the "
-                 "buffer was full, and the buffer's fill level, per output.",
+    b.flux_panel("Latency join (InfluxDB writer): written / refused / given up / queued",
+                 "Cumulative points the latency join wrote into InfluxDB, InfluxDB refused, and it gave "
+                 "up when stopping; exports answered 'retry later' for a full queue; points waiting; "
+                 "ddshark's metric points and log records refused.",
                  "writer_health", "short", h=8, w=12, advance=False,
                  legend_calcs=["last"])
     b.flux_panel("Series cardinality per bucket",
                  "Series with data in the time range; bounded by the deployment, not the traffic.",
                  "series_cardinality", "short", h=8, w=12, x=12, kind="stat")
     b.flux_panel("Latency join: pending / joined early / points written, dropped / rejected / senderless / forced / quiet hosts / clock table",
-                 "Samples and DATA_FRAGs waiting in the latency join (ddshark join, run by Telegraf), "
+                 "Samples and DATA_FRAGs waiting in the latency join (ddshark join), "
                  "samples joined early because it was full (> 0: latencies may be missing), the points "
                  "it wrote and could not deliver, the lines it could not use, the samples and "
                  "DATA_FRAGs the writer's host did not capture (senderless: no point; cumulative; "

@@ -8,7 +8,7 @@
 #                               this): tshark, tcpdump, namespaces tools, the real DDS traffic
 #                               generator (Cyclone DDS venv, ddsperf, clang), tmux, Chromium,
 #                               Prometheus, tcpreplay, cargo-fuzz, cargo-deb, and the real OpenTelemetry
-#                               Collector + InfluxDB 2 + Telegraf + Grafana's dashboard linter
+#                               Collector + InfluxDB 2 + Grafana's dashboard linter
 #                               (scripts/stack/build.sh, ~15 min the first time, cached afterwards),
 #                               and the aarch64 cross build's parts (Debian's cross gcc, arm64
 #                               libpcap through dpkg's multiarch, qemu-user to run the result,
@@ -146,7 +146,7 @@ if [ "$want_test" -eq 1 ]; then
     took "cargo install cargo-deb" "$t0"
   fi
 
-  # The real OpenTelemetry Collector, InfluxDB 2, Telegraf and Grafana's dashboard linter
+  # The real OpenTelemetry Collector, InfluxDB 2 and Grafana's dashboard linter
   # (pinned, cached in ~/.cache/ddshark-stack).
   t0=$SECONDS
   scripts/stack/build.sh

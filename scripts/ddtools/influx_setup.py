@@ -7,7 +7,7 @@ library only; the docker-free stack has no `influx` CLI).
                             --long-retention DUR [--tasks DIR]
       create the long bucket and (--tasks) one task per DIR/*.flux (${bucket} and ${long_bucket}
       replaced by RAW and LONG); a task of the same name is replaced. The stack creates no
-      task: Telegraf's latency join materialises the latencies; --tasks and run-task are
+      task: the latency join materialises the latencies; --tasks and run-task are
       for measuring the Flux version, flux-queries/tasks/materialise_latency.flux
   python3 -m ddtools.influx_setup run-task --url U --org O --token T --name NAME --at TIME [--at TIME ...]
       run the task now as if scheduled at each TIME (RFC 3339 or ns since the epoch), in

@@ -321,7 +321,7 @@ def join_state(influx):
 
 
 def await_join(influx, timeout, poll):
-    """Waits until a push of Telegraf's latency join made after this call finds nothing
+    """Waits until a push of the latency join made after this call finds nothing
     pending (call it once InfluxDB holds every span). Returns its last counters, whether
     it got there, and the seconds waited."""
     t_called = time.time_ns()
@@ -338,10 +338,10 @@ def await_join(influx, timeout, poll):
 
 
 def wait_for_join(influx, timeout=180):
-    """Until Telegraf's latency join has joined every sample (checked)."""
+    """Until the latency join has joined every sample (checked)."""
     st, done, waited = await_join(influx, timeout, poll=1)
     ok = check(done, f"the latency join did not finish within {timeout} s: {st}")
-    # (its points are written by Telegraf's next flush)
+    # (its points are written at its next push)
     time.sleep(3)
     if ok:
         log(f"latency join done in {waited:.0f} s: {st}")

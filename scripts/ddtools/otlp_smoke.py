@@ -19,8 +19,8 @@ from .influx import Influx
 # The spans the smoke test sends. Resource attributes: service.name,
 # host.name, capture.interface; span attributes like ddshark's DATA/DATA_FRAG
 # spans (the DATA_FRAGs with every attribute the latency join reads, which takes them).
-# Ints stay ints in OTLP (intValue) so the test shows how the join (the layout of
-# deploy/telegraf/telegraf.conf's converter) stores them: bounded tags, typed fields.
+# Ints stay ints in OTLP (intValue) so the test shows how the join stores them (the
+# layout docs/span-schema.md describes): bounded tags, typed fields.
 RESOURCE = {
     "service.name": "ddshark-smoke",
     "host.name": "smoke-host",

@@ -9,5 +9,5 @@ DASH_DIR = os.path.join(REPO_ROOT, "grafana", "dashboards")
 PROV_DIR = os.path.join(REPO_ROOT, "grafana", "provisioning")
 STACK_SCRIPTS = os.path.join(REPO_ROOT, "scripts", "stack")
 SPAN_SCHEMA_JSON = os.path.join(STACK_SCRIPTS, "span_schema.json")
-# The stack's build cache (bin/ with otelcol, telegraf, influxd, ...).
+# The stack's build cache (bin/ with otelcol, influxd, ...).
 STACK_DIR = os.environ.get("DDSHARK_STACK_DIR") or os.path.expanduser("~/.cache/ddshark-stack")

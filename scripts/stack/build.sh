@@ -3,8 +3,6 @@
 #   - otelcol-ddshark : OpenTelemetry Collector built with ocb from
 #                       deploy/otelcol/builder-manifest.yaml
 #   - influxd         : InfluxDB v2.7.12 (with Flux) built from the Go module
-#   - telegraf        : Telegraf v1.39.3, only the plugins deploy/telegraf/telegraf.conf
-#                       uses (build tags), the InfluxDB writer behind the collector
 #   - dashboard-linter: Grafana's dashboard linter (Go module, pinned pseudo-version),
 #                       run on grafana/dashboards/*.json by tests/flux
 #   - compose-validate: deploy/docker-compose.yml through the Compose Specification's own
@@ -19,7 +17,7 @@
 # versions (and, for the collector, the manifest's hash) is not rebuilt.
 #
 # Usage: scripts/stack/build.sh [--force] [--no-apt]
-#                               [--only otelcol|influxd|telegraf|dashboard-linter|compose-validate]
+#                               [--only otelcol|influxd|dashboard-linter|compose-validate]
 #                               [--with-telemetrygen]
 set -euo pipefail
 
@@ -29,9 +27,6 @@ INFLUXDB_VERSION=v2.7.12              # github.com/influxdata/influxdb/v2
 PKG_CONFIG_VERSION=v0.2.14            # github.com/influxdata/pkg-config (pinned by influxdb's go.mod)
 INFLUXDB_BUILD_TAGS=sqlite_foreign_keys,sqlite_json
 TELEMETRYGEN_VERSION=v0.161.0         # contrib cmd/telemetrygen
-TELEGRAF_VERSION=v1.39.3              # github.com/influxdata/telegraf
-# Only the plugins deploy/telegraf/telegraf.conf uses ("custom" leaves out all others).
-TELEGRAF_BUILD_TAGS=custom,inputs.opentelemetry,inputs.internal,inputs.socket_listener,processors.converter,outputs.influxdb_v2,outputs.execd,parsers.influx,serializers.influx
 # github.com/grafana/dashboard-linter has no tagged release; the checksum database has
 # no record of this pseudo-version, so its module hash is pinned here and checked.
 DASHBOARD_LINTER_VERSION=v0.0.0-20241224134444-1765d94aec4a
@@ -50,14 +45,14 @@ while (($#)); do
   case "$1" in
     --force) FORCE=1 ;;
     --no-apt) WITH_APT=0 ;;
-    --only) ONLY="${2:?--only needs otelcol, influxd, telegraf, dashboard-linter or compose-validate}"; shift ;;
+    --only) ONLY="${2:?--only needs otelcol, influxd, dashboard-linter or compose-validate}"; shift ;;
     --with-telemetrygen) WITH_TELEMETRYGEN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) usage_error "unknown argument: $1" ;;
   esac
   shift
 done
-case "$ONLY" in ""|otelcol|influxd|telegraf|dashboard-linter|compose-validate) ;; *) usage_error "--only takes otelcol, influxd, telegraf, dashboard-linter or compose-validate" ;; esac
+case "$ONLY" in ""|otelcol|influxd|dashboard-linter|compose-validate) ;; *) usage_error "--only takes otelcol, influxd, dashboard-linter or compose-validate" ;; esac
 
 STACK_DIR="$DDSHARK_STACK_DIR"
 BIN_DIR="$STACK_DIR/bin"
@@ -236,17 +231,6 @@ EOF
   rm -rf "$src"
 }
 
-# ---- Telegraf ---------------------------------------------------------------------
-# `go install` works (no replace directives); the build tags keep only our plugins,
-# which cuts the compile to a few minutes.
-build_telegraf() {
-  local want="telegraf $TELEGRAF_VERSION tags=$TELEGRAF_BUILD_TAGS"
-  up_to_date telegraf "$want" && return
-  go_install_bin telegraf "$want" -tags "$TELEGRAF_BUILD_TAGS" \
-    -ldflags "-s -w -X github.com/influxdata/telegraf/internal.Version=${TELEGRAF_VERSION#v}" \
-    "github.com/influxdata/telegraf/cmd/telegraf@$TELEGRAF_VERSION"
-}
-
 # ---- Grafana's dashboard linter ---------------------------------------------------
 # `go install …@pseudo-version` is refused (the proxy does not serve the version list
 # it consults for deprecations), so: download the module without the checksum
@@ -295,13 +279,12 @@ T_START=$SECONDS
 if [ "$WITH_APT" = 1 ] && [ -z "$ONLY" ]; then apt_install; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = otelcol ]; then build_otelcol; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = influxd ]; then build_influxd; fi
-if [ -z "$ONLY" ] || [ "$ONLY" = telegraf ]; then build_telegraf; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = dashboard-linter ]; then build_dashboard_linter; fi
 if [ -z "$ONLY" ] || [ "$ONLY" = compose-validate ]; then build_compose_validate; fi
 if [ "$WITH_TELEMETRYGEN" = 1 ]; then build_telemetrygen; fi
 
 say "done in $((SECONDS - T_START)) s; binaries in $BIN_DIR:"
-for b in otelcol-ddshark influxd telegraf dashboard-linter compose-validate telemetrygen; do
+for b in otelcol-ddshark influxd dashboard-linter compose-validate telemetrygen; do
   [ -x "$BIN_DIR/$b" ] && say "  $b: $(cat "$BIN_DIR/$b.stamp" 2>/dev/null) ($(du -h "$BIN_DIR/$b" | cut -f1))"
 done
 for b in prometheus prometheus-node-exporter; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end smoke test of the docker-free stack:
-#   start influxd + the latency join + telegraf + otelcol-ddshark on non-default ports in a temporary run dir,
+#   start influxd + the latency join + otelcol-ddshark on non-default ports in a temporary run dir,
 #   POST three ddshark-like spans to the collector's OTLP/HTTP endpoint
 #   (plain JSON, python3 standard library), check the collector's own
 #   counters, query InfluxDB with Flux (POST /api/v2/query, Accept:

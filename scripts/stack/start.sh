@@ -4,10 +4,9 @@
 #     raw-span bucket (short retention) and the long bucket (materialised latencies,
 #     per-topic counters))
 #   the latency join (`ddshark-join`, this checkout's target/release/ddshark-join, rebuilt
-#     when its sources changed): takes the spans as OTLP from the collector and writes them
-#     and the latencies it materialises to that influxd
-#   telegraf with deploy/telegraf/telegraf.conf: writes ddshark's OTLP metrics and logs
-#   otelcol-ddshark with deploy/otelcol/config.yaml: spans to the join, the rest to telegraf
+#     when its sources changed): takes the spans, metrics and logs as OTLP from the collector
+#     and writes them and the latencies it materialises to that influxd
+#   otelcol-ddshark with deploy/otelcol/config.yaml: spans, metrics and logs to the join
 #   optionally (--with-prometheus) prometheus + prometheus-node-exporter
 # Credentials are made on first start (deploy/secrets.sh) and kept in RUN_DIR/secrets:
 # InfluxDB's token and password, the OTLP bearer token, a private CA and the OTLP
@@ -52,9 +51,7 @@
 #   DDSHARK_OTELCOL_HEALTH_PORT collector health_check    [13133]
 #   DDSHARK_OTELCOL_METRICS_PORT collector own metrics    [8888]
 #   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
-#   DDSHARK_TELEGRAF_OTLP_PORT  telegraf's OTLP/gRPC input (ddshark's metrics and logs) [4319]
-#   DDSHARK_JOIN_OTLP_PORT      the latency join's OTLP/gRPC intake (the spans) [4320]
-#   DDSHARK_TELEGRAF_GOGC       telegraf's Go GC target (GOGC) [400]
+#   DDSHARK_JOIN_OTLP_PORT      the latency join's OTLP/gRPC intake [4320]
 #   DDSHARK_JOIN_BIN            the latency join (ddshark-join) [target/release/ddshark-join,
 #                               rebuilt by cargo when its sources changed]
 #   DDSHARK_JOIN_STATE          the join's state across its restarts [RUN_DIR/join.state]
@@ -62,15 +59,12 @@
 #   DDSHARK_JOIN_MAX_PENDING, DDSHARK_JOIN_SAMPLE_WINDOW
 #                               its --period [10s], --settle-pushes [3], --max-wait-pushes [30],
 #                               --max-pending [500000], --sample-window [10s]
-#   DDSHARK_TELEGRAF_BUFFER     telegraf's output buffers: memory or disk [memory]
-#   DDSHARK_TELEGRAF_BUFFER_DIR where the disk buffers are [RUN_DIR/telegraf-buffer]
-#   (a start begins afresh: InfluxDB's data, the join's state and the buffers are removed)
+#   (a start begins afresh: InfluxDB's data and the join's state are removed)
 #   DDSHARK_PROMETHEUS_PORT     prometheus (--with-prometheus) [9090]
 #   DDSHARK_NODE_EXPORTER_PORT  node exporter (--with-prometheus) [9100]
 #   DDSHARK_STACK_TIMEOUT       seconds to wait for health [60]
 # Other DDSHARK_OTELCOL_* variables of deploy/otelcol/config.yaml (exporter
-# lists, debug verbosity, ...) and DDSHARK_TELEGRAF_* of deploy/telegraf/telegraf.conf
-# pass through.
+# lists, debug verbosity, ...) pass through.
 set -euo pipefail
 
 LIB_TAG=stack
@@ -98,17 +92,17 @@ HOST="$BIND"; [ "$HOST" = 0.0.0.0 ] && HOST=127.0.0.1
 if [ "$AUTO_PORTS" = 1 ]; then
   # Nine distinct free ports (all bound at once, then released); the
   # servers bind them moments later.
-  read -r AP1 AP2 AP3 AP4 AP5 AP6 AP7 AP8 AP9 AP10 < <(python3 -c '
+  read -r AP1 AP2 AP3 AP4 AP5 AP6 AP7 AP8 AP9 < <(python3 -c '
 import socket, sys
 socks = []
-for _ in range(10):
+for _ in range(9):
     s = socket.socket(); s.bind((sys.argv[1], 0)); socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 ' "$BIND")
   : "${DDSHARK_INFLUX_PORT:=$AP1}" "${DDSHARK_OTLP_GRPC_PORT:=$AP2}" "${DDSHARK_OTLP_HTTP_PORT:=$AP3}"
   : "${DDSHARK_OTELCOL_HEALTH_PORT:=$AP4}" "${DDSHARK_OTELCOL_METRICS_PORT:=$AP5}" "${DDSHARK_OTELCOL_PROM_PORT:=$AP6}"
-  : "${DDSHARK_PROMETHEUS_PORT:=$AP7}" "${DDSHARK_NODE_EXPORTER_PORT:=$AP8}" "${DDSHARK_TELEGRAF_OTLP_PORT:=$AP9}"
-  : "${DDSHARK_JOIN_OTLP_PORT:=$AP10}"
+  : "${DDSHARK_PROMETHEUS_PORT:=$AP7}" "${DDSHARK_NODE_EXPORTER_PORT:=$AP8}"
+  : "${DDSHARK_JOIN_OTLP_PORT:=$AP9}"
 fi
 INFLUX_PORT="${DDSHARK_INFLUX_PORT:-8086}"
 INFLUX_ORG="${DDSHARK_INFLUX_ORG:-ddshark}"
@@ -132,7 +126,6 @@ METRICS_PORT="${DDSHARK_OTELCOL_METRICS_PORT:-8888}"
 PROM_EXP_PORT="${DDSHARK_OTELCOL_PROM_PORT:-8889}"
 PROMETHEUS_PORT="${DDSHARK_PROMETHEUS_PORT:-9090}"
 NODE_EXPORTER_PORT="${DDSHARK_NODE_EXPORTER_PORT:-9100}"
-TELEGRAF_OTLP_PORT="${DDSHARK_TELEGRAF_OTLP_PORT:-4319}"
 JOIN_OTLP_PORT="${DDSHARK_JOIN_OTLP_PORT:-4320}"
 TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
 INFLUX_URL="http://$HOST:$INFLUX_PORT"
@@ -144,7 +137,7 @@ LOG_DIR="$RUN_DIR/logs"
 SECRETS_DIR="${DDSHARK_STACK_SECRETS_DIR:-$RUN_DIR/secrets}"
 
 # ---- refuse to start twice in one run dir --------------------------------
-for n in otelcol telegraf influxd prometheus node_exporter; do
+for n in otelcol join influxd prometheus node_exporter; do
   if stack_pid_alive "$n"; then
     die "a stack is already running in $RUN_DIR ($n pid $(cat "$PID_DIR/$n.pid")); stop it with scripts/stack/stop.sh --run-dir $RUN_DIR"
   fi
@@ -156,8 +149,7 @@ mkdir -p "$PID_DIR" "$LOG_DIR"
 if [ "$DO_BUILD" = 1 ]; then "$REPO_ROOT/scripts/stack/build.sh" >&2; fi
 OTELCOL_BIN="$BIN_DIR/otelcol-ddshark"
 INFLUXD_BIN="$BIN_DIR/influxd"
-TELEGRAF_BIN="$BIN_DIR/telegraf"
-for b in "$OTELCOL_BIN" "$INFLUXD_BIN" "$TELEGRAF_BIN"; do
+for b in "$OTELCOL_BIN" "$INFLUXD_BIN"; do
   [ -x "$b" ] || die "missing $b: run scripts/stack/build.sh first (or start.sh --build)"
 done
 if [ "$WITH_PROMETHEUS" = 1 ]; then
@@ -184,7 +176,7 @@ OTLP_TOKEN="$(head -n1 "$SECRETS_DIR/otlp-token" | awk '{print $1}')"
 [ -n "$INFLUX_TOKEN" ] && [ -n "$INFLUX_PASSWORD" ] && [ -n "$OTLP_TOKEN" ] || die "empty credentials in $SECRETS_DIR"
 
 # ---- ports must be free ---------------------------------------------------
-ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "$TELEGRAF_OTLP_PORT" "$JOIN_OTLP_PORT")
+ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "$JOIN_OTLP_PORT")
 [ "$WITH_PROMETHEUS" = 1 ] && ports+=("$PROMETHEUS_PORT" "$NODE_EXPORTER_PORT")
 dups="$(printf '%s\n' "${ports[@]}" | sort | uniq -d)"
 [ -z "$dups" ] || die "port(s) configured twice: $dups"
@@ -314,11 +306,10 @@ python3 -m ddtools.influx_setup provision \
   --bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET" --long-retention "$LONG_RETENTION" >&2 \
   || die "creating the long bucket failed"
 
-# ---- the latency join (spans → InfluxDB) and telegraf (metrics, logs → InfluxDB) ----
+# ---- the latency join (spans, metrics, logs → InfluxDB) ----
 export DDSHARK_INFLUX_URL="$INFLUX_URL" DDSHARK_INFLUX_ORG="$INFLUX_ORG"
 export DDSHARK_INFLUX_BUCKET="$INFLUX_BUCKET" DDSHARK_INFLUX_LONG_BUCKET="$INFLUX_LONG_BUCKET"
 export DDSHARK_INFLUX_TOKEN="$INFLUX_TOKEN"
-export DDSHARK_TELEGRAF_OTLP_ADDR="$HOST:$TELEGRAF_OTLP_PORT"
 # The latency join is `ddshark-join` (crates/span-join): this checkout's release build unless
 # DDSHARK_JOIN_BIN names one.
 # It is rebuilt only when the sources it is built from changed (their digest is kept beside it
@@ -347,13 +338,7 @@ fi
   die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN does not run (--help failed)"
 # (a fresh InfluxDB: nothing of an earlier run is carried over)
 JOIN_STATE="${DDSHARK_JOIN_STATE:-$RUN_DIR/join.state}"
-export DDSHARK_TELEGRAF_BUFFER_DIR="${DDSHARK_TELEGRAF_BUFFER_DIR:-$RUN_DIR/telegraf-buffer}"
-rm -rf "$JOIN_STATE" "$JOIN_STATE".journal-* "$DDSHARK_TELEGRAF_BUFFER_DIR"
-mkdir -p "$DDSHARK_TELEGRAF_BUFFER_DIR"
-# (GOGC: fewer garbage collections, less CPU for more RSS)
-launch telegraf "$RUN_DIR" env GOGC="${DDSHARK_TELEGRAF_GOGC:-400}" "$TELEGRAF_BIN" --strict-env-handling \
-  --config "$REPO_ROOT/deploy/telegraf/telegraf.conf"
-wait_tcp telegraf "$HOST" "$TELEGRAF_OTLP_PORT"
+rm -rf "$JOIN_STATE" "$JOIN_STATE".journal-*
 # (the token in a file, never on a command line: DDSHARK_INFLUX_TOKEN may differ from the secrets' file)
 JOIN_TOKEN_FILE="$SECRETS_DIR/influx-token"
 if [ "$INFLUX_TOKEN" != "$(head -n1 "$JOIN_TOKEN_FILE" 2>/dev/null)" ]; then
@@ -437,7 +422,6 @@ touch "$RUN_DIR/stack.env" && chmod 0600 "$RUN_DIR/stack.env"
     echo "export OTEL_EXPORTER_OTLP_CERTIFICATE='$SECRETS_DIR/ca.pem'"
     echo "export OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer%20$OTLP_TOKEN'"
   fi
-  echo "export DDSHARK_TELEGRAF_OTLP_ADDR='$HOST:$TELEGRAF_OTLP_PORT'"
   echo "export DDSHARK_JOIN_OTLP_ADDR='$HOST:$JOIN_OTLP_PORT'"
   echo "export DDSHARK_OTELCOL_HEALTH_URL='http://$HOST:$HEALTH_PORT/'"
   echo "export DDSHARK_OTELCOL_METRICS_URL='http://$HOST:$METRICS_PORT/metrics'"

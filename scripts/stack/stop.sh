@@ -28,10 +28,10 @@ PID_DIR="$RUN_DIR/pids"
 if [ ! -d "$PID_DIR" ]; then
   say "nothing to stop in $RUN_DIR (no pids/)"
 else
-  # Collector first so it can flush its queue into Telegraf, Telegraf next (it
-  # flushes into InfluxDB), InfluxDB last.
+  # Collector first so it can flush its queue into the join, the join next (it
+  # writes into InfluxDB), InfluxDB last.
   rc=0
-  for name in otelcol join telegraf prometheus node_exporter influxd; do
+  for name in otelcol join prometheus node_exporter influxd; do
     [ -f "$PID_DIR/$name.pid" ] || continue
     pid="$(cat "$PID_DIR/$name.pid")"
     if ! stack_pid_alive "$name"; then

@@ -3,7 +3,7 @@
 //! capture, made in-process — are fed to the streaming join in capture-time order with a
 //! push every 2 s of capture time, and its `dds_latency` and `dds_lost` points must be
 //! `oracle_latency.tsv` sample by sample: direction, send time, receive time, and the
-//! incomplete samples as lost. (Through the real Telegraf and InfluxDB: tests/flux/run.sh.)
+//! incomplete samples as lost. (Through the real collector, the join's binary and InfluxDB: tests/flux/run.sh.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -250,7 +250,6 @@ fn the_deployment_holds_no_credentials() {
     let root = repo_root();
     for f in [
         "deploy/docker-compose.yml",
-        "deploy/telegraf/telegraf.conf",
         "deploy/otelcol/config.yaml",
         "deploy/otelcol/secure.yaml",
         "scripts/stack/start.sh",

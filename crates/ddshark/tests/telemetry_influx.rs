@@ -1,14 +1,17 @@
-//! ddshark's OTLP metrics and logs written by the join (`ddshark join --otlp-grpc …
-//! --influx-url …`) against Telegraf 1.39.3's layout of the same exports (issue 32: the
-//! join takes them so that Telegraf can leave the stack): `scripts/stack/start.sh`'s influxd
-//! and Telegraf, and a second real collector (deploy/otelcol/config.yaml) whose metrics and
-//! logs pipelines export to both Telegraf and a join of the test's, which writes buckets of
-//! its own in that influxd. `ddshark -r --otlp` of fixtures with topics, deadlines, shared
-//! memory, DDS Security and RTPS over TCP goes through it (every `ddshark.*` metric), and an
-//! OTLP/HTTP logs export with every kind of value. Then the join's long bucket holds exactly
-//! Telegraf's `ddshark.*` points, its raw bucket exactly Telegraf's `logs` (every point, tag
-//! and field, values to the last digit, times to the ns), and its counters say nothing was
-//! refused.
+//! ddshark's OTLP metrics and logs as the join writes them to InfluxDB, against what
+//! Telegraf 1.39.3 (the stack's writer of them before the join took them, issue 32) stored
+//! of the same replay: `scripts/stack/start.sh`'s stack (collector → join → influxd) takes
+//! `ddshark -r --otlp` of fixtures with topics, deadlines, shared memory, DDS Security and
+//! RTPS over TCP (every `ddshark.*` metric) and an OTLP/HTTP logs export with every kind of
+//! value; then every field row of the join's `ddshark.*` and `logs` points (measurement,
+//! tags, field, value) is one of Telegraf's and every one of Telegraf's is there.
+//!
+//! Telegraf's rows are `tests/golden/telemetry_telegraf.txt`, recorded when both wrote the
+//! same exports into one influxd (the join's equal to every point, tag, field, value, type
+//! and ns then: 2304 metric and 9 log field rows), without what differs between runs:
+//! times (the SDK stamps wall-clock time), `start_time_unix_nano`, `service.instance.id`,
+//! `otel.library.version` (ddshark's version) and the values of `ddshark.otlp.*` (the
+//! exporter's own counters at each snapshot depend on its progress).
 //!
 //! Needs the stack `scripts/stack/build.sh` caches (`common::stack::stack_bin`): without
 //! it this test FAILS, naming how to build it.
@@ -16,33 +19,13 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::net::TcpListener;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, RunningStack};
+use common::stack::{fresh_run_dir, metric_sum, scrape, RunningStack};
 use common::{fixture, repo_root};
-
-/// A child process, killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     let t = Instant::now();
@@ -52,82 +35,12 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
-const JOIN_BUCKETS: [&str; 2] = ["telemetry_raw", "telemetry_long"];
-
-fn start_join(stack: &RunningStack, dir: &Path, port: u16) -> Proc {
-    let err = File::create(dir.join("join.err")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
-        .args(["join", "--otlp-grpc", &format!("127.0.0.1:{port}")])
-        .args(["--period", "1s"])
-        .args(["--influx-url", stack.var("DDSHARK_INFLUX_URL")])
-        .arg("--influx-token-file")
-        .arg(stack.run_dir.join("secrets/influx-token"))
-        .args([
-            "--raw-bucket",
-            JOIN_BUCKETS[0],
-            "--long-bucket",
-            JOIN_BUCKETS[1],
-        ])
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
-    Proc(child)
-}
-
-/// The second collector: metrics and logs to Telegraf and to the join; (ddshark's) spans
-/// nowhere.
-fn start_collector(stack: &RunningStack, dir: &Path, join_port: u16) -> (Proc, u16, u16, String) {
-    let deploy = repo_root().join("deploy/otelcol");
-    let (grpc, http, health, metrics, prom) = (
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-    );
-    let log = File::create(dir.join("otelcol.log")).unwrap();
-    let both = "[otlp/telegraf, otlp/join]";
-    let child = Command::new(stack_bin("otelcol-ddshark"))
-        .arg(format!("--config={}", deploy.join("config.yaml").display()))
-        .current_dir(dir)
-        .env("DDSHARK_OTLP_GRPC_PORT", grpc.to_string())
-        .env("DDSHARK_OTLP_HTTP_PORT", http.to_string())
-        .env("DDSHARK_OTELCOL_HEALTH_PORT", health.to_string())
-        .env("DDSHARK_OTELCOL_METRICS_PORT", metrics.to_string())
-        .env("DDSHARK_OTELCOL_PROM_PORT", prom.to_string())
-        .env(
-            "DDSHARK_TELEGRAF_OTLP_ADDR",
-            stack.var("DDSHARK_TELEGRAF_OTLP_ADDR"),
-        )
-        .env("DDSHARK_OTELCOL_TRACES_EXPORTERS", "[debug]")
-        .env("DDSHARK_OTELCOL_METRICS_EXPORTERS", both)
-        .env("DDSHARK_OTELCOL_LOGS_EXPORTERS", both)
-        .env("DDSHARK_JOIN_OTLP_ADDR", format!("127.0.0.1:{join_port}"))
-        .env("DDSHARK_OTELCOL_STORAGE_DIR", dir.join("queue"))
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{health}/");
-    wait_for(
-        "the collector's health check",
-        Duration::from_secs(60),
-        || {
-            Command::new("curl")
-                .args(["-fsS", "--max-time", "2", &url])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        },
-    );
-    (
-        Proc(child),
-        grpc,
-        http,
-        format!("http://127.0.0.1:{metrics}/metrics"),
-    )
+/// The port of a URL (`http://127.0.0.1:4317`).
+fn port_of(url: &str) -> u16 {
+    url.rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .unwrap_or_else(|| panic!("no port in {url}"))
 }
 
 fn replay(otlp: u16, pcap: &Path, host: &str) {
@@ -203,62 +116,6 @@ fn post_logs(http: u16) {
     );
 }
 
-/// Both exporters of the collector sent every metric point and log record it accepted.
-fn drained(metrics: &str) {
-    for (accepted, sent, failed) in [
-        (
-            "otelcol_receiver_accepted_metric_points",
-            "otelcol_exporter_sent_metric_points",
-            "otelcol_exporter_send_failed_metric_points",
-        ),
-        (
-            "otelcol_receiver_accepted_log_records",
-            "otelcol_exporter_sent_log_records",
-            "otelcol_exporter_send_failed_log_records",
-        ),
-    ] {
-        let sent_by = |e: &str| metric_sum(metrics, sent, &[&format!("exporter=\"{e}\"")]);
-        wait_for(sent, Duration::from_secs(120), || {
-            let a = metric_sum(metrics, accepted, &[]);
-            a > 0 && sent_by("otlp/join") == a && sent_by("otlp/telegraf") == a
-        });
-        for e in ["otlp/join", "otlp/telegraf"] {
-            let f = metric_sum(metrics, failed, &[&format!("exporter=\"{e}\"")]);
-            assert_eq!(f, 0, "{failed} {e}\n{}", scrape(metrics));
-        }
-    }
-}
-
-fn make_buckets(stack: &RunningStack) {
-    let influx = &stack.influx;
-    let orgs = Command::new("curl")
-        .args(["-sS", "--fail-with-body"])
-        .arg(format!("{}/api/v2/orgs?org={}", influx.url, influx.org))
-        .arg("-H")
-        .arg(format!("Authorization: Token {}", influx.token))
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&orgs.stdout).unwrap();
-    let org_id = v["orgs"][0]["id"].as_str().unwrap().to_string();
-    for b in JOIN_BUCKETS {
-        let body = serde_json::json!({"orgID": org_id, "name": b, "retentionRules": []});
-        let out = Command::new("curl")
-            .args(["-sS", "--fail-with-body", "-XPOST"])
-            .arg(format!("{}/api/v2/buckets", influx.url))
-            .arg("-H")
-            .arg(format!("Authorization: Token {}", influx.token))
-            .args(["-H", "Content-Type: application/json"])
-            .args(["--data-binary", &body.to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
-}
-
 /// Every field row of the measurements `filter` picks in `bucket` (its measurement, time,
 /// tags, field, value as text), sorted.
 fn rows(stack: &RunningStack, bucket: &str, filter: &str) -> Vec<String> {
@@ -287,31 +144,6 @@ fn rows(stack: &RunningStack, bucket: &str, filter: &str) -> Vec<String> {
     rows
 }
 
-/// The field types of the measurements `filter` picks in `bucket` (what `rows`' strings
-/// cannot tell: 1 as an integer or as a float).
-fn field_types(stack: &RunningStack, bucket: &str, filter: &str) -> Vec<String> {
-    let flux = format!(
-        r#"import "types"
-from(bucket: "{bucket}") |> range(start: 0)
-  |> filter(fn: (r) => {filter})
-  |> map(fn: (r) => ({{_measurement: r._measurement, _field: r._field,
-       t: if types.isType(v: r._value, type: "int") then "int"
-          else if types.isType(v: r._value, type: "float") then "float"
-          else if types.isType(v: r._value, type: "string") then "string"
-          else if types.isType(v: r._value, type: "bool") then "bool" else "other"}}))
-  |> group(columns: ["_measurement", "_field", "t"]) |> first(column: "t")
-  |> group()"#
-    );
-    let mut rows: Vec<String> = stack
-        .influx
-        .query(&flux)
-        .into_iter()
-        .map(|r| format!("{} {} {}", r["_measurement"], r["_field"], r["t"]))
-        .collect();
-    rows.sort();
-    rows
-}
-
 /// The last `ddshark_join` point of the join's raw bucket: field → value.
 fn counters(stack: &RunningStack) -> HashMap<String, i64> {
     stack
@@ -319,25 +151,69 @@ fn counters(stack: &RunningStack) -> HashMap<String, i64> {
         .query(&format!(
             r#"from(bucket: "{}") |> range(start: 0)
   |> filter(fn: (r) => r._measurement == "ddshark_join") |> last()"#,
-            JOIN_BUCKETS[0]
+            stack.influx.bucket
         ))
         .into_iter()
         .map(|r| (r["_field"].clone(), r["_value"].parse().unwrap()))
         .collect()
 }
 
-#[test]
-fn the_joins_metrics_and_logs_equal_telegrafs_point_for_point() {
-    let run_dir = fresh_run_dir("telemetry-influx");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    let stack = RunningStack::start(&run_dir.join("stack"), &[]);
-    make_buckets(&stack);
-    let dir = run_dir.join("second");
-    std::fs::create_dir_all(&dir).unwrap();
-    let join_port = free_port();
-    let _join = start_join(&stack, &dir, join_port);
-    let (_collector, grpc, http, metrics) = start_collector(&stack, &dir, join_port);
+/// The collector sent every metric point and log record it accepted to the join, and none
+/// failed.
+fn drained(stack: &RunningStack) {
+    let metrics = stack.var("DDSHARK_OTELCOL_METRICS_URL");
+    for (accepted, sent, failed) in [
+        (
+            "otelcol_receiver_accepted_metric_points",
+            "otelcol_exporter_sent_metric_points",
+            "otelcol_exporter_send_failed_metric_points",
+        ),
+        (
+            "otelcol_receiver_accepted_log_records",
+            "otelcol_exporter_sent_log_records",
+            "otelcol_exporter_send_failed_log_records",
+        ),
+    ] {
+        let join = "exporter=\"otlp/join\"";
+        wait_for(sent, Duration::from_secs(120), || {
+            let a = metric_sum(metrics, accepted, &[]);
+            a > 0 && metric_sum(metrics, sent, &[join]) == a
+        });
+        let f = metric_sum(metrics, failed, &[join]);
+        assert_eq!(f, 0, "{failed}\n{}", scrape(metrics));
+    }
+}
 
+/// A row without what differs between runs of the same replay (the module's docs); None
+/// for a `start_time_unix_nano` row.
+fn normalized(row: &str) -> Option<String> {
+    if row.contains("_field=start_time_unix_nano") {
+        return None;
+    }
+    let exporter_counter = row.contains("_measurement=ddshark.otlp.");
+    let kept: Vec<String> = row
+        .split(',')
+        .filter(|kv| !kv.starts_with("_time=") && !kv.starts_with("service.instance.id="))
+        .filter(|kv| !(exporter_counter && kv.starts_with("_value=")))
+        .map(|kv| {
+            if kv.starts_with("otel.library.version=") {
+                "otel.library.version=*".to_string()
+            } else {
+                kv.to_string()
+            }
+        })
+        .collect();
+    // (one line per row: a value's line break written as \n; InfluxDB's CSV answer has it
+    // as \r\n)
+    Some(kept.join(",").replace("\r\n", "\\n").replace('\n', "\\n"))
+}
+
+#[test]
+fn the_joins_metrics_and_logs_are_telegrafs() {
+    let run_dir = fresh_run_dir("telemetry-influx");
+    let stack = RunningStack::start(&run_dir, &[]);
+    let grpc = port_of(stack.var("DDSHARK_OTLP_ENDPOINT"));
+    let http = port_of(stack.var("DDSHARK_OTLP_HTTP_ENDPOINT"));
     for (fixture_dir, host) in [
         ("k3_fastdds_deadline", "a"),
         ("k2_fastdds_shm", "b"),
@@ -348,81 +224,50 @@ fn the_joins_metrics_and_logs_equal_telegrafs_point_for_point() {
         replay(grpc, &fixture(&format!("{fixture_dir}/{host}.pcap")), host);
     }
     post_logs(http);
-    drained(&metrics);
+    drained(&stack);
 
-    let metrics_filter = r#"r._measurement =~ /^ddshark\./"#;
-    let logs_filter = r#"r._measurement == "logs""#;
-    let (telegraf_raw, telegraf_long) = (&stack.influx.bucket, &stack.influx.long_bucket);
-    let mut sizes = Vec::new();
-    for (telegraf, join, filter) in [
-        (telegraf_long, JOIN_BUCKETS[1], metrics_filter),
-        (telegraf_raw, JOIN_BUCKETS[0], logs_filter),
-    ] {
-        let mut last: (Vec<String>, Vec<String>);
-        let same = {
-            let t = Instant::now();
-            loop {
-                last = (rows(&stack, telegraf, filter), rows(&stack, join, filter));
-                if !last.0.is_empty() && last.0 == last.1 {
-                    break true;
-                }
-                if t.elapsed() > Duration::from_secs(60) {
-                    break false;
-                }
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        };
-        if !same {
-            let only = |a: &[String], b: &[String]| -> Vec<String> {
-                a.iter()
-                    .filter(|r| !b.contains(r))
-                    .take(5)
-                    .cloned()
-                    .collect()
-            };
-            panic!(
-                "{filter}: Telegraf {} rows, the join {}; only Telegraf's: {:#?}\nonly the join's: {:#?}",
-                last.0.len(),
-                last.1.len(),
-                only(&last.0, &last.1),
-                only(&last.1, &last.0)
-            );
+    let golden_path = repo_root().join("crates/ddshark/tests/golden/telemetry_telegraf.txt");
+    let golden: BTreeSet<String> = std::fs::read_to_string(&golden_path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let joins = || -> BTreeSet<String> {
+        [
+            (
+                &stack.influx.long_bucket,
+                r#"r._measurement =~ /^ddshark\./"#,
+            ),
+            (&stack.influx.bucket, r#"r._measurement == "logs""#),
+        ]
+        .into_iter()
+        .flat_map(|(bucket, filter)| rows(&stack, bucket, filter))
+        .filter_map(|r| normalized(&r))
+        .collect()
+    };
+    let mut got = BTreeSet::new();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        got = joins();
+        if got == golden {
+            break;
         }
-        assert_eq!(
-            field_types(&stack, telegraf, filter),
-            field_types(&stack, join, filter),
-            "{filter}: field types"
-        );
-        sizes.push(last.0.len());
+        std::thread::sleep(Duration::from_secs(1));
     }
-    eprintln!(
-        "equal: {} metric field rows (ddshark.*), {} log field rows",
-        sizes[0], sizes[1]
+    let only = |a: &BTreeSet<String>, b: &BTreeSet<String>| -> Vec<String> {
+        a.difference(b).take(5).cloned().collect()
+    };
+    assert!(
+        got == golden,
+        "{} rows of the join's, {} of Telegraf's ({}); only the join's: {:#?}\nonly Telegraf's: {:#?}",
+        got.len(),
+        golden.len(),
+        golden_path.display(),
+        only(&got, &golden),
+        only(&golden, &got)
     );
-    // (every kind of ddshark metric went through: topics, secured, TCP, the exporter's own)
-    let names = rows(
-        &stack,
-        JOIN_BUCKETS[1],
-        r#"r._measurement =~ /^ddshark\.(topic|secured|tcp|otlp)\./"#,
-    );
-    for family in [
-        "ddshark.topic.",
-        "ddshark.secured.",
-        "ddshark.tcp.",
-        "ddshark.otlp.",
-    ] {
-        assert!(
-            names
-                .iter()
-                .any(|r| r.contains(&format!("_measurement={family}"))),
-            "no {family}* point"
-        );
-    }
-    // 2 records, each with body, severity, … : at least 9 field rows
-    assert!(sizes[1] >= 9, "{sizes:?}");
     let c = counters(&stack);
     assert_eq!(c.get("telemetry_rejected"), Some(&0), "{c:?}");
     assert_eq!(c.get("otlp_refused"), Some(&0), "{c:?}");
     assert!(c["telemetry_points"] > 0, "{c:?}");
-    let _ = std::fs::remove_dir_all(&run_dir);
 }

@@ -1,12 +1,11 @@
 //! ddshark's span schema, defined once: every attribute a span carries (name, type,
-//! which spans carry it, whether it can be absent), where the Telegraf configuration
-//! puts it in InfluxDB (a bounded tag or a typed field), what the latency join reads,
+//! which spans carry it, whether it can be absent), where the join's raw point puts it in
+//! InfluxDB (a bounded tag or a typed field), what the latency join reads,
 //! the measurements it writes, and the sample window both sides assume.
 //!
 //! The encoder (`otel-export`) and the join (`span-join`) use these names; the
 //! consumers in other languages are checked against this table by this crate's tests
-//! (`tests/consumers.rs`): `deploy/telegraf/telegraf.conf`'s lists,
-//! `docs/span-schema.md`'s tables and the Python checks' `scripts/stack/span_schema.json`
+//! (`tests/consumers.rs`): `docs/span-schema.md`'s tables and the Python checks' `scripts/stack/span_schema.json`
 //! (written by `UPDATE_SCHEMA=1 cargo test -p span-schema`). Adding an attribute: a row
 //! in [`SPAN_ATTRIBUTES`], the code that fills it (`otel-export/src/schema.rs`), then
 //! what the tests name.
@@ -56,7 +55,7 @@ pub mod attr {
     pub const ANNOUNCED_IPS: &str = "announced_ips";
 }
 
-/// What Telegraf's OTLP input makes of every span besides its attributes.
+/// What a span's raw point holds besides its attributes.
 pub mod influx {
     /// The measurement of the spans.
     pub const SPANS: &str = "spans";
@@ -69,9 +68,8 @@ pub mod influx {
     pub const SPAN_ID: &str = "span_id";
 }
 
-/// The measurements the latency join (`span-join`) writes. Telegraf routes them by name
-/// (`deploy/telegraf/telegraf.conf`: `dds_*` to the long bucket, `ddshark_join` to the raw
-/// one); `docs/span-schema.md` describes each; the Flux queries, the dashboards and the
+/// The measurements the latency join (`span-join`) writes (`dds_*` to the long bucket,
+/// `ddshark_join` to the raw one); `docs/span-schema.md` describes each; the Flux queries, the dashboards and the
 /// Python checks name only these (checked by `tests/consumers.rs`).
 pub mod measurement {
     /// Per sample and receiving host that completed it: its latency.
@@ -157,13 +155,13 @@ impl ValueType {
     }
 }
 
-/// Where an attribute ends up in InfluxDB (deploy/telegraf/telegraf.conf).
+/// Where an attribute ends up in a span's raw point in InfluxDB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
     /// A tag: a property of the writer or of where it was captured, so the series
     /// count stays bounded by the deployment.
     Tag,
-    /// A typed field (the converter processor turns the tag Telegraf makes into one).
+    /// A typed field.
     Field,
 }
 
@@ -287,8 +285,7 @@ pub const RESOURCE_ATTRIBUTES: [&str; 3] = [
     attr::SERVICE_INSTANCE_ID,
 ];
 
-/// The OpenTelemetry SDK's own resource attributes: Telegraf dimensions only so that they
-/// do not land in a JSON field; its outputs leave them out.
+/// The OpenTelemetry SDK's own resource attributes: left out of the points.
 pub const SDK_RESOURCE_ATTRIBUTES: [&str; 3] = [
     "telemetry.sdk.language",
     "telemetry.sdk.name",
@@ -350,8 +347,8 @@ pub fn influx_span_tags() -> Vec<&'static str> {
     v
 }
 
-/// The typed fields of measurement `spans`: the field-stored attributes and Telegraf's
-/// own span fields.
+/// The typed fields of measurement `spans`: the field-stored attributes and the span's
+/// own fields ([`influx`]).
 pub fn influx_span_fields() -> Vec<(&'static str, ValueType)> {
     let mut v: Vec<(&str, ValueType)> = SPAN_ATTRIBUTES
         .iter()

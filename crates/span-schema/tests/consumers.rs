@@ -1,9 +1,7 @@
-//! The schema's consumers outside Rust agree with it: the Telegraf configuration's
-//! dimension, converter and join lists and its routing of the join's measurements, the
-//! attribute and measurement tables of docs/span-schema.md, the measurements the Flux
-//! queries, dashboards and Python checks name, and the file the Python checks read
-//! (scripts/stack/span_schema.json). `UPDATE_SCHEMA=1` rewrites the Telegraf lists and
-//! that file from the schema.
+//! The schema's consumers outside Rust agree with it: the attribute and measurement tables
+//! of docs/span-schema.md, the measurements the Flux queries, dashboards and Python checks
+//! name, and the file the Python checks read (scripts/stack/span_schema.json).
+//! `UPDATE_SCHEMA=1` rewrites that file from the schema.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
@@ -29,119 +27,6 @@ fn set<'a>(v: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
     v.into_iter().map(String::from).collect()
 }
 
-/// The quoted strings of the TOML array `key = [ … ]` that first follows `section`.
-fn toml_list(text: &str, section: &str, key: &str) -> BTreeSet<String> {
-    let from = text
-        .find(section)
-        .unwrap_or_else(|| panic!("telegraf.conf: no {section}"));
-    let rest = &text[from..];
-    let at = rest
-        .find(&format!("{key} = ["))
-        .unwrap_or_else(|| panic!("telegraf.conf: no {key} after {section}"));
-    let rest = &rest[at + key.len() + 4..];
-    let end = rest.find(']').expect("the list ends");
-    let mut out = BTreeSet::new();
-    for line in rest[..end].lines() {
-        let line = line.split('#').next().unwrap_or("");
-        for (i, part) in line.split('"').enumerate() {
-            if i % 2 == 1 {
-                out.insert(part.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// The lists of deploy/telegraf/telegraf.conf that the schema gives: (the section they
-/// follow, key, items).
-fn telegraf_lists() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
-    let fields = |ty| -> Vec<&str> {
-        SPAN_ATTRIBUTES
-            .iter()
-            .filter(|a| a.stored == Stored::Field && a.ty == ty)
-            .map(|a| a.key)
-            .collect()
-    };
-    let mut dims: Vec<&str> = RESOURCE_ATTRIBUTES.to_vec();
-    dims.extend(SPAN_ATTRIBUTES.iter().map(|a| a.key));
-    dims.extend(SDK_RESOURCE_ATTRIBUTES);
-    let mut strings = vec![influx::TRACE_ID, influx::SPAN_ID];
-    strings.extend(fields(ValueType::Str));
-    vec![
-        ("[[inputs.opentelemetry]]", "span_dimensions", dims),
-        (
-            "[processors.converter.tags]",
-            "integer",
-            fields(ValueType::Int),
-        ),
-        ("[processors.converter.tags]", "string", strings),
-    ]
-}
-
-/// Where the array `key = [ … ]` that first follows `section` stands in `text`: the
-/// offsets of its `[` and of the character after its `]`, and its line's indent.
-fn toml_array_span(text: &str, section: &str, key: &str) -> (usize, usize, usize) {
-    let from = text
-        .find(section)
-        .unwrap_or_else(|| panic!("telegraf.conf: no {section}"));
-    let at = from
-        + text[from..]
-            .find(&format!("{key} = ["))
-            .unwrap_or_else(|| panic!("telegraf.conf: no {key} after {section}"));
-    let open = at + key.len() + 3;
-    let close = open + text[open..].find(']').expect("the list ends") + 1;
-    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    (open, close, at - line_start)
-}
-
-/// `items` as a TOML array whose lines stay within 100 columns, continuation lines
-/// aligned after its `[` (which stands at column `col`).
-fn toml_array(items: &[&str], col: usize) -> String {
-    let mut out = String::from("[");
-    let mut width = col + 1;
-    for (i, item) in items.iter().enumerate() {
-        let word = format!("\"{item}\"{}", if i + 1 < items.len() { "," } else { "]" });
-        if i > 0 && width + 1 + word.len() > 100 {
-            out.push('\n');
-            out.push_str(&" ".repeat(col + 1));
-            width = col + 1;
-        } else if i > 0 {
-            out.push(' ');
-            width += 1;
-        }
-        out.push_str(&word);
-        width += word.len();
-    }
-    out
-}
-
-#[test]
-fn telegraf_conf_lists_are_generated_from_the_schema() {
-    let path = repo("deploy/telegraf/telegraf.conf");
-    let mut conf = read("deploy/telegraf/telegraf.conf");
-    let mut stale = Vec::new();
-    for (section, key, items) in telegraf_lists() {
-        let (open, close, indent) = toml_array_span(&conf, section, key);
-        let want = toml_array(&items, indent + key.len() + 3);
-        if conf[open..close] != want {
-            stale.push(key);
-            conf.replace_range(open..close, &want);
-        }
-    }
-    if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        // (by a rename: the other tests read the file meanwhile)
-        let tmp = path.with_extension("conf.new");
-        std::fs::write(&tmp, &conf).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
-    } else {
-        assert!(
-            stale.is_empty(),
-            "{}: {stale:?} are not what the schema gives: UPDATE_SCHEMA=1 cargo test -p span-schema rewrites them",
-            path.display()
-        );
-    }
-}
-
 #[test]
 fn the_stack_gives_the_join_the_schemas_sample_window() {
     let seconds = SAMPLE_WINDOW_NS / 1_000_000_000;
@@ -158,46 +43,6 @@ fn the_stack_gives_the_join_the_schemas_sample_window() {
             "{path}: the join's sample window {window}"
         );
     }
-}
-
-/// Telegraf's name globs (`*` any run of characters).
-fn glob_matches(glob: &str, name: &str) -> bool {
-    match glob.split_once('*') {
-        None => glob == name,
-        Some((head, rest)) => {
-            let Some(tail) = name.strip_prefix(head) else {
-                return false;
-            };
-            (0..=tail.len()).any(|i| tail.is_char_boundary(i) && glob_matches(rest, &tail[i..]))
-        }
-    }
-}
-
-#[test]
-fn telegraf_routes_the_joins_measurements() {
-    let conf = read("deploy/telegraf/telegraf.conf");
-    let long_pass = toml_list(&conf, "alias = \"long\"", "namepass");
-    let raw_drop = toml_list(&conf, "alias = \"raw\"", "namedrop");
-    let any = |globs: &BTreeSet<String>, name: &str| globs.iter().any(|g| glob_matches(g, name));
-    for m in JOIN_MEASUREMENTS {
-        assert!(
-            any(&long_pass, m),
-            "{m} does not reach the long bucket: {long_pass:?}"
-        );
-        assert!(
-            any(&raw_drop, m),
-            "{m} also lands in the raw bucket: {raw_drop:?}"
-        );
-    }
-    let counters = measurement::JOIN;
-    assert!(
-        !any(&long_pass, counters),
-        "{counters} must stay in the raw bucket"
-    );
-    assert!(
-        !any(&raw_drop, counters),
-        "{counters} must reach the raw bucket"
-    );
 }
 
 /// The quoted `dds_…` names in `text` (JSON's escaped quotes too).

@@ -23,7 +23,7 @@ pub fn stack_bin(name: &str) -> PathBuf {
     let bin = stack_dir().join("bin").join(name);
     assert!(
         bin.is_file(),
-        "{} is missing: the stack tests need the real collector, Telegraf and InfluxDB. \
+        "{} is missing: the stack tests need the real collector and InfluxDB. \
          Build them once with `scripts/stack/build.sh` (scripts/setup.sh --test does), or \
          point DDSHARK_STACK_DIR at a cache that has bin/{name}.",
         bin.display()
@@ -47,7 +47,7 @@ pub struct Influx {
     pub url: String,
     pub org: String,
     pub token: String,
-    /// Spans and Telegraf's own metrics (`DDSHARK_INFLUX_BUCKET`).
+    /// Spans, logs and the join's counters (`DDSHARK_INFLUX_BUCKET`).
     pub bucket: String,
     /// Latencies and per-topic counters (`DDSHARK_INFLUX_LONG_BUCKET`).
     pub long_bucket: String,
@@ -200,7 +200,7 @@ impl RunningStack {
     /// points older than a bucket's retention.
     /// Fails naming what start.sh said, the stack's binaries included.
     pub fn start(run_dir: &Path, vars: &[(&str, &str)]) -> RunningStack {
-        for b in ["influxd", "otelcol-ddshark", "telegraf"] {
+        for b in ["influxd", "otelcol-ddshark"] {
             stack_bin(b);
         }
         let mut cmd = Command::new(super::repo_root().join("scripts/stack/start.sh"));

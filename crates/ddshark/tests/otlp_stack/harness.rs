@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// One stack (influxd + telegraf + otelcol) in its own run dir, on free ports; stopped on
+/// One stack (influxd + the join + otelcol) in its own run dir, on free ports; stopped on
 /// drop.
 pub(crate) struct Stack {
     pub(crate) run: RunningStack,
@@ -93,10 +93,6 @@ impl Stack {
                     port_of(self.var("DDSHARK_OTELCOL_PROM_URL")),
                 ),
                 (
-                    "DDSHARK_TELEGRAF_OTLP_ADDR",
-                    self.var("DDSHARK_TELEGRAF_OTLP_ADDR").to_string(),
-                ),
-                (
                     "DDSHARK_JOIN_OTLP_ADDR",
                     self.var("DDSHARK_JOIN_OTLP_ADDR").to_string(),
                 ),
@@ -171,8 +167,8 @@ impl Stack {
             .map(|r| {
                 assert!(
                     !r.contains_key("attributes"),
-                    "a span attribute landed in the JSON field `attributes` (not in Telegraf's \
-                     span_dimensions): {r:?}"
+                    "a span attribute landed in the JSON field `attributes` (not in the \
+                     schema, span-schema's SPAN_ATTRIBUTES): {r:?}"
                 );
                 SpanRow { cols: r }
             })
@@ -220,7 +216,7 @@ impl Stack {
     }
 
     /// Runs `flux` every 3 s until it returns rows, the same twice in a row (the collector
-    /// and Telegraf batch), or `timeout` passed; its last rows, and whether they settled.
+    /// and the join batch), or `timeout` passed; its last rows, and whether they settled.
     pub(crate) fn settled(
         &self,
         flux: &str,

@@ -37,7 +37,7 @@ fn wait_for_the_join(stack: &Stack) {
 
 /// Two hosts, two clocks, live: the Fast DDS pair with B's clock 12.345678 ms ahead
 /// (B's capture rewritten as in latency_clock.rs), replayed into the stack as two hosts.
-/// Telegraf's latency join writes `dds_clock_offset` to the long bucket; its last point
+/// The latency join writes `dds_clock_offset` to the long bucket; its last point
 /// must be `ddshark latency A B`'s clock_offset estimate and half-width (within 1 ns).
 #[test]
 fn stack_clock_offset_equals_ddshark_latency() {
@@ -80,7 +80,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
 
     // Live: the join's last point once it has joined every sample.
     wait_for_the_join(&stack);
-    // (its points reach InfluxDB with Telegraf's next flush: the last one, settled)
+    // (its points reach InfluxDB at its next push: the last one, settled)
     let long_bucket = &stack.influx.long_bucket;
     let (rows, settled) = stack.settled(
         &format!(
@@ -133,7 +133,7 @@ fn stack_clock_offset_equals_ddshark_latency() {
 /// pair (each host a participant on each of two VLANs of one NIC, tied only by their
 /// Ethernet source and announced addresses) with B's clock 12.345678 ms ahead. The SAMPLE
 /// spans' `src_ip`, `src_mac` (an integer) and `announced_ips` (a list with commas) pass
-/// through the collector and Telegraf into the join, whose `dds_latency` points name, per
+/// through the collector into the join, whose `dds_latency` points name, per
 /// writer, the senders `ddshark latency A B` names (by the order of events alone it named A
 /// for B's writers: join_clock.rs).
 #[test]

@@ -168,7 +168,7 @@ fn check_host(
             sn,
         ));
         check("trace_id", &key, want_trace, s.tag("trace_id").into());
-        // (span.kind is always Internal: Telegraf does not store it)
+        // (span.kind is always Internal: not stored)
     }
     assert!(
         problems.is_empty(),
