@@ -7,8 +7,8 @@
 # step replays two hosts' captures at once with `ddshark -r FILE --speed S --duration D
 # --otlp …` (paced by the capture's timestamps: no namespaces, no tcpreplay, no live
 # capture, so the stack gets the cores) and reports: spans offered per second, how long
-# after the replay's end InfluxDB held every span, spans dropped by ddshark and by
-# Telegraf, the stack's CPU during the replay (cores) and its CPU per sample observation
+# after the replay's end InfluxDB held every span, spans dropped by ddshark and points the
+# join lost (refused by InfluxDB, given up, dropped, metrics refused), the stack's CPU during the replay (cores) and its CPU per sample observation
 # (every process of the stack's pids/: collector, join, influxd, …); then InfluxDB's floor:
 # as many minimal points (one series per writer and host, 6 tags, 3 fields, gzip'd batches
 # of 5,000) written into a side bucket of the same influxd, and its CPU per point
@@ -67,7 +67,7 @@ DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN=
 source "$RUN/stack/stack.env"
 
 say "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
-printf '| speed | sample observations/s offered (spans/s) | stored after the replay | dropped (ddshark / Telegraf) | stack CPU during the replay | stack CPU per sample observation (per process) | InfluxDB floor per sample observation | stack ÷ floor |\n|---|---|---|---|---|---|---|---|\n'
+printf '| speed | sample observations/s offered (spans/s) | stored after the replay | dropped (ddshark / lost by the join) | stack CPU during the replay | stack CPU per sample observation (per process) | InfluxDB floor per sample observation | stack ÷ floor |\n|---|---|---|---|---|---|---|---|\n'
 for S in $SPEEDS; do
   tag="ingest-x$S-"
   python3 -m ddtools.bench_e2e cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu0"

@@ -54,6 +54,12 @@ class BenchInflux(Influx):
                        f'and r["host.name"] == "{host}") |> group() |> count()')
         return int(r[0]["_value"]) if r else 0
 
+    def join_counters(self):
+        """The latency join's counters, its last `ddshark_join` point: field → value."""
+        r = self.query(f'from(bucket: "{self.bucket}") |> range(start: -6h) '
+                       f'|> filter(fn: (r) => r._measurement == "ddshark_join") |> last()')
+        return {x["_field"]: int(float(x["_value"])) for x in r}
+
     def writer_counters(self):
         """Telegraf's cumulative internal_write counters per output alias."""
         r = self.query(f'from(bucket: "{self.bucket}") |> range(start: -6h) '
@@ -368,13 +374,14 @@ def cmd_ingest(a):
     secs = max(1e-9, (a.t_end - a.t_start) / 1e9)
     per = {n: total[n] / max(1, observed) * 1e6 for n in names}
     stack_us = sum(per.values())
-    w = influx.writer_counters()
-    tg_dropped = sum(c.get("metrics_dropped", 0) for c in w.values())
-    held = stored >= sent and after <= 30 and dropped == 0 and tg_dropped == 0
+    j = influx.join_counters()
+    join_lost = sum(j.get(k, 0) for k in ("influx_points_rejected", "influx_points_abandoned",
+                                          "points_dropped", "telemetry_rejected"))
+    held = stored >= sent and after <= 30 and dropped == 0 and join_lost == 0
     print(f"| ×{a.speed} | {observed / secs:,.0f} ({sent / secs:,.0f} spans) | "
           f"{f'{after:.0f} s' if stored >= sent else f'not within 30 s ({stored:,} of {sent:,})'}"
           f"{'' if held else ' (not held)'} | "
-          f"{dropped} / {tg_dropped} | {sum(during.values()) / secs:.2f} cores | "
+          f"{dropped} / {join_lost} | {sum(during.values()) / secs:.2f} cores | "
           f"{stack_us:.0f} µs ({' / '.join(f'{n} {per[n]:.1f}' for n in names)}) | "
           f"{floor_us:.1f} µs | {stack_us / max(1e-9, floor_us):.1f}× |", flush=True)
     return 0 if held else 1
