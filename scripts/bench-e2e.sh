@@ -2,7 +2,7 @@
 # End-to-end bench of the live path at Autoware scale: two hosts in network namespaces,
 # their captured traffic (the Autoware-mix two-host capture j_autoware_mix) replayed live
 # by tcpreplay at 1×, 2×, 4× …, `ddshark -i` on each host exporting OTLP to the real
-# stack (collector → Telegraf, which runs the latency join → InfluxDB), then a soak of
+# stack (collector → latency join → InfluxDB), then a soak of
 # --soak-seconds at --soak-rate on j_autoware_soak, the same mix captured for 300 s (so
 # no sequence number repeats during the soak).
 #

@@ -3,8 +3,8 @@
 # hosts' full captures) replayed by `ddshark -r FILE --speed S --otlp URL` into a private stack
 # of scripts/stack/start.sh, while one component is killed (kill -9) KILL_AT seconds into the
 # replay and started again (scripts/stack/relaunch.sh) OUTAGE seconds later; each of
-# otelcol, the latency join (which writes the spans to InfluxDB) and influxd in turn, each on a
-# fresh stack (telegraf, which writes ddshark's metrics and logs only, can be named too).
+# otelcol, the latency join (which writes the spans, metrics and logs to InfluxDB) and influxd
+# in turn, each on a fresh stack.
 #
 # usage: scripts/bench-faults.sh [--components "otelcol join influxd"] [--speed 1]
 #                                [--kill-at 20] [--outage 45] [--otlp-queue 600000] [--otlp-retry 120s]
@@ -12,9 +12,8 @@
 #
 # Per component (scripts/ddtools/bench_faults.py): spans ddshark made, sent, dropped and failed (its
 # exit summary); the collector's accepted / sent / failed / not-queued spans summed over its
-# lives (scraped every second); Telegraf's metrics written and dropped per output (its
-# internal_write, summed over its lives); the spans InfluxDB stored; the latency join's
-# counters; and the latencies it materialised against `ddshark latency` on the same two
+# lives (scraped every second); the spans InfluxDB stored; the latency join's counters
+# (points written, rejected, retried); and the latencies it materialised against `ddshark latency` on the same two
 # captures (count and values to the ns). The table goes to --report (default OUT/report.md;
 # docs/faults.md keeps the current figures, updated by hand); raw results stay in --out.
 #
@@ -51,7 +50,7 @@ take_options "
 --ddshark DDSHARK" "$@"
 REPORT=${REPORT:-$OUT/report.md}
 for c in $COMPONENTS; do
-  case "$c" in otelcol|join|telegraf|influxd) ;; *) die "--components: $c is not otelcol, join, telegraf or influxd" ;; esac
+  case "$c" in otelcol|join|influxd) ;; *) die "--components: $c is not otelcol, join or influxd" ;; esac
 done
 for t in python3 curl; do command -v "$t" >/dev/null || die "missing $t"; done
 

@@ -245,7 +245,7 @@ def cmd_rate(a):
     # Let the latency join take the last samples before reading its output.
     res["join"], _, res["join_wait_s"] = joincheck.await_join(influx, timeout=600, poll=2)
     log(f"{a.name}: latency join done {res['join_wait_s']} s after the spans were stored: {res['join']}")
-    # (its points are written by Telegraf's next flush)
+    # (its last points reach InfluxDB with its next write)
     time.sleep(3)
     res["writer"] = influx.writer_counters()
     res["stack_cpu_s"] = stack_cpu_since(env, os.path.join(a.dir, "stack_cpu_start"))
@@ -522,7 +522,7 @@ def cmd_report(a):
                        + f" = {sum(r.get('stack_cpu_s', {}).values()) / max(1, r.get('sample_observations', 0)) * 1e6 / max(1e-9, r.get('floor_us_per_observation', 0)):.1f}× the floor"
                        f" ({r.get('floor_us_per_observation', '?')} µs)"
                        for r in results) + ".",
-                   "", "Latency join (`ddshark join`, run by Telegraf), when it was done: " + "; ".join(
+                   "", "Latency join (`ddshark join`), when it was done: " + "; ".join(
                        f"{r['name']} {r.get('join', {}).get('samples', '?')} samples and "
                        f"{r.get('join', {}).get('frags', '?')} DATA_FRAGs joined since the stack started, "
                        f"{r.get('join', {}).get('early', '?')} early, {r.get('join_wait_s', '?')} s after "
@@ -540,7 +540,7 @@ def cmd_report(a):
                 soak_lines.append(f"| {int(x['t_s']) - t0} s | {x['raw_series']} | {x['long_series']} | "
                                   f"{x['influxd_rss_mib']} MiB | {x['spans_last_min']} | {x['telegraf_buffer']} | "
                                   f"{x.get('join_pending', '')} / {x.get('join_early', '')} |")
-    text = ["# End-to-end bench: live capture → OTLP → collector → Telegraf (latency join) → InfluxDB → panels",
+    text = ["# End-to-end bench: live capture → OTLP → collector → latency join → InfluxDB → panels",
             "",
             f"`scripts/bench-e2e.sh` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): both sides of the "
             "Autoware-mix capture (j_autoware_mix) replayed live by tcpreplay into two network namespaces, "

@@ -37,8 +37,8 @@ def cached_latency_rows(binary, a, b, level):
     return rows
 
 
-COMPONENTS = {"otelcol": "collector", "join": "the latency join (writes the spans)",
-              "telegraf": "Telegraf (metrics, logs)", "influxd": "InfluxDB"}
+COMPONENTS = {"otelcol": "collector", "join": "the latency join (writes InfluxDB)",
+              "influxd": "InfluxDB"}
 
 
 log = say_as("bench-faults")
@@ -95,24 +95,6 @@ def collector_lifetimes(path):
     return total
 
 
-def telegraf_totals(influx):
-    """Telegraf's internal_write counters per output, summed over its lives (increase()
-    counts across a restart's reset)."""
-    rows = influx.query(
-        f'from(bucket: "{influx.bucket}") |> range(start: -6h) '
-        f'|> filter(fn: (r) => r._measurement == "internal_write" and '
-        f'(r._field == "metrics_written" or r._field == "metrics_dropped" or r._field == "metrics_added")) '
-        f'|> group(columns: ["alias", "_field"]) |> sort(columns: ["_time"]) '
-        f'|> map(fn: (r) => ({{r with _value: float(v: r._value)}})) '
-        f'|> reduce(identity: {{total: 0.0, prev: 0.0}}, fn: (r, accumulator) => ({{'
-        f'total: accumulator.total + (if r._value >= accumulator.prev then r._value - accumulator.prev else r._value), '
-        f'prev: r._value}}))')
-    out = {}
-    for x in rows:
-        out.setdefault(x.get("alias", ""), {})[x["_field"]] = int(float(x["total"]))
-    return out
-
-
 def cmd_phase(a):
     env = read_env(a.stack_env)
     influx = bench_influx(env)
@@ -154,7 +136,6 @@ def cmd_phase(a):
     except OSError as e:
         log(f"collector: {e}")
     res["collector"] = collector_lifetimes(os.path.join(a.dir, "collector.csv"))
-    res["telegraf"] = telegraf_totals(influx)
     res["latency"] = compare_latencies(influx, a.ddshark, a.dir, hosts)
     res["transit"] = transit_loss(influx, hosts)
     log(f"{a.component}: transit check {res['transit']}")
@@ -215,7 +196,7 @@ def transit_cell(transit):
 def cmd_report(a):
     lines = []
     results = []
-    for c in ("otelcol", "join", "telegraf", "influxd"):
+    for c in COMPONENTS:
         p = os.path.join(a.out, c, "result.json")
         if os.path.exists(p):
             results.append(json.load(open(p)))
