@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 
 use span_schema::{
     influx, influx_span_fields, influx_span_tags, measurement, Stored, ValueType, JOIN_COUNTERS,
-    JOIN_MEASUREMENTS, RESOURCE_ATTRIBUTES, SAMPLE_WINDOW_NS, SDK_RESOURCE_ATTRIBUTES,
-    SPAN_ATTRIBUTES,
+    JOIN_MEASUREMENTS, SAMPLE_WINDOW_NS, SPAN_ATTRIBUTES,
 };
 
 fn repo(rel: &str) -> PathBuf {
