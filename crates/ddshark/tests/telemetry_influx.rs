@@ -266,7 +266,12 @@ fn the_joins_metrics_and_logs_are_telegrafs() {
         only(&got, &golden),
         only(&golden, &got)
     );
-    let c = counters(&stack);
+    // (the join writes its counters once per push: wait for one that counts what came in)
+    let mut c = counters(&stack);
+    wait_for("the join's counters point", Duration::from_secs(60), || {
+        c = counters(&stack);
+        c.get("telemetry_points").is_some_and(|n| *n > 0)
+    });
     assert_eq!(c.get("telemetry_rejected"), Some(&0), "{c:?}");
     assert_eq!(c.get("otlp_refused"), Some(&0), "{c:?}");
     assert!(c["telemetry_points"] > 0, "{c:?}");
