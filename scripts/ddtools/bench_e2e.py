@@ -76,18 +76,13 @@ def bench_influx(env):
     return BenchInflux.from_env(env, timeout=600)
 
 
-def stack_cpu(env):
-    """CPU seconds (user + system) so far of the stack's processes."""
-    return stack_cost.stack_cpu(env)
-
-
 def stack_cpu_since(env, start_file):
     """CPU seconds of the stack's processes since `ddtools.bench_e2e cpu` wrote start_file."""
     try:
         start = json.load(open(start_file))
     except (OSError, ValueError):
         return {}
-    now = stack_cpu(env)
+    now = stack_cost.stack_cpu(env)
     return {n: round(now[n] - start[n], 2) for n in now if n in start}
 
 
@@ -342,7 +337,7 @@ def cmd_sample(a):
 
 
 def cmd_cpu(a):
-    json.dump(stack_cpu(read_env(a.stack_env)), open(a.out, "w"))
+    json.dump(stack_cost.stack_cpu(read_env(a.stack_env)), open(a.out, "w"))
     return 0
 
 

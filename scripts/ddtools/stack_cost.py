@@ -1,8 +1,6 @@
 """What the stack costs per sample observation (a sample seen on one host), against what
 InfluxDB alone needs for it (standard library only).
 
-  python3 -m ddtools.stack_cost cpu --stack-env F --out FILE
-      CPU seconds (user + system) so far of every process of the stack (its run dir's pids/)
   python3 -m ddtools.stack_cost observations FINAL_JSON…
       the sample observations of ddshark runs: the samples of every topic in each run's
       --final-json (one SAMPLE span each), summed
@@ -134,11 +132,6 @@ def write_floor(env, lines):
     return process_cpu(pid) - before
 
 
-def cmd_cpu(a):
-    json.dump(stack_cpu(read_env(a.stack_env)), open(a.out, "w"))
-    return 0
-
-
 def cmd_observations(a):
     print(observations(a.final_json))
     return 0
@@ -161,9 +154,6 @@ def main():
     p = argparse.ArgumentParser(prog="ddtools.stack_cost", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("cpu")
-    c.add_argument("--stack-env", required=True)
-    c.add_argument("--out", required=True)
     o = sub.add_parser("observations")
     o.add_argument("final_json", nargs="+")
     f = sub.add_parser("floor")
@@ -172,7 +162,7 @@ def main():
     f.add_argument("--writers-from", nargs="+", default=[])
     f.add_argument("--out")
     a = p.parse_args()
-    return {"cpu": cmd_cpu, "observations": cmd_observations, "floor": cmd_floor}[a.cmd](a)
+    return {"observations": cmd_observations, "floor": cmd_floor}[a.cmd](a)
 
 
 if __name__ == "__main__":
