@@ -96,6 +96,7 @@ need_cyclonedds() {
 #                        /tmp/ddshark-NAME.XXXXXX); sources netns_lib.sh
 #   live_dds_cleanup PID...   SIGINT to those ddshark processes (they write their results),
 #                        the namespaces down, WORK removed unless KEEP=1
+#   kill_after SECS PID... / kill_after_off   a stop that hangs fails instead of hanging the run
 live_dds_test() {
   DDSHARK=${2:-$REPO_ROOT/target/release/ddshark}
   TRAFFIC_DIR=${TRAFFIC_DIR:-$REPO_ROOT/tests/traffic}
@@ -107,6 +108,16 @@ live_dds_test() {
   # shellcheck source=tests/traffic/netns_lib.sh
   source "$TRAFFIC_DIR/netns_lib.sh"
 }
+# kill_after SECS PID...: kills (-9) those still running SECS from now, in the background, so a
+# `wait` on one that does not end on its SIGINT returns 137 and fails the test instead of hanging
+# the run; kill_after_off once they have been waited for.
+kill_after() {
+  local secs=$1
+  shift
+  (sleep "$secs" && kill -9 "$@" 2>/dev/null) &
+  KILL_AFTER_PID=$!
+}
+kill_after_off() { kill "$KILL_AFTER_PID" 2>/dev/null || true; }
 live_dds_cleanup() {
   local pid
   for pid in "$@"; do

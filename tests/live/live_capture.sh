@@ -31,7 +31,10 @@ kill -0 "$DD_PID" 2>/dev/null || { cat "$WORK/live.err" >&2; die "ddshark -i did
 cyclone_small_large A A "$WORK"
 sleep 1
 
-kill -INT "$DD_PID"; wait "$DD_PID" || { cat "$WORK/live.err" >&2; die "ddshark -i exited with an error"; }
+kill -INT "$DD_PID"
+kill_after 30 "$DD_PID"
+wait "$DD_PID" || { rc=$?; cat "$WORK/live.err" >&2; die "ddshark -i exited with status $rc after SIGINT (137: still running 30 s after it)"; }
+kill_after_off
 DD_PID=""
 capture_stop "$TD_PID"
 [ -s "$WORK/live.json" ] || die "ddshark wrote no final snapshot"

@@ -80,8 +80,10 @@ grep -q "tiny/full.pcapng: cannot write the recording: No space left on device" 
 grep -q "recorded 0 frames .* [1-9][0-9]* frames NOT written" "$WORK/full.err" ||
   { cat "$WORK/full.err" >&2; die "the full disk's frames are not counted as not written"; }
 for p in "$DD_PLAIN" "$DD_SIZE" "$TD"; do kill -INT "$p"; done
-wait "$DD_PLAIN" || { cat "$WORK/plain.err" >&2; die "ddshark -w exited with an error"; }
-wait "$DD_SIZE" || { cat "$WORK/size.err" >&2; die "ddshark -w -C 1 exited with an error"; }
+kill_after 30 "$DD_PLAIN" "$DD_SIZE"
+wait "$DD_PLAIN" || { rc=$?; cat "$WORK/plain.err" >&2; die "ddshark -w exited with status $rc after SIGINT (137: still running 30 s after it)"; }
+wait "$DD_SIZE" || { rc=$?; cat "$WORK/size.err" >&2; die "ddshark -w -C 1 exited with status $rc after SIGINT (137: still running 30 s after it)"; }
+kill_after_off
 wait "$TD" || true
 pids=()
 

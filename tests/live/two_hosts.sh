@@ -44,8 +44,10 @@ cyclone_small_large A B "$WORK"
 sleep 1
 
 kill -INT "$DD_A" "$DD_B"
-wait "$DD_A" || { cat "$WORK/a.err" >&2; die "ddshark on host A exited with an error"; }
-wait "$DD_B" || { cat "$WORK/b.err" >&2; die "ddshark on host B exited with an error"; }
+kill_after 30 "$DD_A" "$DD_B"
+wait "$DD_A" || { rc=$?; cat "$WORK/a.err" >&2; die "ddshark on host A exited with status $rc after SIGINT (137: still running 30 s after it)"; }
+wait "$DD_B" || { rc=$?; cat "$WORK/b.err" >&2; die "ddshark on host B exited with status $rc after SIGINT (137: still running 30 s after it)"; }
+kill_after_off
 DD_A="" DD_B=""
 
 for h in a b; do

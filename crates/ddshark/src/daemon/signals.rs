@@ -1,7 +1,8 @@
-//! SIGINT, SIGTERM and SIGHUP end a run as `q` does, except a signal the parent left ignored:
-//! `nohup` ignores SIGHUP and a shell without job control ignores SIGINT for `cmd &`, and such
-//! a signal stays ignored (as POSIX tools keep it), so `nohup ddshark -i eth0 -w x.pcapng &`
-//! outlives the terminal it was started from.
+//! SIGINT, SIGTERM and SIGHUP end a run as `q` does; SIGHUP not when the parent left it ignored.
+//! `nohup` ignores SIGHUP, so `nohup ddshark -i eth0 -w x.pcapng &` outlives the terminal it was
+//! started from (tcpdump cooperates with nohup the same way). SIGINT is watched even when
+//! ignored on entry: a shell without job control ignores it for every `cmd &`, and scripts end
+//! such a capture with `kill -INT $!` as they end tcpdump.
 
 use std::io;
 
@@ -10,12 +11,13 @@ use signal_hook::iterator::Signals;
 
 const TERMINATION_SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
-/// Calls `on_signal` on a thread of its own for every termination signal not ignored on entry.
+/// Calls `on_signal` on a thread of its own for SIGINT, SIGTERM, and SIGHUP unless ignored on
+/// entry.
 pub(super) fn on_termination(mut on_signal: impl FnMut() + Send + 'static) -> io::Result<()> {
     let ignored = ignored_on_entry(&std::fs::read_to_string("/proc/self/status")?);
     let watched: Vec<i32> = TERMINATION_SIGNALS
         .into_iter()
-        .filter(|signal| !ignored.contains(signal))
+        .filter(|&signal| signal != SIGHUP || !ignored.contains(&signal))
         .collect();
     let mut signals = Signals::new(&watched)?;
     std::thread::Builder::new()
