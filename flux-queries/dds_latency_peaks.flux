@@ -23,17 +23,40 @@
 // offset lies within ± that).
 estimate = from(bucket: "${long_bucket}")
     |> range(start: 0, stop: v.timeRangeStop)
-    |> filter(fn: (r) => r._measurement == "dds_clock_offset" and (r._field == "offset_ns" or r._field == "drift_ppb" or r._field == "half_width_ns"))
+    |> filter(fn: (r) => r._measurement == "dds_clock_offset" and (r._field == "offset_ns" or r._field == "drift_ppb" or r._field == "half_width_ns"
+        or r._field == "min_a_to_b_ns" or r._field == "min_b_to_a_ns"))
     |> filter(fn: (r) => "${clock}" == "corrected")
     |> filter(fn: (r) => r.host_a == "${sender}" and r.host_b == "${receiver}" or r.host_a == "${receiver}" and r.host_b == "${sender}")
     |> last()
     |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
     |> group()
-    |> sort(columns: ["_time"], desc: true)
-    |> limit(n: 1)
     |> map(fn: (r) => {
         sign = if r.host_a == "${sender}" then 1 else -1
-        return {t0: int(v: r._time), offset_ns: sign * r.offset_ns, drift_ppb: sign * r.drift_ppb, half_width_ns: r.half_width_ns}
+        return {t0: int(v: r._time), offset_ns: sign * r.offset_ns, drift_ppb: sign * r.drift_ppb, half_width_ns: r.half_width_ns,
+            fwd: if sign == 1 then r.min_a_to_b_ns else r.min_b_to_a_ns, back: if sign == 1 then r.min_b_to_a_ns else r.min_a_to_b_ns}
+    })
+    // One estimate per join shard (tag shard, docs/fleet.md): the latest, or with several
+    // shards and no drift the estimate from the smallest delay each way over all of them
+    // (the minimum of the shards' minima: what one join would have estimated).
+    |> reduce(identity: {n: 0, t0: 0, offset_ns: 0, drift_ppb: 0, half_width_ns: 0, fwd: 9223372036854775807, back: 9223372036854775807, drifting: false},
+        fn: (r, accumulator) => {
+            latest = r.t0 >= accumulator.t0
+            return {n: accumulator.n + 1, t0: if latest then r.t0 else accumulator.t0,
+                offset_ns: if latest then r.offset_ns else accumulator.offset_ns,
+                drift_ppb: if latest then r.drift_ppb else accumulator.drift_ppb,
+                half_width_ns: if latest then r.half_width_ns else accumulator.half_width_ns,
+                fwd: if r.fwd < accumulator.fwd then r.fwd else accumulator.fwd,
+                back: if r.back < accumulator.back then r.back else accumulator.back,
+                drifting: accumulator.drifting or r.drift_ppb != 0}
+        })
+    |> map(fn: (r) => {
+        merge = r.n > 1 and not r.drifting
+        // (latency_core's rounding: the middle half away from zero, the half-width up)
+        d = r.fwd - r.back
+        s = r.fwd + r.back
+        return {t0: r.t0, drift_ppb: r.drift_ppb,
+            offset_ns: if not merge then r.offset_ns else if d >= 0 then (d + 1) / 2 else 0 - (1 - d) / 2,
+            half_width_ns: if not merge then r.half_width_ns else if s >= 0 then (s + 1) / 2 else 0 - (0 - s) / 2}
     })
 t0 = estimate |> findColumn(fn: (key) => true, column: "t0")
 offset = estimate |> findColumn(fn: (key) => true, column: "offset_ns")

@@ -8,7 +8,7 @@
 // passed them (forced: a host's spans came too late or stopped; decided_at_end: the input
 // ended first), hosts no longer waited for (quiet_hosts now, hosts_gone_quiet cumulative: their
 // spans stopped while the fleet's capture time ran on), hosts the clock table forgot (unseen for 5 min of capture time) and clock
-// evidence it could not hold; the last value per v.windowPeriod.
+// evidence it could not hold; the last value per v.windowPeriod (summed over the join shards).
 // Grafana variables: ${bucket}, v.timeRangeStart/Stop, v.windowPeriod.
 from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
@@ -20,7 +20,12 @@ from(bucket: "${bucket}")
         or r._field == "clock_hosts_forgotten"
         or r._field == "clock_cells_not_remembered" or r._field == "influx_points_rejected"
         or r._field == "influx_retries" or r._field == "influx_queued_points")
-    |> group(columns: ["_field"])
+    // (the last value per join shard, summed over the shards: tag shard, docs/fleet.md)
+    |> group(columns: ["_field", "shard"])
     |> aggregateWindow(every: v.windowPeriod, fn: last, createEmpty: false)
+    |> group(columns: ["_field", "_time"])
+    |> sum()
+    |> group(columns: ["_field"])
+    |> sort(columns: ["_time"])
     |> map(fn: (r) => ({_time: r._time, _value: float(v: r._value), series: r._field}))
     |> group(columns: ["series"])

@@ -4,7 +4,7 @@
 # bench (scripts/bench-faults.sh) and the system tests do after a kill -9. Its log goes on
 # in RUN_DIR/logs/NAME.log; stop.sh stops it as before.
 #
-# usage: scripts/stack/relaunch.sh --run-dir DIR NAME     (NAME: influxd, join, otelcol)
+# usage: scripts/stack/relaunch.sh --run-dir DIR NAME     (NAME: influxd, join, join-K (a shard), otelcol)
 #   Refused while NAME still runs. Waits until the process has run for a second.
 set -euo pipefail
 
@@ -22,7 +22,7 @@ while (($#)); do
   esac
   shift
 done
-[ -n "$NAME" ] || usage_error "which component? (influxd, join, otelcol)"
+[ -n "$NAME" ] || usage_error "which component? (influxd, join, join-K, otelcol)"
 SCRIPT="$RUN_DIR/launch/$NAME.sh"
 [ -f "$SCRIPT" ] || die "no $SCRIPT: $NAME was not started by scripts/stack/start.sh --run-dir $RUN_DIR"
 if stack_pid_alive "$NAME"; then

@@ -52,6 +52,12 @@
 #   DDSHARK_OTELCOL_METRICS_PORT collector own metrics    [8888]
 #   DDSHARK_OTELCOL_PROM_PORT   collector prometheus exporter [8889]
 #   DDSHARK_JOIN_OTLP_PORT      the latency join's OTLP/gRPC intake [4320]
+#   DDSHARK_STACK_SHARDS        latency join shards [1]: with N > 1 the collector is the
+#                               routing tier (deploy/otelcol/routing.yaml on top of config.yaml,
+#                               spans by trace id, docs/fleet.md) in front of N joins join-0 …
+#                               join-N-1, each with its own pid, log, state (DDSHARK_JOIN_STATE.K)
+#                               and OTLP port (DDSHARK_JOIN_OTLP_PORT + K; free ones with
+#                               --auto-ports); 1: one join named join, as before
 #   DDSHARK_JOIN_BIN            the latency join (ddshark-join) [target/release/ddshark-join,
 #                               rebuilt by cargo when its sources changed]
 #   DDSHARK_JOIN_STATE          the join's state across its restarts [RUN_DIR/join.state]
@@ -127,6 +133,29 @@ PROM_EXP_PORT="${DDSHARK_OTELCOL_PROM_PORT:-8889}"
 PROMETHEUS_PORT="${DDSHARK_PROMETHEUS_PORT:-9090}"
 NODE_EXPORTER_PORT="${DDSHARK_NODE_EXPORTER_PORT:-9100}"
 JOIN_OTLP_PORT="${DDSHARK_JOIN_OTLP_PORT:-4320}"
+SHARDS="${DDSHARK_STACK_SHARDS:-1}"
+[[ "$SHARDS" =~ ^[1-9][0-9]*$ ]] && ((SHARDS <= 64)) ||
+  usage_error "DDSHARK_STACK_SHARDS must be a number of join shards from 1 to 64, not '$SHARDS'"
+# The joins' names (their pids/, logs/ and launch/ files) and OTLP ports.
+JOIN_NAMES=(join)
+JOIN_PORTS=("$JOIN_OTLP_PORT")
+if ((SHARDS > 1)); then
+  JOIN_NAMES=()
+  JOIN_PORTS=()
+  if [ "$AUTO_PORTS" = 1 ] && [ -z "${DDSHARK_JOIN_OTLP_PORT:-}" ]; then
+    read -r -a JOIN_PORTS < <(python3 -c '
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(); s.bind((sys.argv[1], 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+' "$BIND" "$SHARDS")
+  fi
+  for ((k = 0; k < SHARDS; k++)); do
+    JOIN_NAMES+=("join-$k")
+    [ "${#JOIN_PORTS[@]}" -gt "$k" ] || JOIN_PORTS+=("$((JOIN_OTLP_PORT + k))")
+  done
+fi
 TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
 INFLUX_URL="http://$HOST:$INFLUX_PORT"
 
@@ -137,7 +166,9 @@ LOG_DIR="$RUN_DIR/logs"
 SECRETS_DIR="${DDSHARK_STACK_SECRETS_DIR:-$RUN_DIR/secrets}"
 
 # ---- refuse to start twice in one run dir --------------------------------
-for n in otelcol join influxd prometheus node_exporter; do
+for f in "$PID_DIR"/*.pid; do
+  [ -e "$f" ] || continue
+  n="$(basename "$f" .pid)"
   if stack_pid_alive "$n"; then
     die "a stack is already running in $RUN_DIR ($n pid $(cat "$PID_DIR/$n.pid")); stop it with scripts/stack/stop.sh --run-dir $RUN_DIR"
   fi
@@ -176,7 +207,7 @@ OTLP_TOKEN="$(head -n1 "$SECRETS_DIR/otlp-token" | awk '{print $1}')"
 [ -n "$INFLUX_TOKEN" ] && [ -n "$INFLUX_PASSWORD" ] && [ -n "$OTLP_TOKEN" ] || die "empty credentials in $SECRETS_DIR"
 
 # ---- ports must be free ---------------------------------------------------
-ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "$JOIN_OTLP_PORT")
+ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "${JOIN_PORTS[@]}")
 [ "$WITH_PROMETHEUS" = 1 ] && ports+=("$PROMETHEUS_PORT" "$NODE_EXPORTER_PORT")
 dups="$(printf '%s\n' "${ports[@]}" | sort | uniq -d)"
 [ -z "$dups" ] || die "port(s) configured twice: $dups"
@@ -338,7 +369,7 @@ fi
   die "DDSHARK_JOIN_BIN=$DDSHARK_JOIN_BIN does not run (--help failed)"
 # (a fresh InfluxDB: nothing of an earlier run is carried over)
 JOIN_STATE="${DDSHARK_JOIN_STATE:-$RUN_DIR/join.state}"
-rm -rf "$JOIN_STATE" "$JOIN_STATE".journal-*
+rm -rf "$JOIN_STATE" "$JOIN_STATE".journal-* "$JOIN_STATE".[0-9]*
 # (the token in a file, never on a command line: DDSHARK_INFLUX_TOKEN may differ from the secrets' file)
 JOIN_TOKEN_FILE="$SECRETS_DIR/influx-token"
 if [ "$INFLUX_TOKEN" != "$(head -n1 "$JOIN_TOKEN_FILE" 2>/dev/null)" ]; then
@@ -346,19 +377,36 @@ if [ "$INFLUX_TOKEN" != "$(head -n1 "$JOIN_TOKEN_FILE" 2>/dev/null)" ]; then
   (umask 077 && printf '%s\n' "$INFLUX_TOKEN" >"$JOIN_TOKEN_FILE")
 fi
 # The join answers an export once its raw points are in InfluxDB and its SAMPLE/DATA_FRAG
-# spans in the state's journal (docs/latency.md, "Writing InfluxDB itself").
-launch join "$RUN_DIR" "$DDSHARK_JOIN_BIN" --otlp-grpc "$HOST:$JOIN_OTLP_PORT" \
-  --period "${DDSHARK_JOIN_PERIOD:-10s}" \
-  --settle-pushes "${DDSHARK_JOIN_SETTLE_PUSHES:-3}" \
-  --max-wait-pushes "${DDSHARK_JOIN_MAX_WAIT_PUSHES:-30}" \
-  --max-pending "${DDSHARK_JOIN_MAX_PENDING:-500000}" \
-  --sample-window "${DDSHARK_JOIN_SAMPLE_WINDOW:-10s}" \
-  --state "$JOIN_STATE" \
-  --influx-url "$INFLUX_URL" --influx-org "$INFLUX_ORG" \
-  --influx-token-file "$JOIN_TOKEN_FILE" \
-  --raw-bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET"
-wait_tcp join "$HOST" "$JOIN_OTLP_PORT"
-export DDSHARK_JOIN_OTLP_ADDR="$HOST:$JOIN_OTLP_PORT"
+# spans in the state's journal (docs/latency.md, "Writing InfluxDB itself"). Shards: each its
+# own state and port, and --shard K (the tag of what every shard writes, docs/fleet.md).
+JOIN_ADDRS=()
+for k in "${!JOIN_NAMES[@]}"; do
+  shard_args=()
+  state="$JOIN_STATE"
+  if ((SHARDS > 1)); then
+    shard_args=(--shard "$k")
+    state="$JOIN_STATE.$k"
+  fi
+  launch "${JOIN_NAMES[$k]}" "$RUN_DIR" "$DDSHARK_JOIN_BIN" --otlp-grpc "$HOST:${JOIN_PORTS[$k]}" \
+    "${shard_args[@]}" \
+    --period "${DDSHARK_JOIN_PERIOD:-10s}" \
+    --settle-pushes "${DDSHARK_JOIN_SETTLE_PUSHES:-3}" \
+    --max-wait-pushes "${DDSHARK_JOIN_MAX_WAIT_PUSHES:-30}" \
+    --max-pending "${DDSHARK_JOIN_MAX_PENDING:-500000}" \
+    --sample-window "${DDSHARK_JOIN_SAMPLE_WINDOW:-10s}" \
+    --state "$state" \
+    --influx-url "$INFLUX_URL" --influx-org "$INFLUX_ORG" \
+    --influx-token-file "$JOIN_TOKEN_FILE" \
+    --raw-bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET"
+  JOIN_ADDRS+=("$HOST:${JOIN_PORTS[$k]}")
+done
+for k in "${!JOIN_NAMES[@]}"; do
+  wait_tcp "${JOIN_NAMES[$k]}" "$HOST" "${JOIN_PORTS[$k]}"
+done
+export DDSHARK_JOIN_OTLP_ADDR="${JOIN_ADDRS[0]}"
+# (the routing tier's static resolver: a YAML list)
+DDSHARK_JOIN_SHARDS="[$(IFS=,; echo "${JOIN_ADDRS[*]}")]"
+export DDSHARK_JOIN_SHARDS
 
 # ---- collector ----------------------------------------------------------------
 export DDSHARK_OTELCOL_BIND="$BIND" DDSHARK_OTLP_BIND="$OTLP_BIND"
@@ -369,6 +417,10 @@ export DDSHARK_OTELCOL_FILE_PATH="${DDSHARK_OTELCOL_FILE_PATH:-$RUN_DIR/otelcol-
 export DDSHARK_OTELCOL_STORAGE_DIR="${DDSHARK_OTELCOL_STORAGE_DIR:-$RUN_DIR/otelcol-queue}"
 rm -rf "$DDSHARK_OTELCOL_STORAGE_DIR"
 otelcol_configs=(--config="$REPO_ROOT/deploy/otelcol/config.yaml")
+if ((SHARDS > 1)); then
+  otelcol_configs+=(--config="$REPO_ROOT/deploy/otelcol/routing.yaml")
+  say "routing tier: spans by trace id to $SHARDS join shards $DDSHARK_JOIN_SHARDS"
+fi
 OTLP_SCHEME=http
 if [ "$OTLP_SECURE" = 1 ]; then
   export DDSHARK_OTLP_TLS_CERT="$SECRETS_DIR/otlp.pem" DDSHARK_OTLP_TLS_KEY="$SECRETS_DIR/otlp.key"
@@ -422,7 +474,8 @@ touch "$RUN_DIR/stack.env" && chmod 0600 "$RUN_DIR/stack.env"
     echo "export OTEL_EXPORTER_OTLP_CERTIFICATE='$SECRETS_DIR/ca.pem'"
     echo "export OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer%20$OTLP_TOKEN'"
   fi
-  echo "export DDSHARK_JOIN_OTLP_ADDR='$HOST:$JOIN_OTLP_PORT'"
+  echo "export DDSHARK_JOIN_OTLP_ADDR='$DDSHARK_JOIN_OTLP_ADDR'"
+  echo "export DDSHARK_JOIN_SHARDS='$DDSHARK_JOIN_SHARDS'"
   echo "export DDSHARK_OTELCOL_HEALTH_URL='http://$HOST:$HEALTH_PORT/'"
   echo "export DDSHARK_OTELCOL_METRICS_URL='http://$HOST:$METRICS_PORT/metrics'"
   echo "export DDSHARK_OTELCOL_PROM_URL='http://$HOST:$PROM_EXP_PORT/metrics'"

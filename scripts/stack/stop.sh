@@ -31,7 +31,10 @@ else
   # Collector first so it can flush its queue into the join, the join next (it
   # writes into InfluxDB), InfluxDB last.
   rc=0
-  for name in otelcol join prometheus node_exporter influxd; do
+  # (the join shards of DDSHARK_STACK_SHARDS: join-0, join-1, …)
+  shards=()
+  for f in "$PID_DIR"/join-*.pid; do [ -e "$f" ] && shards+=("$(basename "$f" .pid)"); done
+  for name in otelcol join "${shards[@]}" prometheus node_exporter influxd; do
     [ -f "$PID_DIR/$name.pid" ] || continue
     pid="$(cat "$PID_DIR/$name.pid")"
     if ! stack_pid_alive "$name"; then

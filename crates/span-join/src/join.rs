@@ -137,6 +137,9 @@ pub struct JoinSettings {
     pub receiver_window_ns: i64,
     /// `ddshark latency --lost-grace`.
     pub lost_grace_ns: i64,
+    /// This join's number among the shards behind the collector's routing tier: tag
+    /// [`span_schema::measurement::SHARD_TAG`] of the points other shards write too.
+    pub shard: Option<u16>,
 }
 
 impl JoinSettings {
@@ -160,6 +163,7 @@ impl Default for JoinSettings {
             sample_window_ns: span_schema::SAMPLE_WINDOW_NS,
             receiver_window_ns: latency_core::lost::RECEIVER_WINDOW_NS,
             lost_grace_ns: latency_core::lost::LOST_GRACE_NS,
+            shard: None,
         }
     }
 }
@@ -461,7 +465,15 @@ impl SpanJoin {
             points = points.saturating_add(self.join_frag(&p, out));
         }
         points = points.saturating_add(self.write_repairs(out));
-        points = points.saturating_add(self.clocks.write(out));
+        points = points.saturating_add(self.clocks.write(out, self.settings.shard));
         points.saturating_add(self.write_latency_seconds(out))
+    }
+}
+
+/// Tags a point that other shards write too with this join's shard (none: a lone join).
+pub(super) fn shard_tag(point: &mut LineWriter, shard: Option<u16>) -> &mut LineWriter {
+    match shard {
+        Some(n) => point.tag(measurement::SHARD_TAG, &n.to_string()),
+        None => point,
     }
 }

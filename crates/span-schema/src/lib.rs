@@ -88,6 +88,11 @@ pub mod measurement {
     pub const CLOCK_OFFSET: &str = "dds_clock_offset";
     /// Per push: the join's own counters (raw bucket).
     pub const JOIN: &str = "ddshark_join";
+    /// Tag of what a join shard writes that another shard writes too (its counters, the
+    /// per-second totals, the clock offsets): the shard's number (`ddshark-join --shard`),
+    /// absent from a lone join. The queries sum (or take the minimum) over it
+    /// (docs/fleet.md).
+    pub const SHARD_TAG: &str = "shard";
 }
 
 /// The join's measurements that go to the long bucket (everything but its counters).

@@ -366,7 +366,7 @@ impl Clocks {
     }
 
     /// One `dds_clock_offset` point per pair of hosts with an estimate.
-    pub(super) fn write(&mut self, out: &mut LineWriter) -> u64 {
+    pub(super) fn write(&mut self, out: &mut LineWriter, shard: Option<u16>) -> u64 {
         let mut points = 0u64;
         for (&(x, y), e) in &self.offsets {
             let name = |i: usize| self.names.get(i).and_then(Option::as_ref);
@@ -374,7 +374,9 @@ impl Clocks {
                 continue;
             };
             let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            out.point(measurement::CLOCK_OFFSET)
+            // (each direction's smallest delay too: with shards, each estimates from its own
+            // samples, and the queries take the minimum of the shards' minima)
+            shard_tag(out.point(measurement::CLOCK_OFFSET), shard)
                 .tag("host_a", a)
                 .tag("host_b", b)
                 .int("offset_ns", e.offset_at(e.t_last))
@@ -384,6 +386,8 @@ impl Clocks {
                 .int("samples_b_to_a", as_i64(e.counts.y_to_x))
                 .int("samples_builtin", as_i64(e.counts.builtin))
                 .int("outliers", i64::from(e.outliers))
+                .int("min_a_to_b_ns", e.min_x_to_y_ns)
+                .int("min_b_to_a_ns", e.min_y_to_x_ns)
                 .end(Some(e.t_last));
             points = points.saturating_add(1);
         }

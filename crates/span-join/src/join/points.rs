@@ -197,7 +197,7 @@ impl SpanJoin {
         self.counters.points = self.counters.points.saturating_add(points);
         let c = self.counters;
         let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        out.point(measurement::JOIN)
+        shard_tag(out.point(measurement::JOIN), self.settings.shard)
             .int("spans", as_i64(c.spans))
             .int("rejected", as_i64(c.rejected))
             .int("samples", as_i64(c.samples))

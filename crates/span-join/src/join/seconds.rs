@@ -58,7 +58,7 @@ impl SpanJoin {
         for ((writer, sender, second), acc) in &mut self.repairs {
             if acc.dirty {
                 acc.dirty = false;
-                out.point(measurement::REPAIRS)
+                shard_tag(out.point(measurement::REPAIRS), self.settings.shard)
                     .tag("sender", sender)
                     .tag("topic_name", &acc.topic)
                     .tag("writer_id", writer)
@@ -76,7 +76,7 @@ impl SpanJoin {
         for ((sender, receiver, topic, second), acc) in &mut self.latency_seconds {
             if acc.dirty {
                 acc.dirty = false;
-                out.point(measurement::LATENCY_1S)
+                shard_tag(out.point(measurement::LATENCY_1S), self.settings.shard)
                     .tag("receiver", receiver)
                     .tag("sender", sender)
                     .tag("topic_name", topic)

@@ -63,6 +63,11 @@ pub struct JoinArgs {
     /// Output held while --output cannot take it; beyond, points are dropped (counted)
     #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
     pub max_output_bytes: usize,
+    /// This join is shard N of several behind the collector's routing tier: its per-second
+    /// totals, clock offsets and counters carry the tag shard=N, which the queries sum over
+    /// (docs/fleet.md)
+    #[arg(long, value_name = "N")]
+    pub shard: Option<u16>,
     /// Keep the join across restarts (kill -9 included) in FILE: read at start, written at
     /// every push (the input between pushes in FILE.journal-N), at the end of the input and
     /// on SIGTERM (instead of joining what still waits)
@@ -201,6 +206,7 @@ impl JoinArgs {
             sample_window_ns: self.sample_window_ns,
             receiver_window_ns: self.receiver_window_ns,
             lost_grace_ns: self.lost_grace_ns,
+            shard: self.shard,
         }
     }
 }
