@@ -95,6 +95,7 @@ done
 
 BIND="${DDSHARK_STACK_BIND:-127.0.0.1}"
 HOST="$BIND"; [ "$HOST" = 0.0.0.0 ] && HOST=127.0.0.1
+JOIN_PORT_GIVEN="${DDSHARK_JOIN_OTLP_PORT:+1}"
 if [ "$AUTO_PORTS" = 1 ]; then
   # Nine distinct free ports (all bound at once, then released); the
   # servers bind them moments later.
@@ -142,7 +143,7 @@ JOIN_PORTS=("$JOIN_OTLP_PORT")
 if ((SHARDS > 1)); then
   JOIN_NAMES=()
   JOIN_PORTS=()
-  if [ "$AUTO_PORTS" = 1 ] && [ -z "${DDSHARK_JOIN_OTLP_PORT:-}" ]; then
+  if [ "$AUTO_PORTS" = 1 ] && [ -z "$JOIN_PORT_GIVEN" ]; then
     read -r -a JOIN_PORTS < <(python3 -c '
 import socket, sys
 socks = []

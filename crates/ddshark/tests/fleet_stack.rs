@@ -1,0 +1,222 @@
+//! The fleet path (docs/fleet.md): `DDSHARK_STACK_SHARDS=2 scripts/stack/start.sh`, the
+//! collector as the routing tier (deploy/otelcol/routing.yaml: spans by trace id) in front of
+//! two join shards. Four hosts of two robots (the Fast DDS pair `k_fastdds` as A and B, the
+//! RustDDS pair `d_rustdds_interop` as C and D, captured at other times) replayed at once,
+//! and shard join-1 `kill -9`'d while the spans come in and started again later. Then every
+//! span the collector took is a raw point (sent − stored = 0), every latency of each pair
+//! is its oracle's (`ddshark latency` on that pair's captures) to the ns, the shards'
+//! per-second totals add up to the latencies, and both shards joined samples.
+//!
+//! Needs the stack `scripts/stack/build.sh` caches (`common::stack::stack_bin`): without
+//! it this test FAILS, naming how to build it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::stack::{fresh_run_dir, RunningStack};
+use common::{fixtures, read_tsv, repo_root};
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// `12.345678900` (seconds) → ns.
+fn ns_of(text: &str) -> Option<i64> {
+    let (s, frac) = text.split_once('.')?;
+    let frac = format!("{frac:0<9}");
+    Some(s.parse::<i64>().ok()? * 1_000_000_000 + frac.get(..9)?.parse::<i64>().ok()?)
+}
+
+/// (writer, sn, "X->Y") → latency_ns of the oracle of the pair in `dir`, its hosts named
+/// `names` instead of A and B.
+fn oracle(dir: &Path, names: [&str; 2]) -> BTreeMap<(String, i64, String), i64> {
+    let mut out = BTreeMap::new();
+    for o in read_tsv(&dir.join("oracle_latency.tsv")) {
+        let (Some(t_send), Some(t_recv)) =
+            (ns_of(&o["t_send_first"]), ns_of(&o["t_recv_complete"]))
+        else {
+            continue;
+        };
+        let direction = o["direction"]
+            .replace('A', "\0")
+            .replace('B', names[1])
+            .replace('\0', names[0]);
+        out.insert(
+            (
+                o["writer_guid"].clone(),
+                o["seq"].parse().unwrap(),
+                direction,
+            ),
+            t_recv - t_send,
+        );
+    }
+    out
+}
+
+#[test]
+fn four_hosts_through_two_join_shards_lose_nothing_when_one_is_killed() {
+    let run_dir = fresh_run_dir("fleet");
+    let stack = RunningStack::start(
+        &run_dir,
+        &[("DDSHARK_STACK_SHARDS", "2"), ("DDSHARK_JOIN_PERIOD", "1s")],
+    );
+    let endpoint = stack.var("DDSHARK_OTLP_ENDPOINT").to_string();
+    let (ab, cd) = (
+        fixtures().join("k_fastdds"),
+        fixtures().join("d_rustdds_interop"),
+    );
+    let hosts = [
+        ("A", ab.join("a.pcap")),
+        ("B", ab.join("b.pcap")),
+        ("C", cd.join("a.pcap")),
+        ("D", cd.join("b.pcap")),
+    ];
+    let replays: Vec<_> = hosts
+        .iter()
+        .map(|(host, pcap)| {
+            let child = Command::new(env!("CARGO_BIN_EXE_ddshark"))
+                .arg("-r")
+                .arg(pcap)
+                .args(["--no-tui", "--host-name", host, "--otlp", &endpoint])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (*host, child)
+        })
+        .collect();
+    // one shard gone while the spans come in: the routing tier holds its spans on disk
+    let shard = stack.pid("join-1");
+    let st = Command::new("kill")
+        .args(["-KILL", &shard.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for (host, child) in replays {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{host}: {err}");
+        assert!(
+            err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
+            "{host}: export not clean:\n{err}"
+        );
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    let queued = stack.collector_metric(
+        "otelcol_exporter_queue_size",
+        &["exporter=\"loadbalancing/join\""],
+    );
+    eprintln!("spans held for the killed shard: {queued}");
+    let st = Command::new(repo_root().join("scripts/stack/relaunch.sh"))
+        .arg("--run-dir")
+        .arg(&stack.run_dir)
+        .arg("join-1")
+        .status()
+        .unwrap();
+    assert!(st.success(), "relaunch.sh join-1");
+
+    // sent − stored = 0: a raw point of every span the collector took
+    let accepted = stack.collector_metric("otelcol_receiver_accepted_spans", &[]);
+    assert!(accepted > 0);
+    let stored = || {
+        stack.influx.query_count(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano")
+  |> group() |> count()"#,
+            stack.influx.bucket
+        ))
+    };
+    wait_for("a raw point of every span", Duration::from_secs(90), || {
+        stored() == accepted
+    });
+
+    // every latency of each pair, to the ns, and nothing between the robots
+    let mut want = oracle(&ab, ["A", "B"]);
+    want.extend(oracle(&cd, ["C", "D"]));
+    let long = stack.var("DDSHARK_INFLUX_LONG_BUCKET").to_string();
+    let latencies = || -> BTreeMap<(String, i64, String), i64> {
+        stack
+            .influx
+            .query(&format!(
+                r#"from(bucket: "{long}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "dds_latency" and (r._field == "latency_ns" or r._field == "sn"))
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> group() |> keep(columns: ["writer_id", "sender", "receiver", "sn", "latency_ns"])"#
+            ))
+            .into_iter()
+            .map(|r| {
+                let key = (
+                    r["writer_id"].clone(),
+                    r["sn"].parse().unwrap(),
+                    format!("{}->{}", r["sender"], r["receiver"]),
+                );
+                (key, r["latency_ns"].parse().unwrap())
+            })
+            .collect()
+    };
+    let mut got = BTreeMap::new();
+    wait_for(
+        "every latency of both pairs",
+        Duration::from_secs(90),
+        || {
+            got = latencies();
+            got.len() >= want.len()
+        },
+    );
+    let wrong: Vec<_> = want
+        .iter()
+        .filter(|(k, v)| got.get(*k) != Some(*v))
+        .take(5)
+        .map(|(k, v)| format!("{k:?}: oracle {v}, join {:?}", got.get(k)))
+        .collect();
+    assert!(wrong.is_empty(), "latencies differ: {wrong:?}");
+    assert_eq!(got.len(), want.len(), "points the oracle does not have");
+
+    // the shards' per-second totals add up to the latencies
+    let totals = stack.influx.query(&format!(
+        r#"from(bucket: "{long}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "dds_latency_1s" and (r._field == "samples" or r._field == "latency_sum_ns"))
+  |> group(columns: ["_field"]) |> sum()"#
+    ));
+    let total: HashMap<_, i64> = totals
+        .iter()
+        .map(|r| (r["_field"].clone(), r["_value"].parse().unwrap()))
+        .collect();
+    assert_eq!(
+        total.get("samples"),
+        Some(&(want.len() as i64)),
+        "{totals:?}"
+    );
+    assert_eq!(
+        total.get("latency_sum_ns"),
+        Some(&want.values().sum::<i64>()),
+        "{totals:?}"
+    );
+
+    // both shards joined samples
+    let per_shard = stack.influx.query(&format!(
+        r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "ddshark_join" and r._field == "samples")
+  |> group(columns: ["shard"]) |> max()"#,
+        stack.influx.bucket
+    ));
+    let samples: BTreeMap<_, i64> = per_shard
+        .iter()
+        .map(|r| (r["shard"].clone(), r["_value"].parse().unwrap()))
+        .collect();
+    eprintln!(
+        "samples joined per shard: {samples:?}; spans {accepted}; latencies {}",
+        got.len()
+    );
+    assert_eq!(samples.len(), 2, "{per_shard:?}");
+    assert!(samples.values().all(|&n| n > 0), "{samples:?}");
+}
