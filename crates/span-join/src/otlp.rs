@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
-use span_schema::{attr, influx};
+use span_schema::{attr, influx, SpanKind};
 
 use crate::{FragSpan, LineWriter, SampleSpan, SpanJoin};
 
@@ -95,7 +95,8 @@ pub struct Converted<'a> {
     /// Spans refused; the first error says why.
     pub refused: u64,
     pub first_error: Option<SpanError>,
-    /// Raw points written (with [`convert_with_raw`]): one per span taken or skipped.
+    /// Raw points written (with [`convert_with_raw`]): one per span taken or skipped, and
+    /// one per writer whose facts a span changed.
     pub raw_points: u64,
 }
 
@@ -123,11 +124,15 @@ pub fn convert(request: &ExportTraceServiceRequest) -> Converted<'_> {
 }
 
 /// [`convert`], and every span it does not refuse (DATA included) as its raw point
-/// ([`raw`]) in `raw` (a span whose raw point cannot be made is refused).
+/// ([`raw`]) in `raw`'s writer, laid out by its [`raw::RawLayout`] (a span whose raw point
+/// cannot be made is refused).
 pub fn convert_with_raw<'a>(
     request: &'a ExportTraceServiceRequest,
-    mut raw: Option<&mut LineWriter>,
+    mut raw: Option<(&mut raw::RawLayout, &mut LineWriter)>,
 ) -> Converted<'a> {
+    if let Some((layout, _)) = raw.as_mut() {
+        layout.start();
+    }
     let mut out = Converted::default();
     for rs in &request.resource_spans {
         let spans = rs.scope_spans.iter().flat_map(|ss| ss.spans.iter());
@@ -165,21 +170,19 @@ pub fn convert_with_raw<'a>(
                     continue;
                 }
             };
-            if let (Some(part), Some(raw)) = (&part, raw.as_deref_mut()) {
-                let name = match &taken {
-                    Some(JoinSpan::Sample(_)) => SAMPLE,
-                    Some(JoinSpan::Frag(_)) => DATA_FRAG,
-                    None => SKIPPED_SPAN_NAMES
-                        .iter()
-                        .find(|n| **n == span.name)
-                        .copied()
-                        .unwrap_or("DATA"),
+            if let (Some(part), Some((layout, lines))) = (&part, raw.as_mut()) {
+                let kind = match &taken {
+                    Some(JoinSpan::Sample(_)) => SpanKind::Sample,
+                    Some(JoinSpan::Frag(_)) => SpanKind::DataFrag,
+                    None => SpanKind::Data,
                 };
-                if let Err(e) = part.point(name, span, raw) {
-                    out.refuse(e, 1);
-                    continue;
+                match part.point(kind, span, layout, lines) {
+                    Ok(points) => out.raw_points = out.raw_points.saturating_add(points),
+                    Err(e) => {
+                        out.refuse(e, 1);
+                        continue;
+                    }
                 }
-                out.raw_points = out.raw_points.saturating_add(1);
             }
             match taken {
                 Some(s) => out.spans.push(s),

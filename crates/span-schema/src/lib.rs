@@ -55,7 +55,7 @@ pub mod attr {
     pub const ANNOUNCED_IPS: &str = "announced_ips";
 }
 
-/// What a span's raw point holds besides its attributes.
+/// What the raw bucket holds of every span besides its attributes.
 pub mod influx {
     /// The measurement of the spans.
     pub const SPANS: &str = "spans";
@@ -63,9 +63,13 @@ pub mod influx {
     pub const SPAN_NAME: &str = "span.name";
     /// Integer field: the span's end (its start is the point's time).
     pub const END_TIME: &str = "end_time_unix_nano";
-    /// String fields.
+    /// String fields the raw points no longer carry (the trace id is SHA-256 of
+    /// writer_id ‖ sn, docs/span-schema.md).
     pub const TRACE_ID: &str = "trace_id";
     pub const SPAN_ID: &str = "span_id";
+    /// The writer series' JSON string field of the resource attributes the schema does not
+    /// name (`--otlp-resource K=V`).
+    pub const ATTRIBUTES: &str = "attributes";
 }
 
 /// The measurements the latency join (`span-join`) writes (`dds_*` to the long bucket,
@@ -93,6 +97,9 @@ pub mod measurement {
     /// absent from a lone join. The queries sum (or take the minimum) over it
     /// (docs/fleet.md).
     pub const SHARD_TAG: &str = "shard";
+    /// Per writer, host and ddshark run, when first seen and when its facts change: what
+    /// follows the writer (raw bucket, [`super::raw_writer_tags`]).
+    pub const WRITERS: &str = "dds_writers";
 }
 
 /// The join's measurements that go to the long bucket (everything but its counters).
@@ -170,6 +177,91 @@ pub enum Stored {
     Field,
 }
 
+/// Which kinds of span point a raw field is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kinds {
+    pub sample: bool,
+    pub data: bool,
+    pub data_frag: bool,
+}
+
+impl Kinds {
+    pub const ALL: Kinds = Kinds {
+        sample: true,
+        data: true,
+        data_frag: true,
+    };
+    pub const SAMPLE: Kinds = Kinds {
+        sample: true,
+        data: false,
+        data_frag: false,
+    };
+    pub const DATA_FRAG: Kinds = Kinds {
+        sample: false,
+        data: false,
+        data_frag: true,
+    };
+    pub const SAMPLE_AND_FRAG: Kinds = Kinds {
+        sample: true,
+        data: false,
+        data_frag: true,
+    };
+    pub const SUBMESSAGES: Kinds = Kinds {
+        sample: false,
+        data: true,
+        data_frag: true,
+    };
+
+    pub fn has(self, kind: SpanKind) -> bool {
+        match kind {
+            SpanKind::Sample => self.sample,
+            SpanKind::Data => self.data,
+            SpanKind::DataFrag => self.data_frag,
+        }
+    }
+}
+
+/// The spans ddshark exports, as the raw bucket's tag `span.name` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    Sample,
+    Data,
+    DataFrag,
+}
+
+impl SpanKind {
+    pub const ALL: [SpanKind; 3] = [SpanKind::Sample, SpanKind::Data, SpanKind::DataFrag];
+
+    /// The span's name (and its points' `span.name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SpanKind::Sample => "SAMPLE",
+            SpanKind::Data => "DATA",
+            SpanKind::DataFrag => "DATA_FRAG",
+        }
+    }
+}
+
+/// Where the latency join stores an attribute in the raw bucket (docs/span-schema.md, "In
+/// InfluxDB: lean points"): on the span points (`spans`: one per SAMPLE, DATA and DATA_FRAG
+/// span) only what queries select by or compute with, everything that follows the writer
+/// once per writer and host in its own series ([`measurement::WRITERS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Raw {
+    /// A tag of the span points and of the writer series: what ad-hoc queries select by.
+    Tag,
+    /// A tag of the span points only (it differs between the spans of one writer).
+    SpanTag,
+    /// A field of the span points of these kinds.
+    Field(Kinds),
+    /// A tag of the writer series (a fact of the writer or of where it was captured).
+    WriterTag,
+    /// A field of the writer series (the latest value its spans gave).
+    WriterField,
+    /// Not stored: per-datagram detail no query reads, or what the other values give.
+    Dropped,
+}
+
 /// Which spans carry an attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Carriers {
@@ -191,6 +283,8 @@ pub struct SpanAttribute {
     pub optional: bool,
     /// Left out of DATA/DATA_FRAG spans by `--otlp-lean` (detail nothing reads).
     pub lean_drops: bool,
+    /// Where the join stores it in the raw bucket.
+    pub raw: Raw,
 }
 
 impl SpanAttribute {
@@ -210,6 +304,7 @@ const fn a(
     carriers: Carriers,
     optional: bool,
     lean_drops: bool,
+    raw: Raw,
 ) -> SpanAttribute {
     SpanAttribute {
         key,
@@ -218,21 +313,28 @@ const fn a(
         carriers,
         optional,
         lean_drops,
+        raw,
     }
 }
 
 use Carriers::{Both, Sample, Submessage};
+use Raw::{Dropped, SpanTag, WriterField, WriterTag};
 use Stored::{Field, Tag};
 use ValueType::{Int, Str};
 
+/// Field of every kind of span point.
+const ALL: Raw = Raw::Field(Kinds::ALL);
+const FRAG: Raw = Raw::Field(Kinds::DATA_FRAG);
+const SAMPLE: Raw = Raw::Field(Kinds::SAMPLE);
+
 /// Every attribute a span may carry itself (not the resource's), in the docs' order.
 pub const SPAN_ATTRIBUTES: [SpanAttribute; 33] = [
-    a(attr::TRAFFIC_TYPE, Str, Tag, Both, false, false),
-    a(attr::TOPIC_NAME, Str, Tag, Both, true, false),
-    a(attr::TYPE_NAME, Str, Tag, Both, true, false),
-    a(attr::WRITER_ID, Str, Tag, Both, false, false),
-    a(attr::SN, Int, Field, Both, false, false),
-    a(attr::EXPORT_SEQ, Int, Field, Both, false, false),
+    a(attr::TRAFFIC_TYPE, Str, Tag, Both, false, false, WriterTag),
+    a(attr::TOPIC_NAME, Str, Tag, Both, true, false, Raw::Tag),
+    a(attr::TYPE_NAME, Str, Tag, Both, true, false, WriterTag),
+    a(attr::WRITER_ID, Str, Tag, Both, false, false, Raw::Tag),
+    a(attr::SN, Int, Field, Both, false, false, ALL),
+    a(attr::EXPORT_SEQ, Int, Field, Both, false, false, ALL),
     a(
         attr::FRAGMENT_STARTING_NUM,
         Int,
@@ -240,6 +342,7 @@ pub const SPAN_ATTRIBUTES: [SpanAttribute; 33] = [
         Submessage,
         false,
         false,
+        FRAG,
     ),
     a(
         attr::FRAGS_IN_SUBMESSAGE,
@@ -248,17 +351,66 @@ pub const SPAN_ATTRIBUTES: [SpanAttribute; 33] = [
         Submessage,
         false,
         false,
+        FRAG,
     ),
-    a(attr::FRAGMENT_SIZE, Int, Field, Submessage, true, false),
-    a(attr::SAMPLE_SIZE, Int, Field, Both, false, false),
-    a(attr::PAYLOAD_SIZE, Int, Field, Submessage, false, false),
-    a(attr::PCP, Int, Field, Submessage, true, false),
-    a(attr::VLAN_ID, Int, Field, Submessage, true, false),
-    a(attr::VENDOR_ID, Str, Tag, Submessage, false, false),
-    a(attr::VENDOR_NAME, Str, Tag, Submessage, false, false),
-    a(attr::SRC, Str, Field, Submessage, false, true),
-    a(attr::DST, Str, Field, Submessage, false, true),
-    a(attr::DOMAIN_ID, Int, Tag, Both, true, false),
+    a(
+        attr::FRAGMENT_SIZE,
+        Int,
+        Field,
+        Submessage,
+        true,
+        false,
+        FRAG,
+    ),
+    a(
+        attr::SAMPLE_SIZE,
+        Int,
+        Field,
+        Both,
+        false,
+        false,
+        Raw::Field(Kinds::SAMPLE_AND_FRAG),
+    ),
+    a(
+        attr::PAYLOAD_SIZE,
+        Int,
+        Field,
+        Submessage,
+        false,
+        false,
+        Raw::Field(Kinds::SUBMESSAGES),
+    ),
+    a(attr::PCP, Int, Field, Submessage, true, false, WriterField),
+    a(
+        attr::VLAN_ID,
+        Int,
+        Field,
+        Submessage,
+        true,
+        false,
+        WriterField,
+    ),
+    a(
+        attr::VENDOR_ID,
+        Str,
+        Tag,
+        Submessage,
+        false,
+        false,
+        WriterTag,
+    ),
+    a(
+        attr::VENDOR_NAME,
+        Str,
+        Tag,
+        Submessage,
+        false,
+        false,
+        WriterTag,
+    ),
+    a(attr::SRC, Str, Field, Submessage, false, true, Dropped),
+    a(attr::DST, Str, Field, Submessage, false, true, Dropped),
+    a(attr::DOMAIN_ID, Int, Tag, Both, true, false, WriterTag),
     a(
         attr::SOURCE_TIMESTAMP_NS,
         Int,
@@ -266,21 +418,70 @@ pub const SPAN_ATTRIBUTES: [SpanAttribute; 33] = [
         Submessage,
         true,
         true,
+        Dropped,
     ),
-    a(attr::CAPTURE_INTERFACE, Str, Tag, Both, true, false),
-    a(attr::FRAME, Int, Field, Submessage, false, true),
-    a(attr::FRAME_FIRST, Int, Field, Submessage, false, true),
-    a(attr::IP_FRAGMENTS, Int, Field, Submessage, false, true),
-    a(attr::SUBMESSAGE_INDEX, Int, Field, Submessage, false, true),
-    a(attr::SLOT, Int, Tag, Both, false, false),
-    a(attr::START_NS, Int, Field, Sample, false, false),
-    a(attr::FRAGMENTS, Int, Field, Sample, false, false),
-    a(attr::FRAGMENTS_MISSING, Int, Field, Sample, false, false),
-    a(attr::SUBMESSAGES, Int, Field, Sample, false, false),
-    a(attr::REPAIRS, Int, Field, Sample, false, false),
-    a(attr::SRC_IP, Str, Field, Sample, true, false),
-    a(attr::SRC_MAC, Int, Field, Sample, true, false),
-    a(attr::ANNOUNCED_IPS, Str, Field, Sample, true, false),
+    a(
+        attr::CAPTURE_INTERFACE,
+        Str,
+        Tag,
+        Both,
+        true,
+        false,
+        WriterTag,
+    ),
+    a(attr::FRAME, Int, Field, Submessage, false, true, Dropped),
+    a(
+        attr::FRAME_FIRST,
+        Int,
+        Field,
+        Submessage,
+        false,
+        true,
+        Dropped,
+    ),
+    a(
+        attr::IP_FRAGMENTS,
+        Int,
+        Field,
+        Submessage,
+        false,
+        true,
+        Dropped,
+    ),
+    a(
+        attr::SUBMESSAGE_INDEX,
+        Int,
+        Field,
+        Submessage,
+        false,
+        true,
+        Dropped,
+    ),
+    a(attr::SLOT, Int, Tag, Both, false, false, SpanTag),
+    a(attr::START_NS, Int, Field, Sample, false, false, SAMPLE),
+    a(attr::FRAGMENTS, Int, Field, Sample, false, false, Dropped),
+    a(
+        attr::FRAGMENTS_MISSING,
+        Int,
+        Field,
+        Sample,
+        false,
+        false,
+        SAMPLE,
+    ),
+    a(attr::SUBMESSAGES, Int, Field, Sample, false, false, SAMPLE),
+    a(attr::REPAIRS, Int, Field, Sample, false, false, SAMPLE),
+    a(attr::SRC_IP, Str, Field, Sample, true, false, WriterField),
+    a(attr::SRC_MAC, Int, Field, Sample, true, false, WriterField),
+    a(
+        attr::ANNOUNCED_IPS,
+        Str,
+        Field,
+        Sample,
+        true,
+        false,
+        WriterField,
+    ),
 ];
 
 /// Resource attributes ddshark sets (host- or run-wide; tags in InfluxDB).
@@ -289,6 +490,78 @@ pub const RESOURCE_ATTRIBUTES: [&str; 3] = [
     attr::HOST_NAME,
     attr::SERVICE_INSTANCE_ID,
 ];
+
+/// Where the join stores the resource attributes ddshark sets.
+pub const RESOURCE_RAW: [(&str, Raw); 3] = [
+    (attr::SERVICE_NAME, Raw::WriterTag),
+    (attr::HOST_NAME, Raw::Tag),
+    (attr::SERVICE_INSTANCE_ID, Raw::Tag),
+];
+
+/// Where an attribute (a span's or the resource's) goes in the raw bucket; None for one the
+/// schema does not name (an `--otlp-resource` of the user's: the writer series' JSON field
+/// [`influx::ATTRIBUTES`]).
+pub fn raw_place(key: &str) -> Option<(&'static str, Raw, ValueType)> {
+    if let Some(a) = SPAN_ATTRIBUTES.iter().find(|a| a.key == key) {
+        return Some((a.key, a.raw, a.ty));
+    }
+    RESOURCE_RAW
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(k, raw)| (*k, *raw, ValueType::Str))
+}
+
+/// At most this many fields on any point the join writes to the raw bucket: InfluxDB's
+/// cost per point grows with its fields (issue 32: 22.4 µs with 22, 10.2 with 8).
+pub const MAX_RAW_FIELDS: usize = 8;
+
+/// Every attribute key with its raw placement, the resource's first.
+fn raw_placements() -> impl Iterator<Item = (&'static str, Raw, ValueType)> {
+    RESOURCE_RAW
+        .iter()
+        .map(|(k, r)| (*k, *r, ValueType::Str))
+        .chain(SPAN_ATTRIBUTES.iter().map(|a| (a.key, a.raw, a.ty)))
+}
+
+/// The tags of the span points: the resource's and the attributes' `Tag`s, `SpanTag`s and
+/// the span name.
+pub fn raw_span_tags() -> Vec<&'static str> {
+    let mut v: Vec<&str> = raw_placements()
+        .filter(|(_, r, _)| matches!(r, Raw::Tag | Raw::SpanTag))
+        .map(|(k, _, _)| k)
+        .collect();
+    v.push(influx::SPAN_NAME);
+    v
+}
+
+/// The fields of a kind's span points: its attributes' and the span's end.
+pub fn raw_span_fields(kind: SpanKind) -> Vec<(&'static str, ValueType)> {
+    let mut v: Vec<(&str, ValueType)> = raw_placements()
+        .filter(|(_, r, _)| matches!(r, Raw::Field(k) if k.has(kind)))
+        .map(|(k, _, ty)| (k, ty))
+        .collect();
+    v.push((influx::END_TIME, ValueType::Int));
+    v
+}
+
+/// The tags of the writer series: who it is (the `Tag`s) and what it is (`WriterTag`s).
+pub fn raw_writer_tags() -> Vec<&'static str> {
+    raw_placements()
+        .filter(|(_, r, _)| matches!(r, Raw::Tag | Raw::WriterTag))
+        .map(|(k, _, _)| k)
+        .collect()
+}
+
+/// The fields of the writer series: `WriterField`s and the JSON of the user's resource
+/// attributes.
+pub fn raw_writer_fields() -> Vec<(&'static str, ValueType)> {
+    let mut v: Vec<(&str, ValueType)> = raw_placements()
+        .filter(|(_, r, _)| *r == Raw::WriterField)
+        .map(|(k, _, ty)| (k, ty))
+        .collect();
+    v.push((influx::ATTRIBUTES, ValueType::Str));
+    v
+}
 
 /// The OpenTelemetry SDK's own resource attributes: left out of the points.
 pub const SDK_RESOURCE_ATTRIBUTES: [&str; 3] = [
@@ -338,33 +611,21 @@ pub const JOIN_SPAN_NAMES: [&str; 2] = ["SAMPLE", "DATA_FRAG"];
 /// `--sample-window` default to it.
 pub const SAMPLE_WINDOW_NS: i64 = 10_000_000_000;
 
-/// The tags of measurement `spans` in InfluxDB: the resource's, the tag-stored
-/// attributes and the span name.
+/// The tags of measurement `spans` in the raw bucket ([`raw_span_tags`]).
 pub fn influx_span_tags() -> Vec<&'static str> {
-    let mut v: Vec<&str> = RESOURCE_ATTRIBUTES.to_vec();
-    v.extend(
-        SPAN_ATTRIBUTES
-            .iter()
-            .filter(|a| a.stored == Stored::Tag)
-            .map(|a| a.key),
-    );
-    v.push(influx::SPAN_NAME);
-    v
+    raw_span_tags()
 }
 
-/// The typed fields of measurement `spans`: the field-stored attributes and the span's
-/// own fields ([`influx`]).
+/// The fields of measurement `spans`, of every kind of point ([`raw_span_fields`]).
 pub fn influx_span_fields() -> Vec<(&'static str, ValueType)> {
-    let mut v: Vec<(&str, ValueType)> = SPAN_ATTRIBUTES
-        .iter()
-        .filter(|a| a.stored == Stored::Field)
-        .map(|a| (a.key, a.ty))
-        .collect();
-    v.extend([
-        (influx::END_TIME, Int),
-        (influx::TRACE_ID, Str),
-        (influx::SPAN_ID, Str),
-    ]);
+    let mut v: Vec<(&str, ValueType)> = Vec::new();
+    for kind in SpanKind::ALL {
+        for f in raw_span_fields(kind) {
+            if !v.contains(&f) {
+                v.push(f);
+            }
+        }
+    }
     v
 }
 
@@ -384,13 +645,57 @@ mod tests {
 
     #[test]
     fn the_join_reads_only_what_spans_carry() {
-        let tags = influx_span_tags();
+        let carried = |k: &str| {
+            is_span_attribute(k)
+                || RESOURCE_ATTRIBUTES.contains(&k)
+                || k == influx::SPAN_NAME
+                || k == influx::END_TIME
+        };
+        for k in JOIN_TAGS.iter().chain(JOIN_FIELDS.iter()) {
+            assert!(carried(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn raw_points_are_lean() {
+        for kind in SpanKind::ALL {
+            let n = raw_span_fields(kind).len();
+            assert!(n <= MAX_RAW_FIELDS, "{}: {n} fields", kind.name());
+        }
+        assert!(raw_writer_fields().len() <= MAX_RAW_FIELDS);
+        // one point per span, 6 tags, as the issue's floor
+        assert_eq!(raw_span_tags().len(), 6, "{:?}", raw_span_tags());
+        // the writer series is named by the span points' tags it shares
+        for t in [attr::HOST_NAME, attr::SERVICE_INSTANCE_ID, attr::WRITER_ID] {
+            assert!(raw_writer_tags().contains(&t) && raw_span_tags().contains(&t));
+        }
+    }
+
+    #[test]
+    fn the_join_reads_from_the_raw_points_what_it_joins_on() {
+        // (the Flux task and the ad-hoc queries read these from `spans`)
+        let tags = raw_span_tags();
         for t in JOIN_TAGS {
             assert!(tags.contains(&t), "{t}");
         }
-        let fields = influx_span_fields();
-        for f in JOIN_FIELDS {
-            assert!(fields.iter().any(|(k, _)| *k == f), "{f}");
+        for f in [
+            attr::SN,
+            attr::START_NS,
+            attr::FRAGMENTS_MISSING,
+            attr::REPAIRS,
+        ] {
+            assert!(raw_span_fields(SpanKind::Sample)
+                .iter()
+                .any(|(k, _)| *k == f));
+        }
+        for f in [
+            attr::FRAGMENT_STARTING_NUM,
+            attr::FRAGS_IN_SUBMESSAGE,
+            attr::FRAGMENT_SIZE,
+        ] {
+            assert!(raw_span_fields(SpanKind::DataFrag)
+                .iter()
+                .any(|(k, _)| *k == f));
         }
     }
 

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use span_schema::{
-    influx, influx_span_fields, influx_span_tags, measurement, Stored, ValueType, JOIN_COUNTERS,
-    JOIN_MEASUREMENTS, SAMPLE_WINDOW_NS, SPAN_ATTRIBUTES,
+    influx, influx_span_fields, influx_span_tags, measurement, raw_writer_fields, raw_writer_tags,
+    Stored, ValueType, JOIN_COUNTERS, JOIN_MEASUREMENTS, SAMPLE_WINDOW_NS, SPAN_ATTRIBUTES,
 };
 
 fn repo(rel: &str) -> PathBuf {
@@ -197,6 +197,28 @@ fn docs_tables_match_the_schema() {
             .map(|(k, t)| (k.to_string(), influx_type(t).to_string()))
             .collect(),
         "the fields of measurement spans"
+    );
+    let writer_tags: BTreeSet<String> = doc_table(&doc, "| writer series tags |")
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        writer_tags,
+        set(raw_writer_tags()),
+        "the tags of measurement dds_writers"
+    );
+    let writer_fields: BTreeSet<(String, String)> =
+        doc_table(&doc, "| writer series fields | type |")
+            .into_iter()
+            .map(|(k, ty)| (k, ty.split(' ').next().unwrap_or("").to_string()))
+            .collect();
+    assert_eq!(
+        writer_fields,
+        raw_writer_fields()
+            .into_iter()
+            .map(|(k, t)| (k.to_string(), influx_type(t).to_string()))
+            .collect(),
+        "the fields of measurement dds_writers"
     );
     let join: BTreeSet<String> = doc_table(&doc, "### Materialised latencies")
         .into_iter()

@@ -194,16 +194,19 @@ pub fn run(args: &JoinArgs) -> Result<()> {
         // (what was read back is on disk as a state again before anything new is read)
         cp.save(&join, &undelivered_now())?;
     }
-    let take = |join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, input: Input| match input
-    {
-        Input::Lines(block) => {
-            if let Some(cp) = checkpoint.as_mut() {
-                cp.record(&block);
+    let mut layout = otlp::RawLayout::default();
+    let mut take =
+        |join: &mut SpanJoin, checkpoint: &mut Option<Checkpoint>, input: Input| match input {
+            Input::Lines(block) => {
+                if let Some(cp) = checkpoint.as_mut() {
+                    cp.record(&block);
+                }
+                feed_block(join, &block);
             }
-            feed_block(join, &block);
-        }
-        Input::Export(export) => otlp::take(join, checkpoint, influx.as_deref(), export),
-    };
+            Input::Export(export) => {
+                otlp::take(join, checkpoint, influx.as_deref(), &mut layout, export)
+            }
+        };
     let mut next_push = Instant::now() + args.period;
     let mut input_ended = false;
     loop {

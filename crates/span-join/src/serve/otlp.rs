@@ -36,6 +36,7 @@ use super::args::OtlpArgs;
 use super::checkpoint::Checkpoint;
 use super::Input;
 use crate::influxdb::{Bucket, Outcome, Writer};
+pub(super) use crate::otlp::raw::RawLayout;
 use crate::otlp::{convert_with_raw, journal_line};
 use crate::{LineWriter, SpanJoin};
 
@@ -127,10 +128,11 @@ pub(super) fn take(
     join: &mut SpanJoin,
     checkpoint: &mut Option<Checkpoint>,
     influx: Option<&Writer>,
+    layout: &mut RawLayout,
     export: Export,
 ) {
     let mut raw = LineWriter::default();
-    let converted = convert_with_raw(&export.request, influx.map(|_| &mut raw));
+    let converted = convert_with_raw(&export.request, influx.map(|_| (&mut *layout, &mut raw)));
     let message = converted
         .first_error
         .as_ref()
@@ -177,7 +179,12 @@ pub(super) fn take(
         return;
     };
     let reply = export.reply;
+    // (the writers' facts this batch holds are written again if InfluxDB does not take it)
+    let forget = layout.forget_handle();
     w.try_submit(Bucket::Raw, raw.buf, converted.raw_points, move |outcome| {
+        if !matches!(outcome, Outcome::Written) {
+            forget.store(true, Ordering::Relaxed);
+        }
         let _ = reply.send(match outcome {
             Outcome::Written => Reply::Taken { rejected, message },
             Outcome::Rejected { message, .. } => Reply::Taken {

@@ -47,7 +47,13 @@ fn running(token: Option<&str>, max_message: usize) -> Running {
         for input in rx {
             if let Input::Export(export) = input {
                 let mut join = fed.lock().unwrap_or_else(|e| e.into_inner());
-                take(&mut join, &mut None, None, export);
+                take(
+                    &mut join,
+                    &mut None,
+                    None,
+                    &mut RawLayout::default(),
+                    export,
+                );
             }
         }
     });
