@@ -1,12 +1,13 @@
-//! The join writing InfluxDB itself (`ddshark join --otlp-grpc … --influx-url …`):
-//! `scripts/stack/start.sh`'s influxd, and beside the stack's own collector and join a
-//! second real collector (deploy/otelcol/config.yaml) that exports every span to a join of
-//! the test's, which writes its own buckets of that influxd. `ddshark -r` of both hosts of
-//! two fixtures goes through it, with a kill -9 of the join and one of influxd on the way
-//! (each started again as before). Then the join's raw bucket holds a `spans` point of
-//! every span the collector took, its long bucket every latency of the captures, and its
-//! counters say nothing was refused or dropped. (Until Telegraf left the stack this test
-//! also held every raw point equal to Telegraf's of the same spans, to the ns.)
+//! The join writing InfluxDB itself (`ddshark join --otlp-grpc … --influx-url …`) in the
+//! lean layout (docs/span-schema.md, "In InfluxDB: lean points"): `scripts/stack/start.sh`'s
+//! influxd, and beside the stack's own collector and join a second real collector
+//! (deploy/otelcol/config.yaml) that exports every span to a join of the test's, which
+//! writes its own buckets of that influxd. `ddshark -r` of both hosts of two fixtures goes
+//! through it, with a kill -9 of the join and one of influxd on the way (each started again
+//! as before). Then the join's raw bucket holds one `spans` point per span exported, each
+//! kind with exactly the tags and fields `span_schema` gives it (at most 8), the writers'
+//! facts in `dds_writers` once per writer and host (again only after the kills), its long
+//! bucket every latency of the captures, and its counters say nothing was refused or dropped.
 //!
 //! Needs the stack `scripts/stack/build.sh` caches (`common::stack::stack_bin`): without
 //! it this test FAILS, naming how to build it.
@@ -136,7 +137,8 @@ fn start_collector(dir: &Path, join_port: u16) -> (Proc, u16, String) {
     )
 }
 
-fn replay(otlp: u16, pcap: &Path, host: &str) {
+/// Replays `pcap` as `host`: the spans it sent.
+fn replay(otlp: u16, pcap: &Path, host: &str) -> u64 {
     let out = Command::new(env!("CARGO_BIN_EXE_ddshark"))
         .args([
             "-r",
@@ -154,6 +156,12 @@ fn replay(otlp: u16, pcap: &Path, host: &str) {
         err.contains("0 dropped (queue full), 0 failed, 0 abandoned"),
         "{host}: export not clean:\n{err}"
     );
+    let sent = err
+        .split(" spans: ")
+        .next()
+        .and_then(|head| head.rsplit(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok());
+    sent.unwrap_or_else(|| panic!("{host}: no span count in:\n{err}"))
 }
 
 /// The collector sent the join every span it accepted; how many.
@@ -203,6 +211,46 @@ fn make_buckets(stack: &RunningStack) {
     }
 }
 
+/// The field keys of `measurement`'s points in the join's raw bucket with tag `tag` =
+/// `value`.
+fn field_keys(stack: &RunningStack, measurement: &str, tag: &str, value: &str) -> Vec<String> {
+    let mut keys: Vec<String> = stack
+        .influx
+        .query(&format!(
+            r#"import "influxdata/influxdb/schema"
+schema.fieldKeys(bucket: "{}", start: 0, predicate: (r) => r._measurement == "{measurement}" and r["{tag}"] == "{value}")"#,
+            JOIN_BUCKETS[0]
+        ))
+        .into_iter()
+        .map(|r| r["_value"].clone())
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The tag keys of `measurement` in the join's raw bucket (InfluxDB's own columns left out).
+fn tag_keys(stack: &RunningStack, measurement: &str) -> Vec<String> {
+    let mut keys: Vec<String> = stack
+        .influx
+        .query(&format!(
+            r#"import "influxdata/influxdb/schema"
+schema.tagKeys(bucket: "{}", start: 0, predicate: (r) => r._measurement == "{measurement}")"#,
+            JOIN_BUCKETS[0]
+        ))
+        .into_iter()
+        .map(|r| r["_value"].clone())
+        .filter(|k| !k.starts_with('_'))
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn sorted(v: Vec<&str>) -> Vec<String> {
+    let mut v: Vec<String> = v.into_iter().map(String::from).collect();
+    v.sort();
+    v
+}
+
 /// The last `ddshark_join` point of the join's raw bucket: field → value.
 fn counters(stack: &RunningStack) -> std::collections::HashMap<String, i64> {
     stack
@@ -218,7 +266,7 @@ fn counters(stack: &RunningStack) -> std::collections::HashMap<String, i64> {
 }
 
 #[test]
-fn the_joins_own_writes_survive_kills_of_the_join_and_influxd() {
+fn the_joins_lean_points_through_kills_of_the_join_and_influxd() {
     let run_dir = fresh_run_dir("join-influx");
     std::fs::create_dir_all(&run_dir).unwrap();
     let stack = RunningStack::start(&run_dir.join("stack"), &[("DDSHARK_JOIN_PERIOD", "1s")]);
@@ -230,18 +278,19 @@ fn the_joins_own_writes_survive_kills_of_the_join_and_influxd() {
     let (_collector, otlp, metrics) = start_collector(&dir, join_port);
 
     let (first, second) = ("b_large_frag", "a_small_reliable");
+    let mut sent = 0;
     for host in ["a", "b"] {
-        replay(otlp, &fixture(&format!("{first}/{host}.pcap")), host);
+        sent += replay(otlp, &fixture(&format!("{first}/{host}.pcap")), host);
     }
     drained(&metrics);
     // kill -9 of the join: what it acknowledged is in InfluxDB or its state and journal
     kill9(join.0.id());
     drop(join);
-    replay(otlp, &fixture(&format!("{second}/a.pcap")), "a");
+    sent += replay(otlp, &fixture(&format!("{second}/a.pcap")), "a");
     join = start_join(&stack, &dir, join_port, 1);
     // kill -9 of influxd while the join writes: it retries
     kill9(stack.pid("influxd"));
-    replay(otlp, &fixture(&format!("{second}/b.pcap")), "b");
+    sent += replay(otlp, &fixture(&format!("{second}/b.pcap")), "b");
     std::thread::sleep(Duration::from_secs(3));
     let st = Command::new(repo_root().join("scripts/stack/relaunch.sh"))
         .arg("--run-dir")
@@ -252,21 +301,87 @@ fn the_joins_own_writes_survive_kills_of_the_join_and_influxd() {
     assert!(st.success(), "relaunch.sh influxd");
     let accepted = drained(&metrics);
 
-    // 2 × 361 + 2 × 422 spans: each a raw point (a span sent again overwrites its own)
-    let stored = || {
+    // One `spans` point per span exported (2 × 361 + 2 × 422), exactly once.
+    let count = |filter: &str| {
         stack.influx.query_count(&format!(
             r#"from(bucket: "{}") |> range(start: 0)
-  |> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano")
-  |> group() |> count()"#,
+  |> filter(fn: (r) => {filter}) |> group() |> count()"#,
             JOIN_BUCKETS[0]
         ))
     };
-    wait_for(
-        "a raw point of every span",
-        Duration::from_secs(120),
-        || stored() == 1566,
+    let mut stored = 0;
+    wait_for("a spans point per span", Duration::from_secs(120), || {
+        stored = count(r#"r._measurement == "spans" and r._field == "end_time_unix_nano""#);
+        stored == sent
+    });
+    assert_eq!(sent, 1566);
+    assert_eq!(accepted, sent, "the collector took every span ddshark sent");
+    // Each kind with the tags and fields the schema gives it, at most 8 fields.
+    assert_eq!(
+        tag_keys(&stack, "spans"),
+        sorted(span_schema::raw_span_tags())
     );
-    assert!(accepted >= 1566, "the collector took {accepted} spans");
+    for kind in span_schema::SpanKind::ALL {
+        let want = sorted(
+            span_schema::raw_span_fields(kind)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect(),
+        );
+        let have = field_keys(&stack, "spans", "span.name", kind.name());
+        assert_eq!(have, want, "{} fields", kind.name());
+        assert!(
+            have.len() <= span_schema::MAX_RAW_FIELDS,
+            "{}: {have:?}",
+            kind.name()
+        );
+    }
+    // The writers' facts: a series per writer, host and run, written when first seen (again
+    // only after the kills made the collector resend), with its type, vendor and addresses.
+    let series = |r: &std::collections::HashMap<String, String>| {
+        (
+            r["host.name"].clone(),
+            r["service.instance.id"].clone(),
+            r["writer_id"].clone(),
+        )
+    };
+    let spans_writers: std::collections::BTreeSet<_> = stack
+        .influx
+        .query(&format!(
+            r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "spans" and r._field == "sn")
+  |> last() |> group()"#,
+            JOIN_BUCKETS[0]
+        ))
+        .iter()
+        .map(series)
+        .collect();
+    assert!(!spans_writers.is_empty());
+    let facts = stack.influx.query(&format!(
+        r#"from(bucket: "{}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "dds_writers" and r._field == "src_ip")
+  |> group()"#,
+        JOIN_BUCKETS[0]
+    ));
+    let fact_writers: std::collections::BTreeSet<_> = facts.iter().map(series).collect();
+    // (every writer of the spans has its facts; SAMPLE spans give each its source address)
+    assert_eq!(fact_writers, spans_writers);
+    for r in &facts {
+        for tag in [
+            "vendor_name",
+            "traffic_type",
+            "capture.interface",
+            "service.name",
+        ] {
+            assert!(r.get(tag).is_some_and(|v| !v.is_empty()), "{tag}: {r:?}");
+        }
+    }
+    assert!(
+        facts.len() <= 3 * fact_writers.len(),
+        "{} dds_writers points for {} writers",
+        facts.len(),
+        fact_writers.len()
+    );
     // The joined points: one dds_latency per sample and receiver, as `ddshark latency`
     // finds them in these captures (join_otlp.rs holds them equal to it, value for value):
     // b_large_frag 44, a_small_reliable 208.

@@ -1,6 +1,7 @@
 //! ddshark's span schema, defined once: every attribute a span carries (name, type,
-//! which spans carry it, whether it can be absent), where the join's raw point puts it in
-//! InfluxDB (a bounded tag or a typed field), what the latency join reads,
+//! which spans carry it, whether it can be absent), where the latency join's lean raw
+//! points put it ([`Raw`]: a tag or field of the span points, or a fact of the writer's
+//! series), what the latency join reads,
 //! the measurements it writes, and the sample window both sides assume.
 //!
 //! The encoder (`otel-export`) and the join (`span-join`) use these names; the
@@ -167,7 +168,8 @@ impl ValueType {
     }
 }
 
-/// Where an attribute ends up in a span's raw point in InfluxDB.
+/// Whether an attribute is a bounded tag or a typed field (of the spans' encoding; the
+/// join's raw points follow [`Raw`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
     /// A tag: a property of the writer or of where it was captured, so the series

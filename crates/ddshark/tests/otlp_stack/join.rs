@@ -206,12 +206,11 @@ fn stack_writers_hosts_equal_ddshark_latency() {
         live, offline,
         "(writer, sender) of the stack's dds_latency points"
     );
-    // the evidence is stored with the spans, typed as the schema says
+    // the evidence is stored once per writer with its facts, typed as the schema says
     let bucket = &stack.influx.bucket;
     let spans = stack.influx.query(&format!(
         r#"from(bucket:"{bucket}") |> range(start: 0)
-  |> filter(fn: (r) => r._measurement == "spans" and r["host.name"] == "{host_b}")
-  |> filter(fn: (r) => r["span.name"] == "SAMPLE")
+  |> filter(fn: (r) => r._measurement == "dds_writers" and r["host.name"] == "{host_b}")
   |> filter(fn: (r) => r._field == "src_ip" or r._field == "src_mac" or r._field == "announced_ips")
   |> group(columns: ["_field"]) |> last()"#
     ));
@@ -220,7 +219,7 @@ fn stack_writers_hosts_equal_ddshark_latency() {
             .iter()
             .find(|r| r["_field"] == k)
             .map(|r| r["_value"].clone())
-            .unwrap_or_else(|| panic!("no {k} on {host_b}'s SAMPLE spans: {spans:?}"))
+            .unwrap_or_else(|| panic!("no {k} in {host_b}'s dds_writers: {spans:?}"))
     };
     assert!(field("src_ip").parse::<std::net::IpAddr>().is_ok());
     assert!(field("src_mac").parse::<i64>().is_ok_and(|m| m > 0));

@@ -2,8 +2,25 @@
 
 use super::*;
 
-/// Checks every DATA/DATA_FRAG of the tshark oracle against the spans of `host`.
-/// Returns (writer_id, sn) → trace ids seen.
+/// The distinct non-empty values of `field` per writer: from `rows` (writer_id → value).
+fn values_per_writer<'a>(
+    rows: impl Iterator<Item = (&'a str, &'a str)>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (w, v) in rows {
+        let set = out.entry(w.to_string()).or_default();
+        if !v.is_empty() {
+            set.insert(v.to_string());
+        }
+    }
+    out
+}
+
+/// Checks every DATA/DATA_FRAG of the tshark oracle against the `spans` points of `host`
+/// (found by start ns, writer, SN and fragment number: the lean points keep no frame
+/// numbers) and every writer's facts against its `dds_writers` points (each value its
+/// DATA/DATA_FRAG carried, as the join writes a writer's point when a fact changes).
+/// Returns the (writer_id, sn) of its spans.
 fn check_host(
     stack: &Stack,
     host: &str,
@@ -11,7 +28,7 @@ fn check_host(
     oracle_tsv: &str,
     expect_service: &str,
     shift_ns: &dyn Fn(u64) -> u64,
-) -> Vec<(String, String, String, String)> {
+) -> Vec<(String, String)> {
     let oracle: Vec<_> = read_tsv(&fixture(oracle_tsv))
         .into_iter()
         .filter(|o| matches!(o["sm_kind"].as_str(), "DATA" | "DATA_FRAG") && o["in_icmp"] != "1")
@@ -20,13 +37,35 @@ fn check_host(
     let got = stack.wait_spans(host, oracle.len());
     let spans = stack.spans(host);
     assert_eq!(got, spans.len());
-    let mut by_key: HashMap<(i64, i64), Vec<&SpanRow>> = HashMap::new();
+    let fsn_of = |kind: &str, fsn: &str| {
+        if kind == "DATA" {
+            "0".to_string()
+        } else {
+            fsn.to_string()
+        }
+    };
+    let mut by_key: HashMap<(String, String, String, String), Vec<&SpanRow>> = HashMap::new();
     for s in &spans {
-        let frame = s.int("frame").expect("frame attribute");
-        let idx = s
-            .int("submessage_index")
-            .expect("submessage_index attribute");
-        by_key.entry((frame, idx + 1)).or_default().push(s);
+        let fsn = fsn_of(s.tag("span.name"), &s.int_text("fragment_starting_num"));
+        let key = (
+            s.tag("t_ns").to_string(),
+            s.tag("writer_id").to_string(),
+            s.tag("sn").to_string(),
+            fsn,
+        );
+        by_key.entry(key).or_default().push(s);
+    }
+    let mut oracle_by_key: BTreeMap<(String, String, String, String), Vec<_>> = BTreeMap::new();
+    for o in &oracle {
+        let frame: i64 = o["frame"].parse().unwrap();
+        let shift = shift_ns(frame as u64);
+        let key = (
+            (ns_of(&o["t_first_ipfrag"]).unwrap() + shift).to_string(),
+            o["writer_guid"].clone(),
+            o["seq"].clone(),
+            fsn_of(&o["sm_kind"], &o["frag_start"]),
+        );
+        oracle_by_key.entry(key).or_default().push(o);
     }
     let mut problems = Vec::new();
     let mut check = |what: &str, key: &str, want: String, have: String| {
@@ -34,141 +73,106 @@ fn check_host(
             problems.push(format!("{key}: {what}: want {want:?}, have {have:?}"));
         }
     };
-    let iface = pcap.file_name().unwrap().to_string_lossy().into_owned();
-    for o in &oracle {
-        let frame: i64 = o["frame"].parse().unwrap();
-        let idx: i64 = o["sm_idx"].parse().unwrap();
-        let key = format!("{host} frame {frame} #{idx} {}", o["sm_kind"]);
-        let found = by_key.get(&(frame, idx)).map(Vec::as_slice).unwrap_or(&[]);
-        if found.len() != 1 {
-            check("spans", &key, "1".into(), found.len().to_string());
+    for (k, os) in &oracle_by_key {
+        let found = by_key.get(k).map(Vec::as_slice).unwrap_or(&[]);
+        let key = format!("{host} {k:?} frame {}", os[0]["frame"]);
+        if found.len() != os.len() {
+            check("spans", &key, os.len().to_string(), found.len().to_string());
             continue;
         }
-        let s = found[0];
-        let kind = o["sm_kind"].as_str();
-        check("span.name", &key, kind.into(), s.tag("span.name").into());
-        check(
-            "writer_id",
-            &key,
-            o["writer_guid"].clone(),
-            s.tag("writer_id").into(),
-        );
-        check("sn", &key, o["seq"].clone(), s.tag("sn").into());
-        let fsn = if kind == "DATA" {
-            "0".to_string()
-        } else {
-            o["frag_start"].clone()
-        };
-        check(
-            "fragment_starting_num",
-            &key,
-            fsn,
-            s.tag("fragment_starting_num").into(),
-        );
-        let shift = shift_ns(frame as u64);
-        check(
-            "start ns",
-            &key,
-            (ns_of(&o["t_first_ipfrag"]).unwrap() + shift).to_string(),
-            s.tag("t_ns").into(),
-        );
-        check(
-            "end ns",
-            &key,
-            (ns_of(&o["t_last_ipfrag"]).unwrap() + shift).to_string(),
-            s.tag("end_time_unix_nano").into(),
-        );
-        let builtin = u8::from_str_radix(&o["writer_guid"][30..32], 16).unwrap() & 0xc0 == 0xc0;
+        for (o, s) in os.iter().zip(found) {
+            let kind = o["sm_kind"].as_str();
+            check("span.name", &key, kind.into(), s.tag("span.name").into());
+            let shift = shift_ns(o["frame"].parse().unwrap());
+            check(
+                "end ns",
+                &key,
+                (ns_of(&o["t_last_ipfrag"]).unwrap() + shift).to_string(),
+                s.tag("end_time_unix_nano").into(),
+            );
+            if !o["topic_tshark"].is_empty() {
+                check(
+                    "topic_name",
+                    &key,
+                    o["topic_tshark"].clone(),
+                    s.tag("topic_name").into(),
+                );
+            }
+            if kind == "DATA_FRAG" {
+                check(
+                    "sample_size",
+                    &key,
+                    o["sample_size"].clone(),
+                    s.int_text("sample_size"),
+                );
+                check(
+                    "frags_in_submessage",
+                    &key,
+                    o["frags_in_sm"].clone(),
+                    s.int_text("frags_in_submessage"),
+                );
+            }
+            if !o["data_len"].is_empty() {
+                check(
+                    "payload_size",
+                    &key,
+                    o["data_len"].clone(),
+                    s.int_text("payload_size"),
+                );
+            }
+        }
+    }
+    // The writers' facts.
+    let bucket = &stack.influx.bucket;
+    let facts: Vec<SpanRow> = stack
+        .influx
+        .query(&format!(
+            r#"from(bucket:"{bucket}") |> range(start: 0)
+  |> filter(fn: (r) => r._measurement == "dds_writers" and r["host.name"] == "{host}")
+  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")
+  |> group()"#
+        ))
+        .into_iter()
+        .map(|cols| SpanRow { cols })
+        .collect();
+    let iface = pcap.file_name().unwrap().to_string_lossy().into_owned();
+    for f in &facts {
+        let w = f.tag("writer_id");
+        check("capture.interface", w, iface.clone(), f.tag("capture.interface").into());
+        check("service.name", w, expect_service.into(), f.tag("service.name").into());
+        let builtin = u8::from_str_radix(&w[30..32], 16).unwrap() & 0xc0 == 0xc0;
         check(
             "traffic_type",
-            &key,
+            w,
             if builtin { "discovery" } else { "user" }.into(),
-            s.tag("traffic_type").into(),
+            f.tag("traffic_type").into(),
         );
-        if !o["topic_tshark"].is_empty() {
-            check(
-                "topic_name",
-                &key,
-                o["topic_tshark"].clone(),
-                s.tag("topic_name").into(),
-            );
+    }
+    let oracle_rows = |col: &'static str| {
+        values_per_writer(oracle.iter().map(move |o| (o["writer_guid"].as_str(), o[col].as_str())))
+    };
+    let fact_rows = |col: &'static str| {
+        values_per_writer(facts.iter().map(move |f| (f.tag("writer_id"), f.tag(col))))
+    };
+    for (what, oracle_col) in [
+        ("vendor_id", "vendor_id"),
+        ("pcp", "pcp"),
+        ("vlan_id", "vlan_id"),
+    ] {
+        check(
+            what,
+            host,
+            format!("{:?}", oracle_rows(oracle_col)),
+            format!("{:?}", fact_rows(what)),
+        );
+    }
+    // (a type tshark names is one of the writer's facts)
+    let types = fact_rows("type_name");
+    for (w, want) in oracle_rows("type_tshark") {
+        let have = types.get(&w).cloned().unwrap_or_default();
+        if !want.is_subset(&have) {
+            check("type_name", &w, format!("{want:?}"), format!("{have:?}"));
         }
-        if !o["type_tshark"].is_empty() {
-            check(
-                "type_name",
-                &key,
-                o["type_tshark"].clone(),
-                s.str("type_name").unwrap_or("").into(),
-            );
-        }
-        if kind == "DATA_FRAG" {
-            check(
-                "sample_size",
-                &key,
-                o["sample_size"].clone(),
-                s.int_text("sample_size"),
-            );
-            check(
-                "frags_in_submessage",
-                &key,
-                o["frags_in_sm"].clone(),
-                s.int_text("frags_in_submessage"),
-            );
-        } else {
-            check(
-                "frags_in_submessage",
-                &key,
-                "1".into(),
-                s.int_text("frags_in_submessage"),
-            );
-        }
-        if !o["data_len"].is_empty() {
-            check(
-                "payload_size",
-                &key,
-                o["data_len"].clone(),
-                s.int_text("payload_size"),
-            );
-        }
-        check(
-            "src",
-            &key,
-            format!("{}:{}", o["src"], o["sport"]),
-            s.str("src").unwrap_or("").into(),
-        );
-        check(
-            "dst",
-            &key,
-            format!("{}:{}", o["dst"], o["dport"]),
-            s.str("dst").unwrap_or("").into(),
-        );
-        check(
-            "vendor_id",
-            &key,
-            o["vendor_id"].clone(),
-            s.str("vendor_id").unwrap_or("").into(),
-        );
-        check("pcp", &key, o["pcp"].clone(), s.int_text("pcp"));
-        check("vlan_id", &key, o["vlan_id"].clone(), s.int_text("vlan_id"));
-        check(
-            "capture.interface",
-            &key,
-            iface.clone(),
-            s.tag("capture.interface").into(),
-        );
-        check(
-            "service.name",
-            &key,
-            expect_service.into(),
-            s.tag("service.name").into(),
-        );
-        let sn: i64 = o["seq"].parse().unwrap();
-        let want_trace = hex(&otel_export::schema::trace_id(
-            &guid_of(&o["writer_guid"]),
-            sn,
-        ));
-        check("trace_id", &key, want_trace, s.tag("trace_id").into());
-        // (span.kind is always Internal: not stored)
     }
     assert!(
         problems.is_empty(),
@@ -184,21 +188,14 @@ fn check_host(
     );
     spans
         .iter()
-        .map(|s| {
-            (
-                s.tag("writer_id").to_string(),
-                s.tag("sn").to_string(),
-                s.tag("trace_id").to_string(),
-                s.tag("span_id").to_string(),
-            )
-        })
+        .map(|s| (s.tag("writer_id").to_string(), s.tag("sn").to_string()))
         .collect()
 }
 
 /// Sender and receiver captures of two fixtures, exported as four hosts over
 /// gRPC/HTTP with and without gzip: every DATA/DATA_FRAG is in InfluxDB exactly
-/// once with the right attributes and ns timestamps; both sides of a sample
-/// share one trace; span ids are unique.
+/// once with the right attributes and ns timestamps, each writer's facts once in
+/// `dds_writers`; the samples both sides matched are on both.
 #[test]
 fn stack_two_hosts_every_submessage_exactly_once() {
     let stack = Stack::start("0");
@@ -293,26 +290,12 @@ fn stack_two_hosts_every_submessage_exactly_once() {
         &fixture("a_small_reliable/a.pcap"),
         &fixture("a_small_reliable/b.pcap"),
     );
-    // Span ids are unique over all hosts; trace id ↔ (writer, sn) is one to one.
-    let mut span_ids = HashSet::new();
-    let mut trace_of: HashMap<(String, String), String> = HashMap::new();
-    let mut key_of: HashMap<String, (String, String)> = HashMap::new();
-    let mut hosts_of: HashMap<String, HashSet<&str>> = HashMap::new();
+    // The hosts that captured each sample (writer, sn): its trace id is SHA-256 of the two
+    // (docs/span-schema.md), so the samples both sides captured are one trace each.
+    let mut hosts_of: HashMap<(String, String), HashSet<&str>> = HashMap::new();
     for (host, spans) in &all {
-        for (w, sn, t, s) in spans {
-            assert!(span_ids.insert(s.clone()), "span id {s} twice");
-            let k = (w.clone(), sn.clone());
-            assert_eq!(
-                trace_of.entry(k.clone()).or_insert_with(|| t.clone()),
-                t,
-                "{k:?}: two traces"
-            );
-            assert_eq!(
-                key_of.entry(t.clone()).or_insert_with(|| k.clone()),
-                &k,
-                "trace {t}: two samples"
-            );
-            hosts_of.entry(t.clone()).or_default().insert(host);
+        for k in spans {
+            hosts_of.entry(k.clone()).or_default().insert(host);
         }
     }
     // Samples captured on both sides share a trace: count them per fixture, as the oracle does.
@@ -340,10 +323,9 @@ fn stack_two_hosts_every_submessage_exactly_once() {
         );
         {
             for k in &matched {
-                let t = trace_of
+                let h = hosts_of
                     .get(k)
                     .unwrap_or_else(|| panic!("{fixture_dir}: {k:?} not exported"));
-                let h = &hosts_of[t];
                 assert!(
                     h.contains(a) && h.contains(b),
                     "{fixture_dir}: {k:?} not on both hosts: {h:?}"
