@@ -554,14 +554,16 @@ pub fn raw_writer_tags() -> Vec<&'static str> {
         .collect()
 }
 
-/// The fields of the writer series: `WriterField`s and the JSON of the user's resource
-/// attributes.
+/// The fields of the writer series: `WriterField`s, the JSON of the user's resource
+/// attributes, and the `sn` of the span that wrote the point (every point has it: a line
+/// without fields is no point, and InfluxDB refuses the whole batch it is in).
 pub fn raw_writer_fields() -> Vec<(&'static str, ValueType)> {
     let mut v: Vec<(&str, ValueType)> = raw_placements()
         .filter(|(_, r, _)| *r == Raw::WriterField)
         .map(|(k, _, ty)| (k, ty))
         .collect();
     v.push((influx::ATTRIBUTES, ValueType::Str));
+    v.push((attr::SN, ValueType::Int));
     v
 }
 

@@ -138,8 +138,18 @@ fn check_host(
     let iface = pcap.file_name().unwrap().to_string_lossy().into_owned();
     for f in &facts {
         let w = f.tag("writer_id");
-        check("capture.interface", w, iface.clone(), f.tag("capture.interface").into());
-        check("service.name", w, expect_service.into(), f.tag("service.name").into());
+        check(
+            "capture.interface",
+            w,
+            iface.clone(),
+            f.tag("capture.interface").into(),
+        );
+        check(
+            "service.name",
+            w,
+            expect_service.into(),
+            f.tag("service.name").into(),
+        );
         let builtin = u8::from_str_radix(&w[30..32], 16).unwrap() & 0xc0 == 0xc0;
         check(
             "traffic_type",
@@ -149,7 +159,11 @@ fn check_host(
         );
     }
     let oracle_rows = |col: &'static str| {
-        values_per_writer(oracle.iter().map(move |o| (o["writer_guid"].as_str(), o[col].as_str())))
+        values_per_writer(
+            oracle
+                .iter()
+                .map(move |o| (o["writer_guid"].as_str(), o[col].as_str())),
+        )
     };
     let fact_rows = |col: &'static str| {
         values_per_writer(facts.iter().map(move |f| (f.tag("writer_id"), f.tag(col))))

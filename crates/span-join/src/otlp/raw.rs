@@ -124,7 +124,9 @@ pub struct WriterFacts {
 }
 
 impl WriterFacts {
-    fn write(&self, time: i64, out: &mut LineWriter) {
+    /// The writer's point, written by the span of SN `sn` (a field every point has: a line
+    /// without fields is no point, and InfluxDB refuses the whole batch it is in).
+    fn write(&self, time: i64, sn: i64, out: &mut LineWriter) {
         out.point(measurement::WRITERS);
         for (k, v) in &self.tags {
             out.tag(k, v);
@@ -135,6 +137,7 @@ impl WriterFacts {
                 Field::Str(s) => out.string(k, s),
             };
         }
+        out.int(attr::SN, sn);
         out.end(Some(time));
     }
 }
@@ -255,6 +258,10 @@ impl ResourcePart {
             }
         }
         tags.insert(influx::SPAN_NAME, name.to_owned());
+        let sn = match fields.get(attr::SN) {
+            Some(Field::Int(sn)) => *sn,
+            _ => 0,
+        };
         fields.insert(influx::END_TIME, Field::Int(end));
         out.point(influx::SPANS);
         for (k, v) in &tags {
@@ -267,14 +274,14 @@ impl ResourcePart {
             };
         }
         out.end(Some(start));
-        Ok(1 + u64::from(layout.update(&facts, start, out)))
+        Ok(1 + u64::from(layout.update(&facts, start, sn, out)))
     }
 }
 
 impl RawLayout {
     /// Merges a span's facts of its writer into what was written of it; writes the writer's
     /// point when that changed it (or it is new). True when written.
-    fn update(&mut self, facts: &WriterFacts, time: i64, out: &mut LineWriter) -> bool {
+    fn update(&mut self, facts: &WriterFacts, time: i64, sn: i64, out: &mut LineWriter) -> bool {
         let ident = [attr::HOST_NAME, attr::SERVICE_INSTANCE_ID, attr::WRITER_ID];
         if !facts.tags.contains_key(attr::WRITER_ID) {
             return false;
@@ -311,7 +318,7 @@ impl RawLayout {
                 facts.clone()
             }
         };
-        merged.write(time, out);
+        merged.write(time, sn, out);
         self.written.insert(self.key.clone(), merged);
         true
     }
@@ -392,7 +399,7 @@ mod tests {
              dds_writers,capture.interface=a.pcap,domain_id=7,host.name=a,\
              service.instance.id=1-2,service.name=ddshark,topic_name=rt/a\\ b\\,c,\
              traffic_type=user,type_name=T,vendor_id=0x0110,vendor_name=Cyclone\\ DDS,\
-             writer_id=0110aa attributes=\"{\\\"deployment\\\":\\\"lab\\\"}\",pcp=5i 1000\n"
+             writer_id=0110aa attributes=\"{\\\"deployment\\\":\\\"lab\\\"}\",pcp=5i,sn=42i 1000\n"
         );
         // the same facts again: the span's point only
         let mut out = LineWriter::default();
@@ -407,7 +414,7 @@ mod tests {
             res.point(SpanKind::Data, &data(3_000, 44, 6), &mut layout, &mut out),
             Ok(2)
         );
-        assert!(out.buf.contains("pcp=6i 3000\n"), "{}", out.buf);
+        assert!(out.buf.contains("pcp=6i,sn=44i 3000\n"), "{}", out.buf);
         // InfluxDB did not take a batch: the facts are written again
         layout.forget_handle().store(true, Ordering::Relaxed);
         layout.start();
@@ -417,6 +424,21 @@ mod tests {
             Ok(2)
         );
         assert_eq!(layout.writers(), 1);
+    }
+
+    #[test]
+    fn a_writer_point_without_facts_in_fields_still_has_a_field() {
+        let res = ResourcePart::new(&[kv(attr::HOST_NAME, s("a"))]).unwrap();
+        let mut span = data(1_000, 7, 0);
+        span.attributes.retain(|kv| kv.key != attr::PCP);
+        let mut out = LineWriter::default();
+        let n = res.point(SpanKind::Data, &span, &mut RawLayout::default(), &mut out);
+        assert_eq!(n, Ok(2));
+        let writer = out.buf.lines().nth(1).unwrap();
+        assert!(
+            writer.starts_with("dds_writers,") && writer.ends_with(" sn=7i 1000"),
+            "{writer}"
+        );
     }
 
     #[test]
