@@ -265,12 +265,6 @@ impl SpanRow {
     pub(crate) fn int_text(&self, k: &str) -> String {
         self.int(k).map(|v| v.to_string()).unwrap_or_default()
     }
-    pub(crate) fn str(&self, k: &str) -> Option<&str> {
-        self.cols
-            .get(k)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    }
 }
 
 /// `ddshark ARGS`, which must succeed.
@@ -305,16 +299,4 @@ pub(crate) fn ddshark_status(args: &[&str]) -> std::process::Output {
         .env_remove("OTEL_RESOURCE_ATTRIBUTES")
         .output()
         .expect("running ddshark")
-}
-
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-pub(crate) fn guid_of(hex32: &str) -> Guid {
-    let mut b = [0u8; 16];
-    for (i, o) in b.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex32[2 * i..2 * i + 2], 16).expect("GUID hex");
-    }
-    Guid::from_bytes(b)
 }

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, RunningStack};
 use common::{fixture, ns_of, read_tsv, repo_root};
-use rtps_dissect::Guid;
 use serde_json::Value;
 
 use harness::*;
