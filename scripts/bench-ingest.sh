@@ -12,7 +12,9 @@
 # (every process of the stack's pids/: collector, join, influxd, …); then InfluxDB's floor:
 # as many minimal points (one series per writer and host, 6 tags, 3 fields, gzip'd batches
 # of 5,000) written into a side bucket of the same influxd, and its CPU per point
-# (scripts/ddtools/stack_cost.py). Stops the stack it started.
+# (scripts/ddtools/stack_cost.py); the raw points per sample observation (span points and
+# writer points, and fields per span point) and the time of the ad-hoc join over them
+# (flux-queries/dds_latency.flux, A→B over the step's spans). Stops the stack it started.
 #
 # Usage: scripts/bench-ingest.sh [--a FILE] [--b FILE] [--speeds "2 4 6"] [--duration 60]
 #                                [--ddshark BIN] [-- DDSHARK_ARGS…]
@@ -67,7 +69,7 @@ DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN=
 source "$RUN/stack/stack.env"
 
 say "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
-printf '| speed | sample observations/s offered (spans/s) | stored after the replay | dropped (ddshark / lost by the join) | stack CPU during the replay | stack CPU per sample observation (per process) | InfluxDB floor per sample observation | stack ÷ floor |\n|---|---|---|---|---|---|---|---|\n'
+printf '| speed | sample observations/s offered (spans/s) | stored after the replay | dropped (ddshark / lost by the join) | stack CPU during the replay | stack CPU per sample observation (per process) | InfluxDB floor per sample observation | stack ÷ floor | raw points per sample observation | ad-hoc dds_latency.flux A→B |\n|---|---|---|---|---|---|---|---|---|---|\n'
 for S in $SPEEDS; do
   tag="ingest-x$S-"
   python3 -m ddtools.bench_e2e cpu --stack-env "$RUN/stack/stack.env" --out "$RUN/cpu0"

@@ -25,7 +25,7 @@ import urllib.request
 from . import joincheck, say_as, stack_cost
 from .flux import bind_flux, rfc3339
 from .influx import Influx
-from .paths import DASH_DIR
+from .paths import DASH_DIR, FLUX_DIR
 from .stack import read_env
 
 log = say_as("bench-e2e")
@@ -53,6 +53,40 @@ class BenchInflux(Influx):
                        f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "end_time_unix_nano" '
                        f'and r["host.name"] == "{host}") |> group() |> count()')
         return int(r[0]["_value"]) if r else 0
+
+    def raw_layout(self, hosts):
+        """What the raw bucket holds of `hosts`: span points, their field values (one row
+        each), and writer points (`dds_writers`)."""
+        # (comparisons, not contains(): a predicate the storage engine answers)
+        of_hosts = " or ".join(f'r["host.name"] == "{h}"' for h in hosts)
+
+        def count(measurement, field_filter):
+            r = self.query(f'from(bucket: "{self.bucket}") |> range(start: 0) '
+                           f'|> filter(fn: (r) => r._measurement == "{measurement}"{field_filter} and '
+                           f'({of_hosts})) |> group() |> count()')
+            return int(r[0]["_value"]) if r else 0
+        return (count("spans", ' and r._field == "end_time_unix_nano"'), count("spans", ""),
+                count("dds_writers", ' and r._field == "sn"'))
+
+    def adhoc_latency_seconds(self, sender, receiver):
+        """Seconds flux-queries/dds_latency.flux takes over everything `sender` and `receiver`
+        stored (Grafana's variables bound, all topics), and the rows it gave."""
+        ends = []
+        for fn, pick in (("first", "min"), ("last", "max")):
+            r = self.query(f'from(bucket: "{self.bucket}") |> range(start: 0) '
+                           f'|> filter(fn: (r) => r._measurement == "spans" and r._field == "sn" and '
+                           f'(r["host.name"] == "{sender}" or r["host.name"] == "{receiver}")) |> {fn}() '
+                           f'|> map(fn: (r) => ({{_value: int(v: r._time)}})) |> group() |> {pick}()')
+            if not r:
+                return None, 0
+            ends.append(int(r[0]["_value"]))
+        text = open(os.path.join(FLUX_DIR, "dds_latency.flux")).read()
+        q = bind_flux(text, ends[0] - 60_000_000_000, ends[1] + 60_000_000_000, "1s",
+                      {"bucket": self.bucket, "long_bucket": self.long_bucket, "sender": sender,
+                       "receiver": receiver, "topic": ".*"})
+        t0 = time.time()
+        rows = self.query(q, timeout=600)
+        return time.time() - t0, len(rows)
 
     def join_counters(self):
         """The latency join's counters, its last `ddshark_join` point: field → value."""
@@ -373,12 +407,17 @@ def cmd_ingest(a):
     join_lost = sum(j.get(k, 0) for k in ("influx_points_rejected", "influx_points_abandoned",
                                           "points_dropped", "telemetry_rejected"))
     held = stored >= sent and after <= 30 and dropped == 0 and join_lost == 0
+    points, field_values, writer_points = influx.raw_layout([a.host_prefix + h for h in "ab"])
+    adhoc_s, adhoc_rows = influx.adhoc_latency_seconds(a.host_prefix + "a", a.host_prefix + "b")
+    adhoc = "—" if adhoc_s is None else f"{adhoc_s:.1f} s ({adhoc_rows:,} rows)"
     print(f"| ×{a.speed} | {observed / secs:,.0f} ({sent / secs:,.0f} spans) | "
           f"{f'{after:.0f} s' if stored >= sent else f'not within 30 s ({stored:,} of {sent:,})'}"
           f"{'' if held else ' (not held)'} | "
           f"{dropped} / {join_lost} | {sum(during.values()) / secs:.2f} cores | "
           f"{stack_us:.0f} µs ({' / '.join(f'{n} {per[n]:.1f}' for n in names)}) | "
-          f"{floor_us:.1f} µs | {stack_us / max(1e-9, floor_us):.1f}× |", flush=True)
+          f"{floor_us:.1f} µs | {stack_us / max(1e-9, floor_us):.1f}× | "
+          f"{(points + writer_points) / max(1, observed):.2f} ({points:,} + {writer_points:,} writer points; "
+          f"{field_values / max(1, points):.2f} fields per span point) | {adhoc} |", flush=True)
     return 0 if held else 1
 
 

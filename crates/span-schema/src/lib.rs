@@ -255,7 +255,8 @@ impl SpanKind {
 pub enum Raw {
     /// A tag of the span points and of the writer series: what ad-hoc queries select by.
     Tag,
-    /// A tag of the span points only (it differs between the spans of one writer).
+    /// A tag of the span points only (it differs between the spans of one writer; absent
+    /// from the points whose span does not carry it).
     SpanTag,
     /// A field of the span points of these kinds.
     Field(Kinds),
@@ -385,16 +386,9 @@ pub const SPAN_ATTRIBUTES: [SpanAttribute; 33] = [
         false,
         Raw::Field(Kinds::SUBMESSAGES),
     ),
-    a(attr::PCP, Int, Field, Submessage, true, false, WriterField),
-    a(
-        attr::VLAN_ID,
-        Int,
-        Field,
-        Submessage,
-        true,
-        false,
-        WriterField,
-    ),
+    // (a frame's, not the writer's: one writer may send on two VLANs with two priorities)
+    a(attr::PCP, Int, Field, Submessage, true, false, SpanTag),
+    a(attr::VLAN_ID, Int, Field, Submessage, true, false, SpanTag),
     a(
         attr::VENDOR_ID,
         Str,
@@ -578,8 +572,9 @@ mod tests {
             assert!(n <= MAX_RAW_FIELDS, "{}: {n} fields", kind.name());
         }
         assert!(raw_writer_fields().len() <= MAX_RAW_FIELDS);
-        // one point per span, 6 tags, as the floor
-        assert_eq!(raw_span_tags().len(), 6, "{:?}", raw_span_tags());
+        // one point per span, 6 tags, as InfluxDB's floor was measured; 2 more (PCP, VLAN)
+        // only on the DATA/DATA_FRAG of frames with an 802.1Q tag
+        assert_eq!(raw_span_tags().len(), 8, "{:?}", raw_span_tags());
         // the writer series is named by the span points' tags it shares
         for t in [attr::HOST_NAME, attr::SERVICE_INSTANCE_ID, attr::WRITER_ID] {
             assert!(raw_writer_tags().contains(&t) && raw_span_tags().contains(&t));

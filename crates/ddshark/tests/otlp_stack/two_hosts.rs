@@ -18,7 +18,7 @@ fn values_per_writer<'a>(
 
 /// Checks every DATA/DATA_FRAG of the tshark oracle against the `spans` points of `host`
 /// (found by start ns, writer, SN and fragment number: the lean points keep no frame
-/// numbers) and every writer's facts against its `dds_writers` points (each value its
+/// numbers; each with its frame's PCP and VLAN) and every writer's facts against its `dds_writers` points (each value its
 /// DATA/DATA_FRAG carried, as the join writes a writer's point when a fact changes).
 /// Returns the (writer_id, sn) of its spans.
 fn check_host(
@@ -98,6 +98,11 @@ fn check_host(
                     s.tag("topic_name").into(),
                 );
             }
+            // (tags of the frame, not facts of the writer: one writer of h_vlan_pcp sends on
+            // VLAN 10 with PCP 5 and on VLAN 20 with PCP 2)
+            for col in ["pcp", "vlan_id"] {
+                check(col, &key, o[col].clone(), s.tag(col).into());
+            }
             if kind == "DATA_FRAG" {
                 check(
                     "sample_size",
@@ -168,18 +173,12 @@ fn check_host(
     let fact_rows = |col: &'static str| {
         values_per_writer(facts.iter().map(move |f| (f.tag("writer_id"), f.tag(col))))
     };
-    for (what, oracle_col) in [
-        ("vendor_id", "vendor_id"),
-        ("pcp", "pcp"),
-        ("vlan_id", "vlan_id"),
-    ] {
-        check(
-            what,
-            host,
-            format!("{:?}", oracle_rows(oracle_col)),
-            format!("{:?}", fact_rows(what)),
-        );
-    }
+    check(
+        "vendor_id",
+        host,
+        format!("{:?}", oracle_rows("vendor_id")),
+        format!("{:?}", fact_rows("vendor_id")),
+    );
     // (a type tshark names is one of the writer's facts)
     let types = fact_rows("type_name");
     for (w, want) in oracle_rows("type_tshark") {

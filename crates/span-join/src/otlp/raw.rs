@@ -3,11 +3,12 @@
 //!
 //! - one point per span the join takes (SAMPLE, DATA, DATA_FRAG) in measurement `spans`,
 //!   time = the span's start (ns), with only what queries select by as tags
-//!   ([`span_schema::raw_span_tags`]: host, run, writer, topic, slot, span name) and what
+//!   ([`span_schema::raw_span_tags`]: host, run, writer, topic, slot, span name; PCP and VLAN
+//!   of a tagged frame's DATA/DATA_FRAG) and what
 //!   they compute with as fields ([`span_schema::raw_span_fields`]: at most
 //!   [`span_schema::MAX_RAW_FIELDS`], the span's end among them);
 //! - what follows the writer (its type, vendor, traffic type, domain, capture interface,
-//!   addresses, PCP, …) once per writer, host and run in measurement `dds_writers`,
+//!   addresses, …) once per writer, host and run in measurement `dds_writers`,
 //!   written when first seen and whenever a span changes it ([`WriterFacts`]), with the
 //!   resource attributes the schema does not name (`--otlp-resource`) as one JSON field.
 //!
@@ -393,28 +394,36 @@ mod tests {
         );
         assert_eq!(
             out.buf,
-            "spans,host.name=a,service.instance.id=1-2,slot=0,span.name=DATA,\
+            "spans,host.name=a,pcp=5,service.instance.id=1-2,slot=0,span.name=DATA,\
              topic_name=rt/a\\ b\\,c,writer_id=0110aa \
              end_time_unix_nano=1500i,export_seq=42i,payload_size=64i,sn=42i 1000\n\
              dds_writers,capture.interface=a.pcap,domain_id=7,host.name=a,\
              service.instance.id=1-2,service.name=ddshark,topic_name=rt/a\\ b\\,c,\
              traffic_type=user,type_name=T,vendor_id=0x0110,vendor_name=Cyclone\\ DDS,\
-             writer_id=0110aa attributes=\"{\\\"deployment\\\":\\\"lab\\\"}\",pcp=5i,sn=42i 1000\n"
+             writer_id=0110aa attributes=\"{\\\"deployment\\\":\\\"lab\\\"}\",sn=42i 1000\n"
         );
-        // the same facts again: the span's point only
+        // the same facts again, on another priority (a frame's, not a writer's): the span's
+        // point only, with its own PCP
         let mut out = LineWriter::default();
         assert_eq!(
-            res.point(SpanKind::Data, &data(2_000, 43, 5), &mut layout, &mut out),
+            res.point(SpanKind::Data, &data(2_000, 43, 6), &mut layout, &mut out),
             Ok(1)
         );
-        assert!(out.buf.starts_with("spans,") && out.buf.lines().count() == 1);
+        assert!(out.buf.starts_with("spans,host.name=a,pcp=6,") && out.buf.lines().count() == 1);
         // a fact changed: the writer's point again, with it
+        let mut span = data(3_000, 44, 6);
+        for a in &mut span.attributes {
+            if a.key == attr::TYPE_NAME {
+                *a = kv(attr::TYPE_NAME, s("T2"));
+            }
+        }
         let mut out = LineWriter::default();
         assert_eq!(
-            res.point(SpanKind::Data, &data(3_000, 44, 6), &mut layout, &mut out),
+            res.point(SpanKind::Data, &span, &mut layout, &mut out),
             Ok(2)
         );
-        assert!(out.buf.contains("pcp=6i,sn=44i 3000\n"), "{}", out.buf);
+        assert!(out.buf.contains(",type_name=T2,"), "{}", out.buf);
+        assert!(out.buf.ends_with(",sn=44i 3000\n"), "{}", out.buf);
         // InfluxDB did not take a batch: the facts are written again
         layout.forget_handle().store(true, Ordering::Relaxed);
         layout.start();
@@ -429,8 +438,7 @@ mod tests {
     #[test]
     fn a_writer_point_without_facts_in_fields_still_has_a_field() {
         let res = ResourcePart::new(&[kv(attr::HOST_NAME, s("a"))]).unwrap();
-        let mut span = data(1_000, 7, 0);
-        span.attributes.retain(|kv| kv.key != attr::PCP);
+        let span = data(1_000, 7, 0);
         let mut out = LineWriter::default();
         let n = res.point(SpanKind::Data, &span, &mut RawLayout::default(), &mut out);
         assert_eq!(n, Ok(2));
