@@ -19,7 +19,7 @@ pub mod schema;
 
 pub use config::{Compression, ExporterConfig, Overrides, Protocol, Signal, TopicFilter};
 pub use error::{ConfigError, ExportError};
-pub use exporter::{ExportHandle, ExportStats, Exporter};
+pub use exporter::{ExportHandle, ExportStats, Exporter, FlushWait};
 pub use metrics::{MetricsSnapshot, SecuredPairCounters, TopicCounters};
 pub use schema::{
     SampleKind, SampleSummary, SampleTotals, SpanDetail, SpanMapper, SpanRecord, TrafficType,

@@ -1,5 +1,6 @@
 //! The exporter with no collector listening (a closed loopback port): drops are
-//! counted, the queue stays bounded, shutdown returns and every span is accounted for.
+//! counted, the queue stays bounded, shutdown returns (bounded, or waiting while spans are
+//! delivered) and every span is accounted for.
 //! How long `try_export` and shutdown take is measured by the `exporter_unreachable`
 //! benchmark (benches/), never asserted here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use otel_export::schema::{span_id, trace_id};
 use otel_export::{
-    ExportStats, Exporter, ExporterConfig, Protocol, SampleKind, SpanRecord, TopicFilter,
-    TrafficType,
+    ExportStats, Exporter, ExporterConfig, FlushWait, Protocol, SampleKind, SpanRecord,
+    TopicFilter, TrafficType,
 };
 use rtps_dissect::{Guid, VendorId};
 
@@ -62,7 +63,7 @@ fn accounted(s: &ExportStats) {
     assert_eq!(s.enqueued, s.sent + s.failed + s.abandoned, "{s:?}");
 }
 
-fn run(protocol: Protocol) {
+fn run(protocol: Protocol, wait: FlushWait) {
     let port = closed_port();
     let mut cfg = ExporterConfig::new(protocol, &format!("http://127.0.0.1:{port}")).unwrap();
     cfg.queue_capacity = 1000;
@@ -91,7 +92,7 @@ fn run(protocol: Protocol) {
     while h.stats().requests_failed == 0 && waited.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let s = exporter.shutdown(Duration::from_millis(500));
+    let s = exporter.shutdown(wait, &mut |_| {});
     accounted(&s);
     assert!(s.requests_failed > 0, "{s:?}");
     assert!(s.last_error.is_some());
@@ -100,10 +101,26 @@ fn run(protocol: Protocol) {
 
 #[test]
 fn grpc_collector_down_never_blocks() {
-    run(Protocol::Grpc);
+    run(
+        Protocol::Grpc,
+        FlushWait::AtMost(Duration::from_millis(500)),
+    );
 }
 
 #[test]
 fn http_collector_down_never_blocks() {
-    run(Protocol::HttpProtobuf);
+    run(
+        Protocol::HttpProtobuf,
+        FlushWait::AtMost(Duration::from_millis(500)),
+    );
+}
+
+/// A replay's default: wait while spans are delivered. Nothing is, so it gives up (after
+/// the stall time, or sooner once every span has failed) and counts the rest abandoned.
+#[test]
+fn waiting_while_delivering_ends_when_nothing_is_delivered() {
+    run(
+        Protocol::Grpc,
+        FlushWait::WhileDelivering(Duration::from_secs(2)),
+    );
 }

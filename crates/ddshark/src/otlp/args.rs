@@ -86,9 +86,10 @@ pub struct OtlpArgs {
     /// Do not export per-topic metrics (spans only)
     #[arg(long)]
     pub(crate) otlp_no_metrics: bool,
-    /// How long to wait at exit for queued spans to be sent
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub(crate) otlp_flush_timeout: TimeSpan,
+    /// How long to wait at exit for queued spans to be sent [default: a replay waits as long
+    /// as they are being delivered (it gives up after 30 s without one), a live capture 10s]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) otlp_flush_timeout: Option<TimeSpan>,
     /// A sample's SAMPLE span leaves once nothing of it was seen for this long
     /// (capture time; `ddshark latency --window` alike)
     #[arg(long, value_name = "DURATION", default_value_t = TimeSpan::from_ns(span_schema::SAMPLE_WINDOW_NS.unsigned_abs()),

@@ -9,7 +9,8 @@
 //! The sink runs on the state thread. Live captures never wait for the exporter:
 //! spans go into its bounded queue or are dropped and counted. File replays wait
 //! for queue space while the collector accepts exports (nothing is lost by
-//! waiting), and stop waiting as soon as exports fail.
+//! waiting), and stop waiting as soon as exports fail; at their end they deliver
+//! what is queued for as long as the collector keeps taking it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use otel_export::schema::attr;
 use otel_export::{
-    ExportHandle, ExportStats, Exporter, MetricsSnapshot, SampleSummary, SampleTotals,
+    ExportHandle, ExportStats, Exporter, FlushWait, MetricsSnapshot, SampleSummary, SampleTotals,
     SecuredPairCounters, SpanMapper, SpanRecord, TopicCounters, TrafficType,
 };
 use rtps_dissect::Datagram;
@@ -29,6 +30,14 @@ use crate::latency::Level;
 
 use crate::pipeline::{Sink, SourceCtx};
 use crate::state::Snapshot;
+
+/// A live capture's exit flush without `--otlp-flush-timeout`: ending promptly matters more.
+const LIVE_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+/// A replay's exit flush without `--otlp-flush-timeout` delivers everything unless no span was
+/// delivered for this long (the collector went away or hangs).
+const REPLAY_FLUSH_STALL: Duration = Duration::from_secs(30);
+/// Seconds between the exit flush's progress lines.
+const FLUSH_PROGRESS_EVERY_S: u32 = 2;
 
 mod args;
 
@@ -160,7 +169,7 @@ pub(crate) struct OtlpSink {
     /// Wait for queue space (file replays) instead of dropping.
     wait: Option<Duration>,
     metrics: bool,
-    flush_timeout: Duration,
+    flush_wait: FlushWait,
     reported: ExportStats,
     endpoint: String,
 }
@@ -196,10 +205,11 @@ impl OtlpSink {
             reported_participant_resets: 0,
             wait: (!live).then_some(timeout),
             metrics,
-            flush_timeout: args
-                .otlp_flush_timeout
-                .duration()
-                .min(Duration::from_secs(3600)),
+            flush_wait: match args.otlp_flush_timeout {
+                Some(limit) => FlushWait::AtMost(limit.duration().min(Duration::from_secs(3600))),
+                None if live => FlushWait::AtMost(LIVE_FLUSH_TIMEOUT),
+                None => FlushWait::WhileDelivering(REPLAY_FLUSH_STALL),
+            },
             reported: ExportStats::default(),
             endpoint,
         })
@@ -474,19 +484,34 @@ impl Sink for OtlpSink {
         if self.metrics {
             self.handle.export_metrics(Self::metrics_of(snapshot));
         }
-        if let Some(e) = self.exporter.take() {
-            let stats = e.shutdown(self.flush_timeout);
-            eprintln!("{}", summary_line(&self.endpoint, &stats));
-        }
+        self.shut_down();
+    }
+}
+
+impl OtlpSink {
+    /// Delivers what is queued (as `flush_wait` says, with progress on stderr) and says how
+    /// the export went.
+    fn shut_down(&mut self) {
+        let Some(e) = self.exporter.take() else {
+            return;
+        };
+        let endpoint = &self.endpoint;
+        let mut seconds = 0u32;
+        let stats = e.shutdown(self.flush_wait, &mut |left| {
+            seconds = seconds.saturating_add(1);
+            if seconds.is_multiple_of(FLUSH_PROGRESS_EVERY_S) {
+                eprintln!(
+                    "ddshark: otlp: delivering the spans still queued to {endpoint}: {left} left (a second Ctrl-C abandons them)"
+                );
+            }
+        });
+        eprintln!("{}", summary_line(endpoint, &stats));
     }
 }
 
 impl Drop for OtlpSink {
     fn drop(&mut self) {
-        if let Some(e) = self.exporter.take() {
-            let stats = e.shutdown(self.flush_timeout);
-            eprintln!("{}", summary_line(&self.endpoint, &stats));
-        }
+        self.shut_down();
     }
 }
 

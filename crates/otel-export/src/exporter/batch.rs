@@ -59,6 +59,15 @@ pub(super) async fn batch_loop(
                     return;
                 }
             }
+            // Before the spans: a replay that waits for queue space keeps the span queue full,
+            // and metrics reports polled after it starved until their small queue dropped the
+            // last one (the run's totals) at exit.
+            m = metrics.recv(), if metrics_open => {
+                match m {
+                    Some(m) => send_metrics(&w, m).await,
+                    None => metrics_open = false,
+                }
+            }
             rec = spans.recv(), if spans_open => {
                 match rec {
                     Some(rec) => {
@@ -72,12 +81,6 @@ pub(super) async fn batch_loop(
                         }
                     }
                     None => spans_open = false,
-                }
-            }
-            m = metrics.recv(), if metrics_open => {
-                match m {
-                    Some(m) => send_metrics(&w, m).await,
-                    None => metrics_open = false,
                 }
             }
             _ = tokio::time::sleep_until(sleep_until), if deadline.is_some() => {

@@ -17,8 +17,9 @@ mod handle;
 mod transport;
 
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use opentelemetry::{InstrumentationScope, Key};
 use opentelemetry_otlp::SpanExporter as OtlpSpanExporter;
@@ -46,6 +47,16 @@ enum Control {
     Flush(std::sync::mpsc::SyncSender<()>),
     /// Flush, then stop.
     Shutdown(std::sync::mpsc::SyncSender<()>),
+}
+
+/// How long [`Exporter::shutdown`] waits for the spans still queued or in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushWait {
+    /// At most this long.
+    AtMost(Duration),
+    /// As long as spans keep being delivered: gives up once none was for this long (a
+    /// collector that went away or hangs), however long a slow one takes to drain the rest.
+    WhileDelivering(Duration),
 }
 
 /// The running exporter. Drop or [`Exporter::shutdown`] stops it.
@@ -171,34 +182,72 @@ impl Exporter {
         rx.recv_timeout(timeout).is_ok()
     }
 
-    /// Flushes (waiting at most `timeout`, the crate's retries included) and stops.
-    /// Spans still queued or in flight then are counted as abandoned.
-    pub fn shutdown(mut self, timeout: Duration) -> ExportStats {
-        self.stop(timeout);
+    /// Flushes (waiting as `wait` says, the crate's retries included) and stops. `on_wait` is
+    /// called about once a second while it waits, with the spans not yet sent or failed.
+    /// Spans still queued or in flight when it gives up are counted as abandoned.
+    pub fn shutdown(mut self, wait: FlushWait, on_wait: &mut dyn FnMut(u64)) -> ExportStats {
+        self.stop(wait, on_wait);
         self.handle.stats()
     }
 
-    fn stop(&mut self, timeout: Duration) {
+    fn stop(&mut self, wait: FlushWait, on_wait: &mut dyn FnMut(u64)) {
         let Some(rt) = self.runtime.take() else {
             return;
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let done =
-            self.control.send(Control::Shutdown(tx)).is_ok() && rx.recv_timeout(timeout).is_ok();
+        let done = self.control.send(Control::Shutdown(tx)).is_ok()
+            && wait_for_shutdown(&rx, wait, &self.handle.counters, on_wait);
         rt.shutdown_timeout(Duration::from_millis(100));
         if !done {
             let c = &self.handle.counters;
-            let settled = get(&c.sent) + get(&c.failed);
-            let left = get(&c.enqueued).saturating_sub(settled);
+            let left = get(&c.enqueued).saturating_sub(settled(c));
             c.abandoned.store(left, Ordering::Relaxed);
             c.in_flight.store(0, Ordering::Relaxed);
         }
     }
 }
 
+/// Spans sent or failed so far.
+fn settled(c: &Counters) -> u64 {
+    get(&c.sent).saturating_add(get(&c.failed))
+}
+
+/// Waits for the batch loop's answer to `Control::Shutdown`; whether it came in time.
+fn wait_for_shutdown(
+    answer: &Receiver<()>,
+    wait: FlushWait,
+    counters: &Counters,
+    on_wait: &mut dyn FnMut(u64),
+) -> bool {
+    const TICK: Duration = Duration::from_secs(1);
+    let started = Instant::now();
+    let mut last_delivery = started;
+    let mut sent = get(&counters.sent);
+    loop {
+        let left = match wait {
+            FlushWait::AtMost(limit) => limit.saturating_sub(started.elapsed()),
+            FlushWait::WhileDelivering(stall) => stall.saturating_sub(last_delivery.elapsed()),
+        };
+        if left.is_zero() {
+            return false;
+        }
+        match answer.recv_timeout(left.min(TICK)) {
+            Ok(()) => return true,
+            Err(RecvTimeoutError::Disconnected) => return false,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now_sent = get(&counters.sent);
+        if now_sent != sent {
+            sent = now_sent;
+            last_delivery = Instant::now();
+        }
+        on_wait(get(&counters.enqueued).saturating_sub(settled(counters)));
+    }
+}
+
 impl Drop for Exporter {
     fn drop(&mut self) {
-        self.stop(Duration::from_secs(2));
+        self.stop(FlushWait::AtMost(Duration::from_secs(2)), &mut |_| {});
     }
 }
 
