@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fixture;
-use common::stack::{fresh_run_dir, RunningStack};
+use common::stack::{fresh_run_dir, wait_for, RunningStack};
 
 /// What these tests read of a stack (common::stack: start.sh on free ports, stopped on drop).
 impl RunningStack {
@@ -79,14 +79,6 @@ fn relaunch(stack: &RunningStack, name: &str) {
         "relaunch.sh {name}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !done() {
-        assert!(t.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// (writer, t_send) → latency_ns per direction ("A->B", "B->A") of `ddshark latency`.
@@ -174,7 +166,7 @@ fn join_killed_mid_run_loses_no_accepted_sample() {
     let replays = [replay(&stack, &a, host_a), replay(&stack, &b, host_b)];
     let victim = stack.pid("join");
     // Killed once it has read spans and pushed its counters (so a state was saved too).
-    wait_until("the join reads spans", Duration::from_secs(60), || {
+    wait_for("the join reads spans", Duration::from_secs(60), || {
         stack.join_counters().0.get("spans").copied().unwrap_or(0) > 0
     });
     std::thread::sleep(Duration::from_millis(1500));
@@ -197,7 +189,7 @@ fn join_killed_mid_run_loses_no_accepted_sample() {
     );
     // Every span sent is stored (the join's fault touches none of them).
     let stored = || stack.count_spans(host_a, ".*") + stack.count_spans(host_b, ".*");
-    wait_until(
+    wait_for(
         "InfluxDB holds every span sent",
         Duration::from_secs(90),
         || stored() >= sent,
@@ -208,7 +200,7 @@ fn join_killed_mid_run_loses_no_accepted_sample() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64;
-    wait_until(
+    wait_for(
         "the join has joined everything",
         Duration::from_secs(90),
         || {
@@ -329,7 +321,7 @@ fn a_join_killed_while_influxdb_hangs_loses_no_span() {
     let host = "transit-a";
     // 10.8 s of capture at half speed: ~22 s of replay.
     let replay = replay(&stack, &fixture("k_fastdds/a.pcap"), host);
-    wait_until(
+    wait_for(
         "spans stored before the fault",
         Duration::from_secs(60),
         || stack.count_spans(host, ".*") > 0,
@@ -351,7 +343,7 @@ fn a_join_killed_while_influxdb_hangs_loses_no_span() {
     // Stored: until nothing more arrives for 10 s (the collector retried what it had queued
     // while the join was down).
     let (mut stored, mut since) = (0, Instant::now());
-    wait_until("InfluxDB settles", Duration::from_secs(120), || {
+    wait_for("InfluxDB settles", Duration::from_secs(120), || {
         let now = stack.count_spans(host, ".*");
         if now != stored {
             (stored, since) = (now, Instant::now());

@@ -16,18 +16,10 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::stack::{fresh_run_dir, RunningStack};
+use common::stack::{fresh_run_dir, wait_for, RunningStack};
 use common::{fixtures, read_tsv, repo_root};
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
 
 /// `12.345678900` (seconds) → ns.
 fn ns_of(text: &str) -> Option<i64> {

@@ -19,9 +19,9 @@ use std::fs::File;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, RunningStack};
+use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, wait_for, RunningStack};
 use common::{fixture, repo_root};
 
 /// A child process, killed on drop.
@@ -40,14 +40,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 fn kill9(pid: u32) {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin};
+use common::stack::{fresh_run_dir, metric_sum, scrape, stack_bin, wait_for};
 use common::{fixture, live_join, repo_root};
 
 /// A child process, killed on drop.
@@ -62,14 +62,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 struct Collector {

@@ -24,16 +24,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::stack::{fresh_run_dir, metric_sum, scrape, RunningStack};
+use common::stack::{fresh_run_dir, metric_sum, scrape, wait_for, RunningStack};
 use common::{fixture, repo_root};
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
 
 /// The port of a URL (`http://127.0.0.1:4317`).
 fn port_of(url: &str) -> u16 {

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The stack's build cache: `$DDSHARK_STACK_DIR` with scripts/lib.sh's default
 /// (`$HOME/.cache/ddshark-stack`), the one place the Rust tests name it; its binaries are in
@@ -292,4 +293,13 @@ fn stop(run_dir: &Path) {
         .arg("--run-dir")
         .arg(run_dir)
         .output();
+}
+
+/// Polls `ok` until it holds; fails naming `what` when it has not within `timeout`.
+pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
