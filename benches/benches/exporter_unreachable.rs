@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ddshark_benches::{frames, spans};
-use otel_export::{Exporter, ExporterConfig, Protocol, SpanRecord};
+use otel_export::{Exporter, ExporterConfig, FlushWait, Protocol, SpanRecord};
 
 fn closed_port() -> u16 {
     // Bind, note the port, close: nothing listens there afterwards.
@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
                 }
             })
         });
-        let _ = exporter.shutdown(Duration::from_millis(500));
+        let _ = exporter.shutdown(FlushWait::AtMost(Duration::from_millis(500)), &mut |_| {});
     }
     group.sample_size(10);
     group.throughput(Throughput::Elements(1));
@@ -55,7 +55,8 @@ fn bench(c: &mut Criterion) {
                         handle.try_export(r.clone());
                     }
                     let t = Instant::now();
-                    let _ = exporter.shutdown(Duration::from_millis(500));
+                    let _ = exporter
+                        .shutdown(FlushWait::AtMost(Duration::from_millis(500)), &mut |_| {});
                     total += t.elapsed();
                 }
                 total
