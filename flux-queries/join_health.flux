@@ -8,7 +8,8 @@
 // passed them (forced: a host's spans came too late or stopped; decided_at_end: the input
 // ended first), hosts no longer waited for (quiet_hosts now, hosts_gone_quiet cumulative: their
 // spans stopped while the fleet's capture time ran on), hosts the clock table forgot (unseen for 5 min of capture time) and clock
-// evidence it could not hold; the last value per v.windowPeriod (summed over the join shards).
+// evidence it could not hold, spans of joined samples forgotten before a redelivery could no
+// longer come (joined_evicted: such a span delivered again counts twice); the last value per v.windowPeriod (summed over the join shards).
 // Grafana variables: ${bucket}, v.timeRangeStart/Stop, v.windowPeriod.
 from(bucket: "${bucket}")
     |> range(start: v.timeRangeStart, stop: v.timeRangeStop)
@@ -17,7 +18,7 @@ from(bucket: "${bucket}")
         or r._field == "points" or r._field == "points_dropped" or r._field == "rejected"
         or r._field == "senderless" or r._field == "pending_senderless" or r._field == "forced"
         or r._field == "decided_at_end" or r._field == "quiet_hosts" or r._field == "hosts_gone_quiet"
-        or r._field == "clock_hosts_forgotten"
+        or r._field == "clock_hosts_forgotten" or r._field == "joined_evicted"
         or r._field == "clock_cells_not_remembered" or r._field == "influx_points_rejected"
         or r._field == "influx_retries" or r._field == "influx_queued_points")
     // (the last value per join shard, summed over the shards: tag shard, docs/fleet.md)

@@ -408,7 +408,9 @@ def health_board():
                  "while the fleet's capture time ran on, 5 min, or 10 s when their whole robot "
                  "stopped), and the clock "
                  "table's hosts forgotten (unseen for 5 min of capture time: room for others) and "
-                 "evidence it could not hold (clock_cells_not_remembered; cumulative).",
+                 "evidence it could not hold (clock_cells_not_remembered; cumulative), and the "
+                 "spans of joined samples forgotten before a redelivery could no longer come "
+                 "(joined_evicted: such a span delivered again counts twice; cumulative).",
                  "join_health", "short", h=8, legend_calcs=["last"])
     return b
 

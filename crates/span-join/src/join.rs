@@ -91,6 +91,7 @@ mod clocks;
 mod due;
 mod forget;
 mod intake;
+mod joined;
 mod pending;
 mod points;
 mod quiet;
@@ -137,6 +138,10 @@ pub struct JoinSettings {
     pub receiver_window_ns: i64,
     /// `ddshark latency --lost-grace`.
     pub lost_grace_ns: i64,
+    /// Spans of joined samples and DATA_FRAGs remembered at most (for `max_wait_pushes`
+    /// pushes), so one delivered again is taken once (`joined`); beyond, the oldest are
+    /// forgotten (counted).
+    pub max_joined: usize,
     /// This join's number among the shards behind the collector's routing tier: tag
     /// [`span_schema::measurement::SHARD_TAG`] of the points other shards write too.
     pub shard: Option<u16>,
@@ -163,6 +168,7 @@ impl Default for JoinSettings {
             sample_window_ns: span_schema::SAMPLE_WINDOW_NS,
             receiver_window_ns: latency_core::lost::RECEIVER_WINDOW_NS,
             lost_grace_ns: latency_core::lost::LOST_GRACE_NS,
+            max_joined: 1_000_000,
             shard: None,
         }
     }
@@ -251,9 +257,17 @@ pub struct JoinCounters {
     #[serde(default)]
     pub clock_cells_not_remembered: u64,
     /// Spans that came again (same host, writer, SN, capture times and slot: a resent
-    /// OTLP export, a redelivered batch), taken once.
+    /// OTLP export, a redelivered batch), taken once: while their sample waits, or within
+    /// `max_wait_pushes` pushes after it was joined (`joined`).
     #[serde(default)]
     pub duplicates: u64,
+    /// Spans of joined samples forgotten `max_wait_pushes` pushes after their join (one
+    /// delivered again later than that would count again),
+    #[serde(default)]
+    pub joined_expired: u64,
+    /// and before that, because `max_joined` were remembered.
+    #[serde(default)]
+    pub joined_evicted: u64,
     /// OTLP export requests refused whole (undecodable, too large, unauthorised, or not
     /// one span the join can use); spans refused one by one count as `rejected`.
     #[serde(default)]
@@ -395,6 +409,8 @@ pub struct SpanJoin {
     addresses: HashSet<Arc<Addresses>>,
     /// The evidence for writers' hosts and clock offsets (latency_core), by host index.
     clocks: Clocks,
+    /// The spans of what was joined lately (a span delivered again is taken once).
+    joined: joined::Joined,
     /// Points of samples joined early (table full), written at the next push.
     early_out: LineWriter,
     early_points: u64,
@@ -422,6 +438,7 @@ impl SpanJoin {
     pub fn push(&mut self, out: &mut LineWriter) -> u64 {
         let points = self.join_due(out, false);
         self.forget();
+        self.expire_joined();
         self.finish_push(out, points)
     }
 

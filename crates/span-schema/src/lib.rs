@@ -120,7 +120,7 @@ pub const JOIN_MEASUREMENTS: [&str; 7] = [
 /// The fields of the join's counters point ([`measurement::JOIN`], one per push, all
 /// integers; docs/span-schema.md says what each counts; `flux-queries/join_health.flux` and
 /// the health dashboard show them).
-pub const JOIN_COUNTERS: [&str; 29] = [
+pub const JOIN_COUNTERS: [&str; 32] = [
     "spans",
     "rejected",
     "samples",
@@ -137,6 +137,9 @@ pub const JOIN_COUNTERS: [&str; 29] = [
     "clock_hosts_forgotten",
     "clock_cells_not_remembered",
     "duplicates",
+    "joined_remembered",
+    "joined_expired",
+    "joined_evicted",
     "otlp_refused",
     "influx_points_written",
     "influx_retries",

@@ -106,6 +106,9 @@ impl SpanJoin {
             slot: self.intern(span.slot),
             addresses: self.addresses(span),
         };
+        if self.joined_again(joined::sample_identity(&writer, span.sn, &row)) {
+            return;
+        }
         if let Some(pending) = self.samples.get_mut(&writer, span.sn, 0) {
             if pending.rows.iter().any(|r| r.same_span(&row)) {
                 self.counters.duplicates = self.counters.duplicates.saturating_add(1);
@@ -155,6 +158,9 @@ impl SpanJoin {
             slot: self.intern(span.slot),
         };
         let fsn = span.fragment_starting_num;
+        if self.joined_again(joined::frag_identity(&writer, span.sn, fsn, &row)) {
+            return;
+        }
         if let Some(pending) = self.frags.get_mut(&writer, span.sn, fsn) {
             if pending.rows.contains(&row) {
                 self.counters.duplicates = self.counters.duplicates.saturating_add(1);

@@ -30,6 +30,11 @@ impl SpanJoin {
 
     pub(super) fn join_sample(&mut self, p: &Pending<SampleRow>, out: &mut LineWriter) -> u64 {
         self.counters.samples = self.counters.samples.saturating_add(1);
+        self.remember_joined(
+            p.rows
+                .iter()
+                .map(|r| joined::sample_identity(&p.writer, p.sn, r)),
+        );
         let Some(home) = self.home_of(&p.writer, &p.rows) else {
             return 0;
         };
@@ -140,6 +145,11 @@ impl SpanJoin {
 
     pub(super) fn join_frag(&mut self, p: &Pending<FragRow>, out: &mut LineWriter) -> u64 {
         self.counters.frags = self.counters.frags.saturating_add(1);
+        self.remember_joined(
+            p.rows
+                .iter()
+                .map(|r| joined::frag_identity(&p.writer, p.sn, p.fragment_starting_num, r)),
+        );
         // (DATA_FRAG spans come before their sample's SAMPLE span: the sample's vote may
         // not be cast yet; among the hosts that saw the DATA_FRAG, the voted one, else the
         // first)
@@ -217,6 +227,9 @@ impl SpanJoin {
                 as_i64(c.clock_cells_not_remembered),
             )
             .int("duplicates", as_i64(c.duplicates))
+            .int("joined_remembered", as_i64(self.joined.len() as u64))
+            .int("joined_expired", as_i64(c.joined_expired))
+            .int("joined_evicted", as_i64(c.joined_evicted))
             .int("otlp_refused", as_i64(c.otlp_refused))
             .int("influx_points_written", as_i64(c.influx_points_written))
             .int("influx_retries", as_i64(c.influx_retries))

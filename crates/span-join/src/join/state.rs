@@ -2,6 +2,7 @@
 //! and read back.
 
 use super::clocks::ClocksState;
+use super::joined::{Joined, JoinedState, JoinedView};
 use super::pending::PendingRow;
 use super::*;
 
@@ -11,10 +12,11 @@ pub const STATE_FORMAT: u32 = 1;
 /// Everything the join holds between pushes, to carry it across a restart
 /// ([`SpanJoin::into_state`], [`SpanJoin::from_state`]): the waiting samples and DATA_FRAGs,
 /// the hosts' votes, writers and captures, the per-second totals, the points of samples
-/// joined early, the counters, and the evidence of latency_core's host rule and clock
-/// offsets (bounded by its cells: the last 5 minutes of capture time, at most
-/// 250,000 (host pair, 100 ms, participant) cells), so a restarted join decides hosts and
-/// corrects clocks as before it. The settings are not in it (they come from the new
+/// joined early, the counters, the spans of what was joined lately (`joined`: a span
+/// delivered again after the restart is taken once), and the evidence of latency_core's
+/// host rule and clock offsets (bounded by its cells: the last 5 minutes of capture time, at
+/// most 250,000 (host pair, 100 ms, participant) cells), so a restarted join decides hosts
+/// and corrects clocks as before it. The settings are not in it (they come from the new
 /// process's flags).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct JoinState {
@@ -38,6 +40,9 @@ pub struct JoinState {
     counters: JoinCounters,
     #[serde(default)]
     clocks: Option<ClocksState>,
+    /// (none in a state of an older build: nothing remembered)
+    #[serde(default)]
+    joined: Option<JoinedState>,
 }
 
 /// [`JoinState`] borrowed from a running join (field for field the same serde form).
@@ -60,6 +65,7 @@ struct JoinStateView<'a> {
     counters: JoinCounters,
     #[serde(default)]
     clocks: Option<ClocksState>,
+    joined: Option<JoinedView<'a>>,
 }
 
 /// A collection serialized as the sequence of its items (a map's as (key, value) pairs,
@@ -114,6 +120,7 @@ impl SpanJoin {
             early_points: self.early_points,
             counters: self.counters,
             clocks: Some(self.clocks.state()),
+            joined: Some(self.joined.state()),
         }
     }
 
@@ -138,6 +145,7 @@ impl SpanJoin {
             early_points: self.early_points,
             counters: self.counters,
             clocks: Some(self.clocks.state()),
+            joined: Some(self.joined.view()),
         }
     }
 
@@ -157,6 +165,17 @@ impl SpanJoin {
         join.counters = state.counters;
         if let Some(clocks) = state.clocks {
             join.clocks = Clocks::from_state(clocks);
+        }
+        if let Some(joined) = state.joined {
+            let remembered = joined.len();
+            match Joined::from_state(joined) {
+                Some(joined) => join.joined = joined,
+                // (forgotten before their time: counted as if the cap had pushed them out)
+                None => {
+                    let c = &mut join.counters;
+                    c.joined_evicted = c.joined_evicted.saturating_add(remembered);
+                }
+            }
         }
         join.early_points = state.early_points;
         join.early_out.buf = state.early_out;

@@ -788,3 +788,143 @@ fn a_group_that_stopped_is_quiet_after_ten_seconds_of_capture_time() {
         out.buf
     );
 }
+
+/// A sample's spans delivered twice, while it waits and again once it was joined (a batch
+/// the routing tier sent again, docs/fleet.md), and across a restart of the join in between
+/// (the state keeps what was joined lately): one latency, one sample in its second's total,
+/// the copies counted `duplicates`. The same SN seen anew later (another sample of it, as
+/// SPDP re-sends) is still joined.
+#[test]
+fn a_sample_delivered_again_after_its_join_counts_once() {
+    for restart in [false, true] {
+        let mut join = SpanJoin::new(settings());
+        let spans = [
+            sample("a", 1, 5_000, 5_010, 0),
+            sample("b", 1, 5_100, 5_300, 0),
+            frag("a", 2, 1, 6_000, 6_010),
+            frag("b", 2, 1, 6_100, 6_200),
+        ];
+        feed(&mut join, &spans);
+        feed(&mut join, &spans);
+        let mut out = LineWriter::default();
+        join.push(&mut out);
+        join.push(&mut out);
+        assert_eq!(points(&out, "dds_latency").len(), 1, "{}", out.buf);
+        assert_eq!(points(&out, "dds_submessage_latency").len(), 1);
+        assert_eq!(
+            (
+                join.pending_samples(),
+                join.pending_frags(),
+                join.joined.len()
+            ),
+            (0, 0, 4)
+        );
+        if restart {
+            let settings = join.settings;
+            let text = serde_json::to_string(&join.into_state()).unwrap();
+            join = SpanJoin::from_state(settings, serde_json::from_str(&text).unwrap()).unwrap();
+        }
+        feed(&mut join, &spans);
+        let mut again = LineWriter::default();
+        for _ in 0..3 {
+            join.push(&mut again);
+        }
+        for kind in [
+            "dds_latency",
+            "dds_latency_1s",
+            "dds_samples",
+            "dds_repairs",
+            "dds_submessage_latency",
+        ] {
+            assert!(
+                points(&again, kind).is_empty(),
+                "{kind} again: {}",
+                again.buf
+            );
+        }
+        let c = join.counters;
+        assert_eq!(
+            (c.spans, c.duplicates, c.samples, c.frags, c.senderless),
+            (12, 8, 1, 1, 0),
+            "restart {restart}"
+        );
+        assert!(again.buf.contains("duplicates=8i,joined_remembered=4i"));
+
+        // the same SN a sample window later: a sample of its own
+        let later = settings().sample_window_ns;
+        feed(
+            &mut join,
+            &[
+                sample("a", 1, later + 5_000, later + 5_010, 0),
+                sample("b", 1, later + 5_100, later + 5_400, 0),
+            ],
+        );
+        let mut anew = LineWriter::default();
+        join.push(&mut anew);
+        join.push(&mut anew);
+        let latency = points(&anew, "dds_latency");
+        assert_eq!(latency.len(), 1, "{}", anew.buf);
+        assert!(latency[0].contains("latency_ns=400i"), "{}", latency[0]);
+    }
+}
+
+/// The spans of what was joined are remembered `max_wait_pushes` pushes and at most
+/// `max_joined` of them: forgotten by age counted `joined_expired`, beyond the cap
+/// `joined_evicted` (then a span delivered again counts again, as it says).
+#[test]
+fn the_joined_spans_remembered_are_bounded_and_every_one_forgotten_counted() {
+    let mut join = SpanJoin::new(JoinSettings {
+        max_joined: 3,
+        ..settings()
+    });
+    let first = [
+        sample("a", 1, 5_000, 5_010, 0),
+        sample("b", 1, 5_100, 5_300, 0),
+    ];
+    feed(&mut join, &first);
+    feed(
+        &mut join,
+        &[
+            sample("a", 2, 6_000, 6_010, 0),
+            sample("b", 2, 6_100, 6_300, 0),
+        ],
+    );
+    let mut out = LineWriter::default();
+    join.push(&mut out);
+    join.push(&mut out);
+    assert_eq!(points(&out, "dds_latency").len(), 2);
+    assert_eq!(
+        (
+            join.joined.len(),
+            join.counters.joined_evicted,
+            join.counters.joined_expired
+        ),
+        (3, 1, 0)
+    );
+    // sn 1's span on a was pushed out: delivered again, it starts a sample of its own, joined
+    // at the backstop (push 6, pushing b's sn 1 out); b's was still known
+    feed(&mut join, &first);
+    assert_eq!((join.counters.duplicates, join.pending_samples()), (1, 1));
+    for _ in 0..4 {
+        join.push(&mut out);
+    }
+    let c = join.counters;
+    assert_eq!(
+        (
+            join.joined.len(),
+            c.joined_evicted,
+            c.joined_expired,
+            c.forced
+        ),
+        (3, 2, 0, 1)
+    );
+    // max_wait_pushes (4) pushes after push 6, everything is forgotten by age
+    for _ in 0..5 {
+        join.push(&mut out);
+    }
+    let last = out.buf.lines().last().unwrap_or("");
+    assert!(
+        last.contains("joined_remembered=0i,joined_expired=3i,joined_evicted=2i"),
+        "{last}"
+    );
+}

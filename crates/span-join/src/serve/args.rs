@@ -40,6 +40,11 @@ pub struct JoinArgs {
     /// Samples (and as many DATA_FRAGs) waiting at most; beyond, the oldest is joined early
     #[arg(long, default_value_t = 500_000)]
     pub max_pending: usize,
+    /// Spans of joined samples remembered at most (for --max-wait-pushes periods), so one
+    /// delivered again (a resent export, a redelivered batch) counts once; beyond, the oldest
+    /// are forgotten (counted joined_evicted)
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_joined: usize,
     /// Writers and hosts not seen for this many periods are forgotten
     #[arg(long, default_value_t = 360)]
     pub forget_pushes: u64,
@@ -206,6 +211,7 @@ impl JoinArgs {
             sample_window_ns: self.sample_window_ns,
             receiver_window_ns: self.receiver_window_ns,
             lost_grace_ns: self.lost_grace_ns,
+            max_joined: self.max_joined,
             shard: self.shard,
         }
     }
