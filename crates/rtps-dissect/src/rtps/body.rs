@@ -3,7 +3,7 @@
 //! walk's cheap check, likewise by kind.
 
 use crate::bytes::Bytes;
-use crate::error::{DissectError, Layer, Result};
+use crate::error::{Layer, Result};
 use crate::plist::ParameterList;
 use crate::types::{EntityId, GuidPrefix, SequenceNumber, Time, VendorId};
 
@@ -137,24 +137,6 @@ pub(super) fn read_sn(b: &Bytes<'_>, offset: usize) -> Result<SequenceNumber> {
 #[inline(always)]
 pub(super) fn read_entity(b: &Bytes<'_>, offset: usize) -> Result<EntityId> {
     Ok(EntityId(b.array::<4>(offset)?))
-}
-
-/// A writer SN that names a sample: RTPS sequence numbers start at 1.
-pub(super) fn read_valid_sn(
-    b: &Bytes<'_>,
-    offset: usize,
-    what: &'static str,
-) -> Result<SequenceNumber> {
-    let sn = read_sn(b, offset)?;
-    if sn < 1 {
-        return Err(DissectError::Invalid {
-            layer: Layer::Submessage,
-            offset,
-            what,
-            value: sn as u64,
-        });
-    }
-    Ok(sn)
 }
 
 /// Decode a submessage body. `body` is exactly the submessage's bytes after its header;

@@ -20,37 +20,16 @@ pub(super) mod field {
     pub const INLINE_QOS_BASE: usize = 4;
     /// extraFlags to writerSN: the fixed fields.
     pub const FIXED_LEN: usize = 20;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[
-        (OCTETS_TO_INLINE_QOS, 2),
-        (READER, 4),
-        (WRITER, 4),
-        (WRITER_SN, 4),
-        (WRITER_SN + 4, 4),
-    ];
 }
 
-const _: () = assert!(view::fits(field::READS, field::FIXED_LEN));
-
-/// A DATA body checked to hold its fixed fields.
-pub(super) struct View<'a>(view::Fixed<'a, { field::FIXED_LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn octets_to_inline_qos(&self) -> usize {
-        usize::from(self.0.u16(field::OCTETS_TO_INLINE_QOS))
-    }
-    pub(super) fn reader(&self) -> EntityId {
-        self.0.entity(field::READER)
-    }
-    pub(super) fn writer(&self) -> EntityId {
-        self.0.entity(field::WRITER)
-    }
-    pub(super) fn writer_sn(&self) -> SequenceNumber {
-        self.0.sn(field::WRITER_SN)
+view::fixed_view! {
+    /// A DATA body checked to hold its fixed fields (which DATA_FRAG and DATA_SESSION
+    /// start with).
+    View(field::FIXED_LEN) {
+        octets_to_inline_qos: U16 = field::OCTETS_TO_INLINE_QOS,
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        writer_sn: Sn = field::WRITER_SN,
     }
 }
 
@@ -206,7 +185,7 @@ pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>>
     decode_rest(
         b,
         flags,
-        v.octets_to_inline_qos(),
+        usize::from(v.octets_to_inline_qos()),
         v.reader(),
         v.writer(),
         v.writer_sn(),
@@ -217,29 +196,33 @@ pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>>
 /// fields and, when a payload follows, where it starts.
 #[inline]
 pub(super) fn surely_decodes(b: &Bytes<'_>, flags: u8) -> bool {
-    let len = b.data().len();
     flags & FLAG_DATA_Q == 0
-        && len >= field::FIXED_LEN
-        && (flags & (FLAG_DATA_D | FLAG_DATA_K) == 0
-            || b.u16(field::OCTETS_TO_INLINE_QOS)
-                .is_ok_and(|otiq| field::INLINE_QOS_BASE + usize::from(otiq) <= len))
+        && View::new(b).is_some_and(|v| {
+            flags & (FLAG_DATA_D | FLAG_DATA_K) == 0
+                || payload_starts_within(b, v.octets_to_inline_qos())
+        })
+}
+
+/// Whether the serialized payload (or the fragments) of a DATA-family body without
+/// inline QoS starts within `b`: its octetsToInlineQos points at most to the end.
+#[inline(always)]
+pub(super) fn payload_starts_within(b: &Bytes<'_>, octets_to_inline_qos: u16) -> bool {
+    field::INLINE_QOS_BASE + usize::from(octets_to_inline_qos) <= b.data().len()
 }
 
 impl Submessage<'_> {
     /// [`Submessage::sample_piece`] of a DATA without inline QoS.
     #[inline]
     pub(super) fn plain_data_piece(&self) -> Option<SamplePiece> {
-        use field as f;
-        let fixed = self.body_bytes().first_chunk::<{ f::FIXED_LEN }>()?;
-        let b = Bytes::new(fixed, Layer::Submessage, self.little_endian());
+        let v = View::new(&self.bytes())?;
         let payload_size = if self.flags & (FLAG_DATA_D | FLAG_DATA_K) == 0 {
             0
         } else {
-            self.payload_after_fixed(&b)
+            self.payload_after(v.octets_to_inline_qos())
         };
         Some(SamplePiece {
-            writer: Guid::new(self.ctx.src_prefix, read_entity(&b, f::WRITER).ok()?),
-            sn: read_sn(&b, f::WRITER_SN).ok()?,
+            writer: Guid::new(self.ctx.src_prefix, v.writer()),
+            sn: v.writer_sn(),
             fragments: None,
             sample_size: payload_size,
             payload_size,
@@ -248,10 +231,10 @@ impl Submessage<'_> {
 
     /// [`Submessage::payload_size`] of a DATA or DATA_FRAG that has no inline QoS and
     /// carries serialized data: from octetsToInlineQos to the end, with what a snaplen
-    /// cut off. `fixed` is the body's checked fixed fields.
+    /// cut off.
     #[inline(always)]
-    pub(super) fn payload_after_fixed(&self, fixed: &Bytes<'_>) -> u64 {
-        let otiq = usize::from(fixed.u16(field::OCTETS_TO_INLINE_QOS).unwrap_or(0));
+    pub(super) fn payload_after(&self, octets_to_inline_qos: u16) -> u64 {
+        let otiq = usize::from(octets_to_inline_qos);
         let start = field::INLINE_QOS_BASE.saturating_add(otiq);
         let cut = self.on_wire.saturating_sub(self.captured);
         self.body_bytes()

@@ -17,6 +17,8 @@ pub(super) mod field {
     pub const SAMPLE_COUNT: usize = 32;
     /// batchInlineQos when the Q flag is set, then octetsToSLEncapsulationId.
     pub const INLINE_QOS: usize = 36;
+    /// The fields before batchInlineQos, all fixed.
+    pub const FIXED_LEN: usize = 36;
     /// Each SampleInfo: 16 flag bits (big-endian whatever the submessage's order),
     /// octetsToInlineQos, serializedDataLength, then the optional fields.
     pub mod sample_info {
@@ -28,6 +30,26 @@ pub(super) mod field {
     }
     /// The sample list's encapsulation header (id, options) before the samples.
     pub const ENCAPSULATION_LEN: usize = 4;
+}
+
+view::fixed_view! {
+    /// A DATA_BATCH body checked to hold its fixed fields.
+    View(field::FIXED_LEN) {
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        batch_sn: Sn = field::BATCH_SN,
+        first_sample_sn: Sn = field::FIRST_SAMPLE_SN,
+        offset_to_last_sample_sn: U32 = field::OFFSET_TO_LAST_SAMPLE_SN,
+        sample_count: U32 = field::SAMPLE_COUNT,
+    }
+}
+
+view::fixed_view! {
+    /// A SampleInfo checked to hold its fixed fields (the optional ones follow).
+    SampleInfo(field::sample_info::OPTIONAL) at {
+        flags: BeU16 = field::sample_info::FLAGS,
+        serialized_data_length: U32 = field::sample_info::LENGTH,
+    }
 }
 
 pub(super) const LAYOUT: Layout = Layout {
@@ -120,8 +142,9 @@ impl<'a> BatchSampleIter<'a> {
         );
         let result = (|| {
             let at = self.info_at;
-            let flags = b.be_u16(at.saturating_add(f::FLAGS))?;
-            let size = b.u32(at.saturating_add(f::LENGTH))?;
+            let info = SampleInfo::new_checked_at(&b, at)?;
+            let flags = info.flags();
+            let size = info.serialized_data_length();
             let mut pos = at.saturating_add(f::OPTIONAL);
             let timestamp = if flags & SAMPLE_INFO_T != 0 {
                 let t = info_ts::read_time(&b.with(b.slice(pos, f::TIMESTAMP_LEN)?))?;
@@ -196,12 +219,7 @@ pub(super) const FLAG_DATA_BATCH_Q: u8 = 0x02;
 /// of it).
 pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
     use field as f;
-    let reader = read_entity(b, f::READER)?;
-    let writer = read_entity(b, f::WRITER)?;
-    let batch_sn = read_sn(b, f::BATCH_SN)?;
-    let first_sample_sn = read_sn(b, f::FIRST_SAMPLE_SN)?;
-    let offset_to_last_sample_sn = b.u32(f::OFFSET_TO_LAST_SAMPLE_SN)?;
-    let sample_count = b.u32(f::SAMPLE_COUNT)?;
+    let v = View::new_checked(b)?;
     let (inline_qos, pos) = if flags & FLAG_DATA_BATCH_Q != 0 {
         let (q, after) = read_inline_qos(b, f::INLINE_QOS)?;
         (Some(q), after)
@@ -217,17 +235,17 @@ pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>>
     let samples = BatchSamples {
         infos,
         samples: b.data().get(samples_at..).unwrap_or_default(),
-        first_sn: first_sample_sn,
+        first_sn: v.first_sample_sn(),
         little_endian: b.little_endian(),
     };
     samples.check()?;
     Ok(SubmessageBody::DataBatch {
-        reader,
-        writer,
-        batch_sn,
-        first_sample_sn,
-        offset_to_last_sample_sn,
-        sample_count,
+        reader: v.reader(),
+        writer: v.writer(),
+        batch_sn: v.batch_sn(),
+        first_sample_sn: v.first_sample_sn(),
+        offset_to_last_sample_sn: v.offset_to_last_sample_sn(),
+        sample_count: v.sample_count(),
         inline_qos,
         samples,
     })

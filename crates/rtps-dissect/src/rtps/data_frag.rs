@@ -2,22 +2,47 @@
 //! the inline QoS and the fragment bytes.
 
 use crate::bytes::Bytes;
-use crate::error::{Layer, Result};
+use crate::error::Result;
 use crate::types::Guid;
 
 use super::*;
 
 /// Offsets from the end of the submessage header; the first ones are DATA's.
 pub(super) mod field {
-    pub use crate::rtps::data::field::{
-        INLINE_QOS_BASE, OCTETS_TO_INLINE_QOS, READER, WRITER, WRITER_SN,
-    };
+    pub use crate::rtps::data::field::{OCTETS_TO_INLINE_QOS, READER, WRITER, WRITER_SN};
     pub const FRAGMENT_STARTING_NUM: usize = 20;
     pub const FRAGMENTS_IN_SUBMESSAGE: usize = 24;
     pub const FRAGMENT_SIZE: usize = 26;
     pub const SAMPLE_SIZE: usize = 28;
     /// The fields above, all fixed.
     pub const FIXED_LEN: usize = 32;
+}
+
+view::fixed_view! {
+    /// A DATA_FRAG body checked to hold its fixed fields.
+    View(field::FIXED_LEN) {
+        octets_to_inline_qos: U16 = field::OCTETS_TO_INLINE_QOS,
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        writer_sn: Sn = field::WRITER_SN,
+        fragment_starting_num: U32 = field::FRAGMENT_STARTING_NUM,
+        fragments_in_submessage: U16 = field::FRAGMENTS_IN_SUBMESSAGE,
+        fragment_size: U16 = field::FRAGMENT_SIZE,
+        sample_size: U32 = field::SAMPLE_SIZE,
+    }
+}
+
+impl View<'_> {
+    /// Where the fragments sit in their sample.
+    #[inline(always)]
+    pub(super) fn range(&self) -> FragmentRange {
+        FragmentRange {
+            start: self.fragment_starting_num(),
+            count: self.fragments_in_submessage(),
+            fragment_size: self.fragment_size(),
+            sample_size: self.sample_size(),
+        }
+    }
 }
 
 pub(super) const FLAG_Q: u8 = 0x02;
@@ -61,36 +86,18 @@ impl FragmentRange {
     }
 }
 
-/// The fragments' place in their sample, read from the fixed fields.
-pub(super) fn read_range(b: &Bytes<'_>) -> Result<FragmentRange> {
-    use field as f;
-    Ok(FragmentRange {
-        start: b.u32(f::FRAGMENT_STARTING_NUM)?,
-        count: b.u16(f::FRAGMENTS_IN_SUBMESSAGE)?,
-        fragment_size: b.u16(f::FRAGMENT_SIZE)?,
-        sample_size: b.u32(f::SAMPLE_SIZE)?,
-    })
-}
-
 pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field as f;
-    let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
-    let reader = read_entity(b, f::READER)?;
-    let writer = read_entity(b, f::WRITER)?;
-    let writer_sn = read_sn(b, f::WRITER_SN)?;
-    let fragment_starting_num = b.u32(f::FRAGMENT_STARTING_NUM)?;
-    let fragments_in_submessage = b.u16(f::FRAGMENTS_IN_SUBMESSAGE)?;
-    let fragment_size = b.u16(f::FRAGMENT_SIZE)?;
-    let sample_size = b.u32(f::SAMPLE_SIZE)?;
+    let v = View::new_checked(b)?;
+    let otiq = usize::from(v.octets_to_inline_qos());
     let (inline_qos, pos) = inline_qos_and_end(b, otiq, flags & FLAG_Q != 0)?;
     Ok(SubmessageBody::DataFrag {
-        reader,
-        writer,
-        writer_sn,
-        fragment_starting_num,
-        fragments_in_submessage,
-        fragment_size,
-        sample_size,
+        reader: v.reader(),
+        writer: v.writer(),
+        writer_sn: v.writer_sn(),
+        fragment_starting_num: v.fragment_starting_num(),
+        fragments_in_submessage: v.fragments_in_submessage(),
+        fragment_size: v.fragment_size(),
+        sample_size: v.sample_size(),
         inline_qos,
         key_flag: flags & FLAG_K != 0,
         fragments: b.rest(pos)?,
@@ -101,27 +108,22 @@ pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>>
 /// fields and where the fragments start.
 #[inline]
 pub(super) fn surely_decodes(b: &Bytes<'_>, flags: u8) -> bool {
-    let len = b.data().len();
     flags & FLAG_Q == 0
-        && len >= field::FIXED_LEN
-        && b.u16(field::OCTETS_TO_INLINE_QOS)
-            .is_ok_and(|otiq| field::INLINE_QOS_BASE + usize::from(otiq) <= len)
+        && View::new(b).is_some_and(|v| data::payload_starts_within(b, v.octets_to_inline_qos()))
 }
 
 impl Submessage<'_> {
     /// [`Submessage::sample_piece`] of a DATA_FRAG without inline QoS.
     #[inline]
     pub(super) fn plain_data_frag_piece(&self) -> Option<SamplePiece> {
-        use field as f;
-        let fixed = self.body_bytes().first_chunk::<{ f::FIXED_LEN }>()?;
-        let b = Bytes::new(fixed, Layer::Submessage, self.little_endian());
-        let range = read_range(&b).ok()?;
+        let v = View::new(&self.bytes())?;
+        let range = v.range();
         Some(SamplePiece {
-            writer: Guid::new(self.ctx.src_prefix, read_entity(&b, f::WRITER).ok()?),
-            sn: read_sn(&b, f::WRITER_SN).ok()?,
+            writer: Guid::new(self.ctx.src_prefix, v.writer()),
+            sn: v.writer_sn(),
             fragments: Some(range),
             sample_size: u64::from(range.sample_size),
-            payload_size: self.payload_after_fixed(&b),
+            payload_size: self.payload_after(v.octets_to_inline_qos()),
         })
     }
 }

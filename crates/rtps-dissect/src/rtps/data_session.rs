@@ -13,6 +13,19 @@ pub(super) mod field {
     pub const SESSION_SN: usize = 12;
     /// The writer's own SN of the sample ("virtual" SN).
     pub const VIRTUAL_SN: usize = 20;
+    /// The fields above, all fixed.
+    pub const FIXED_LEN: usize = 28;
+}
+
+view::fixed_view! {
+    /// A DATA_SESSION body checked to hold its fixed fields.
+    View(field::FIXED_LEN) {
+        octets_to_inline_qos: U16 = field::OCTETS_TO_INLINE_QOS,
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        session_sn: Sn = field::SESSION_SN,
+        virtual_sn: Sn = field::VIRTUAL_SN,
+    }
 }
 
 pub(super) const LAYOUT: Layout = Layout {
@@ -26,11 +39,13 @@ pub(super) const LAYOUT: Layout = Layout {
 
 /// DATA's fields with the session SN before the writer's SN, then what DATA carries.
 pub(super) fn decode<'a>(b: &Bytes<'a>, flags: u8) -> Result<SubmessageBody<'a>> {
-    use field as f;
-    let otiq = usize::from(b.u16(f::OCTETS_TO_INLINE_QOS)?);
-    let reader = read_entity(b, f::READER)?;
-    let writer = read_entity(b, f::WRITER)?;
-    read_sn(b, f::SESSION_SN)?;
-    let writer_sn = read_sn(b, f::VIRTUAL_SN)?;
-    data::decode_rest(b, flags, otiq, reader, writer, writer_sn)
+    let v = View::new_checked(b)?;
+    data::decode_rest(
+        b,
+        flags,
+        usize::from(v.octets_to_inline_qos()),
+        v.reader(),
+        v.writer(),
+        v.virtual_sn(),
+    )
 }

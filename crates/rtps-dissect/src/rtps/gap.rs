@@ -2,6 +2,7 @@
 
 use crate::bytes::Bytes;
 use crate::error::{DissectError, Layer, Result};
+use crate::types::SequenceNumber;
 
 use super::*;
 
@@ -12,6 +13,18 @@ pub(super) mod field {
     pub const GAP_START: usize = 8;
     /// gapList (SequenceNumberSet).
     pub const GAP_LIST: usize = 16;
+    /// The fields before gapList, all fixed.
+    pub const FIXED_LEN: usize = 16;
+}
+
+view::fixed_view! {
+    /// A GAP body checked to hold its fixed fields (gapStart is read first: the decoder
+    /// rejects a gapStart below 1 before it reads the set).
+    View(field::FIXED_LEN) {
+        gap_start: Sn = field::GAP_START,
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+    }
 }
 
 pub(super) const LAYOUT: Layout = Layout {
@@ -24,23 +37,30 @@ pub(super) const LAYOUT: Layout = Layout {
     ..Layout::OPAQUE
 };
 
-pub(super) fn decode<'a>(b: &Bytes<'a>) -> Result<SubmessageBody<'a>> {
-    use field as f;
-    // A GAP that starts at or below SN 0 names no sample (SNs start at 1); taking
-    // it would mark every later SN as already dealt with.
-    let gap_start = read_valid_sn(b, f::GAP_START, "GAP gapStart")?;
-    let (set, _) = read_sn_set(b, f::GAP_LIST)?;
-    if set.base < 1 {
+/// An SN read at `offset` that must name a sample (RTPS SNs start at 1).
+fn at_least_one(sn: SequenceNumber, offset: usize, what: &'static str) -> Result<SequenceNumber> {
+    if sn < 1 {
         return Err(DissectError::Invalid {
             layer: Layer::Submessage,
-            offset: f::GAP_LIST,
-            what: "GAP gapList base",
-            value: set.base as u64,
+            offset,
+            what,
+            value: sn as u64,
         });
     }
+    Ok(sn)
+}
+
+pub(super) fn decode<'a>(b: &Bytes<'a>) -> Result<SubmessageBody<'a>> {
+    use field as f;
+    let v = View::new_checked(b)?;
+    // A GAP that starts at or below SN 0 names no sample (SNs start at 1); taking
+    // it would mark every later SN as already dealt with.
+    let gap_start = at_least_one(v.gap_start(), f::GAP_START, "GAP gapStart")?;
+    let (set, _) = read_sn_set(b, f::GAP_LIST)?;
+    at_least_one(set.base, f::GAP_LIST, "GAP gapList base")?;
     Ok(SubmessageBody::Gap {
-        reader: read_entity(b, f::READER)?,
-        writer: read_entity(b, f::WRITER)?,
+        reader: v.reader(),
+        writer: v.writer(),
         gap_start,
         gap_list: set,
     })
@@ -49,8 +69,7 @@ pub(super) fn decode<'a>(b: &Bytes<'a>) -> Result<SubmessageBody<'a>> {
 /// The walk's cheap check: both SNs name samples and the set is there.
 #[inline]
 pub(super) fn surely_decodes(b: &Bytes<'_>) -> bool {
-    let sn_at_least_one = |at: usize| read_sn(b, at).is_ok_and(|sn| sn >= 1);
-    sn_at_least_one(field::GAP_START)
-        && sn_at_least_one(field::GAP_LIST)
+    View::new(b).is_some_and(|v| v.gap_start() >= 1)
+        && sn_set_base(b, field::GAP_LIST).is_some_and(|base| base >= 1)
         && sn_set_end(b, field::GAP_LIST, 0).is_some()
 }

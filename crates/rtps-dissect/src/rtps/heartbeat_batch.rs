@@ -3,7 +3,6 @@
 
 use crate::bytes::Bytes;
 use crate::error::Result;
-use crate::types::{EntityId, SequenceNumber};
 
 use super::*;
 
@@ -18,52 +17,18 @@ pub(super) mod field {
     pub const COUNT: usize = 40;
     /// The fields above, all fixed.
     pub const LEN: usize = 44;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[
-        (READER, 4),
-        (WRITER, 4),
-        (FIRST_BATCH_SN, 4),
-        (FIRST_BATCH_SN + 4, 4),
-        (LAST_BATCH_SN, 4),
-        (LAST_BATCH_SN + 4, 4),
-        (FIRST_SN, 4),
-        (FIRST_SN + 4, 4),
-        (LAST_SN, 4),
-        (LAST_SN + 4, 4),
-        (COUNT, 4),
-    ];
 }
 
-const _: () = assert!(view::fits(field::READS, field::LEN));
-
-/// A HEARTBEAT_BATCH body checked to hold its fields.
-pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn reader(&self) -> EntityId {
-        self.0.entity(field::READER)
-    }
-    pub(super) fn writer(&self) -> EntityId {
-        self.0.entity(field::WRITER)
-    }
-    pub(super) fn first_batch_sn(&self) -> SequenceNumber {
-        self.0.sn(field::FIRST_BATCH_SN)
-    }
-    pub(super) fn last_batch_sn(&self) -> SequenceNumber {
-        self.0.sn(field::LAST_BATCH_SN)
-    }
-    pub(super) fn first_sn(&self) -> SequenceNumber {
-        self.0.sn(field::FIRST_SN)
-    }
-    pub(super) fn last_sn(&self) -> SequenceNumber {
-        self.0.sn(field::LAST_SN)
-    }
-    pub(super) fn count(&self) -> i32 {
-        self.0.i32(field::COUNT)
+view::fixed_view! {
+    /// A HEARTBEAT_BATCH body checked to hold its fields.
+    View(field::LEN) {
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        first_batch_sn: Sn = field::FIRST_BATCH_SN,
+        last_batch_sn: Sn = field::LAST_BATCH_SN,
+        first_sn: Sn = field::FIRST_SN,
+        last_sn: Sn = field::LAST_SN,
+        count: I32 = field::COUNT,
     }
 }
 

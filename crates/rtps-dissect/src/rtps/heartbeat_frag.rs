@@ -2,7 +2,6 @@
 
 use crate::bytes::Bytes;
 use crate::error::Result;
-use crate::types::{EntityId, SequenceNumber};
 
 use super::*;
 
@@ -15,41 +14,16 @@ pub(super) mod field {
     pub const COUNT: usize = 20;
     /// The fields above, all fixed.
     pub const LEN: usize = 24;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[
-        (READER, 4),
-        (WRITER, 4),
-        (WRITER_SN, 4),
-        (WRITER_SN + 4, 4),
-        (LAST_FRAGMENT, 4),
-        (COUNT, 4),
-    ];
 }
 
-const _: () = assert!(view::fits(field::READS, field::LEN));
-
-/// A HEARTBEAT_FRAG body checked to hold its fields.
-pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn reader(&self) -> EntityId {
-        self.0.entity(field::READER)
-    }
-    pub(super) fn writer(&self) -> EntityId {
-        self.0.entity(field::WRITER)
-    }
-    pub(super) fn writer_sn(&self) -> SequenceNumber {
-        self.0.sn(field::WRITER_SN)
-    }
-    pub(super) fn last_fragment_num(&self) -> u32 {
-        self.0.u32(field::LAST_FRAGMENT)
-    }
-    pub(super) fn count(&self) -> i32 {
-        self.0.i32(field::COUNT)
+view::fixed_view! {
+    /// A HEARTBEAT_FRAG body checked to hold its fields.
+    View(field::LEN) {
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        writer_sn: Sn = field::WRITER_SN,
+        last_fragment_num: U32 = field::LAST_FRAGMENT,
+        count: I32 = field::COUNT,
     }
 }
 

@@ -10,22 +10,12 @@ pub(super) mod field {
     pub const UNICAST_LOCATOR_COUNT: usize = 0;
     /// The fields read (the locators after the count are not).
     pub const LEN: usize = 4;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[(UNICAST_LOCATOR_COUNT, 4)];
 }
 
-const _: () = assert!(view::fits(field::READS, field::LEN));
-
-/// An INFO_REPLY body checked to hold its unicast locator count.
-pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn unicast_locators(&self) -> u32 {
-        self.0.u32(field::UNICAST_LOCATOR_COUNT)
+view::fixed_view! {
+    /// An INFO_REPLY body checked to hold its unicast locator count.
+    View(field::LEN) {
+        unicast_locators: U32 = field::UNICAST_LOCATOR_COUNT,
     }
 }
 

@@ -11,25 +11,13 @@ pub(super) mod field {
     pub const PORT: usize = 4;
     /// The fields above, all fixed.
     pub const LEN: usize = 8;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[(ADDRESS, 4), (PORT, 4)];
 }
 
-const _: () = assert!(view::fits(field::READS, field::LEN));
-
-/// An INFO_REPLY_IP4 body checked to hold its fields.
-pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn port(&self) -> u32 {
-        self.0.u32(field::PORT)
-    }
-    pub(super) fn address(&self) -> [u8; 4] {
-        self.0.array::<4>(field::ADDRESS)
+view::fixed_view! {
+    /// An INFO_REPLY_IP4 body checked to hold its fields.
+    View(field::LEN) {
+        address: Ipv4 = field::ADDRESS,
+        port: U32 = field::PORT,
     }
 }
 

@@ -2,7 +2,6 @@
 
 use crate::bytes::Bytes;
 use crate::error::Result;
-use crate::types::{GuidPrefix, VendorId};
 
 use super::*;
 
@@ -15,36 +14,15 @@ pub(super) mod field {
     pub const GUID_PREFIX: usize = 8;
     /// The fields above, all fixed.
     pub const LEN: usize = 20;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[
-        (VERSION_MAJOR, 1),
-        (VERSION_MINOR, 1),
-        (VENDOR, 2),
-        (GUID_PREFIX, 12),
-    ];
 }
 
-const _: () = assert!(view::fits(field::READS, field::LEN));
-
-/// An INFO_SRC body checked to hold its fields.
-pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn version_major(&self) -> u8 {
-        self.0.u8(field::VERSION_MAJOR)
-    }
-    pub(super) fn version_minor(&self) -> u8 {
-        self.0.u8(field::VERSION_MINOR)
-    }
-    pub(super) fn guid_prefix(&self) -> GuidPrefix {
-        self.0.guid_prefix(field::GUID_PREFIX)
-    }
-    pub(super) fn vendor(&self) -> VendorId {
-        VendorId(self.0.array::<2>(field::VENDOR))
+view::fixed_view! {
+    /// An INFO_SRC body checked to hold its fields.
+    View(field::LEN) {
+        version_major: U8 = field::VERSION_MAJOR,
+        version_minor: U8 = field::VERSION_MINOR,
+        vendor: Vendor = field::VENDOR,
+        guid_prefix: Prefix = field::GUID_PREFIX,
     }
 }
 

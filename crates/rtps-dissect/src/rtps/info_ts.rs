@@ -11,25 +11,13 @@ pub(super) mod field {
     pub const SECONDS: usize = 0;
     pub const FRACTION: usize = 4;
     pub const LEN: usize = 8;
-    /// In the order the decoder reads them (an SN is read as two halves).
-    pub const READS: &[(usize, usize)] = &[(SECONDS, 4), (FRACTION, 4)];
 }
 
-const _: () = assert!(view::fits(field::READS, field::LEN));
-
-/// An INFO_TS timestamp checked to be there (also each DATA_BATCH sample's).
-pub(super) struct View<'a>(view::Fixed<'a, { field::LEN }>);
-
-impl<'a> View<'a> {
-    #[inline(always)]
-    pub(super) fn new_checked(body: &Bytes<'a>) -> Result<Self> {
-        view::Fixed::new_checked(body, field::READS).map(Self)
-    }
-    pub(super) fn seconds(&self) -> i32 {
-        self.0.i32(field::SECONDS)
-    }
-    pub(super) fn fraction(&self) -> u32 {
-        self.0.u32(field::FRACTION)
+view::fixed_view! {
+    /// An INFO_TS timestamp checked to be there (also each DATA_BATCH sample's).
+    View(field::LEN) {
+        seconds: I32 = field::SECONDS,
+        fraction: U32 = field::FRACTION,
     }
 }
 

@@ -5,14 +5,15 @@
 //! (`acknack`, `data`, `data_frag`, `data_session`, `data_batch`, `gap`, `heartbeat`,
 //! `heartbeat_frag`, `heartbeat_batch`, `info_dst`, `info_reply`, `info_reply_ip4`,
 //! `info_src`, `info_ts`, `nack_frag`, `security`, `vendor`), each with its field offsets
-//! (its `field` module), its decoder and its `Layout`; `kind` (the `Layout` of every kind:
+//! (its `field` module), its checked view (a field list given to `view::fixed_view!`), its
+//! decoder and its `Layout`; `view` (the checked views); `kind` (the `Layout` of every kind:
 //! what is read without decoding), `body` (`SubmessageBody`, `parse_body`), `sets`
 //! (sequence/fragment number sets), `roles` (entity ids and writer SN read through a
 //! kind's `Layout`), `walk` (the submessages of a message in order, with their context),
 //! `undecoded` (`SubmessageError`: a submessage that did not decode, and the fields
 //! readable before the fault).
 
-// One module per submessage kind: its field offsets, its decoder, its `Layout`.
+// One module per submessage kind: its field offsets, its view, its decoder, its `Layout`.
 mod acknack;
 mod data;
 mod data_batch;

@@ -10,8 +10,20 @@ pub(super) mod field {
     pub const READER: usize = 0;
     pub const WRITER: usize = 4;
     pub const WRITER_SN: usize = 8;
+    /// The fields above, all fixed.
+    pub const FIXED_LEN: usize = 16;
     /// fragmentNumberState (FragmentNumberSet), then count.
     pub const FRAG_STATE: usize = 16;
+}
+
+view::fixed_view! {
+    /// A NACK_FRAG body checked to hold its fixed fields (the decoder reads them after
+    /// fragmentNumberState, whose checked reader names a short body).
+    View(field::FIXED_LEN) {
+        reader: Entity = field::READER,
+        writer: Entity = field::WRITER,
+        writer_sn: Sn = field::WRITER_SN,
+    }
 }
 
 pub(super) const LAYOUT: Layout = Layout {
@@ -25,12 +37,12 @@ pub(super) const LAYOUT: Layout = Layout {
 };
 
 pub(super) fn decode<'a>(b: &Bytes<'a>) -> Result<SubmessageBody<'a>> {
-    use field as f;
-    let (set, after) = read_frag_set(b, f::FRAG_STATE)?;
+    let (set, after) = read_frag_set(b, field::FRAG_STATE)?;
+    let v = View::new_checked(b)?;
     Ok(SubmessageBody::NackFrag {
-        reader: read_entity(b, f::READER)?,
-        writer: read_entity(b, f::WRITER)?,
-        writer_sn: read_sn(b, f::WRITER_SN)?,
+        reader: v.reader(),
+        writer: v.writer(),
+        writer_sn: v.writer_sn(),
         fragment_number_state: set,
         count: b.i32(after)?,
     })
@@ -39,5 +51,5 @@ pub(super) fn decode<'a>(b: &Bytes<'a>) -> Result<SubmessageBody<'a>> {
 /// The walk's cheap check: the fixed fields, the set and the count after it are there.
 #[inline]
 pub(super) fn surely_decodes(b: &Bytes<'_>) -> bool {
-    b.data().len() >= field::FRAG_STATE && frag_set_end(b, field::FRAG_STATE, 4).is_some()
+    View::new(b).is_some() && frag_set_end(b, field::FRAG_STATE, 4).is_some()
 }

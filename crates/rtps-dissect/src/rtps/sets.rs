@@ -119,6 +119,12 @@ fn set_end(b: &Bytes<'_>, num_bits_at: usize, bitmap_at: usize, after: usize) ->
     (end.saturating_add(after) <= b.data().len()).then_some(end)
 }
 
+/// The base of a SequenceNumberSet at `at`, when it is there.
+#[inline]
+pub(super) fn sn_set_base(b: &Bytes<'_>, at: usize) -> Option<SequenceNumber> {
+    read_sn(b, at.saturating_add(sn_set_field::BASE)).ok()
+}
+
 /// [`set_end`] of a SequenceNumberSet at `at`.
 #[inline]
 pub(super) fn sn_set_end(b: &Bytes<'_>, at: usize, after: usize) -> Option<usize> {

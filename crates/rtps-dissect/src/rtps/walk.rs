@@ -94,6 +94,12 @@ impl<'a> Submessage<'a> {
         self.body_bytes
     }
 
+    /// The body bytes with the submessage's byte order, for its kind's view.
+    #[inline(always)]
+    pub(super) fn bytes(&self) -> Bytes<'a> {
+        Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian())
+    }
+
     /// The decoded body. Decoding is done here, when asked for, from the bytes: the
     /// iterator checked that they decode (it yields an error otherwise), so the
     /// `Unknown` fallback is never taken (the fuzz target asserts it).
@@ -109,7 +115,7 @@ impl<'a> Submessage<'a> {
     /// them (no decoding of the rest).
     fn entity_ids(&self) -> Option<(EntityId, EntityId)> {
         let (reader_at, writer_at, _) = id_fields(self.kind)?;
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        let b = self.bytes();
         Some((
             read_entity(&b, reader_at).ok()?,
             read_entity(&b, writer_at).ok()?,
@@ -157,18 +163,44 @@ impl<'a> Submessage<'a> {
     /// Sequence number of DATA, DATA_FRAG, NACK_FRAG, HEARTBEAT_FRAG.
     pub fn writer_sn(&self) -> Option<SequenceNumber> {
         let (_, _, sn_at) = id_fields(self.kind)?;
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        read_sn(&b, sn_at?).ok()
+        read_sn(&self.bytes(), sn_at?).ok()
     }
 
     /// A HEARTBEAT's (firstSN, lastSN), read without decoding the rest of the body.
     /// (HEARTBEAT_BATCH's firstSN and lastSN, the sample SNs, likewise.)
     pub fn heartbeat_sns(&self) -> Option<(SequenceNumber, SequenceNumber)> {
-        let SnRange::FirstLast { first, last } = layout(self.kind).sns else {
-            return None;
-        };
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        Some((read_sn(&b, first).ok()?, read_sn(&b, last).ok()?))
+        let b = self.bytes();
+        match self.kind {
+            SubmessageKind::Heartbeat => {
+                let v = heartbeat::View::new(&b)?;
+                Some((v.first_sn(), v.last_sn()))
+            }
+            SubmessageKind::HeartbeatBatch => {
+                let v = heartbeat_batch::View::new(&b)?;
+                Some((v.first_sn(), v.last_sn()))
+            }
+            SubmessageKind::Pad
+            | SubmessageKind::AckNack
+            | SubmessageKind::Gap
+            | SubmessageKind::InfoTs
+            | SubmessageKind::InfoSrc
+            | SubmessageKind::InfoReplyIp4
+            | SubmessageKind::InfoDst
+            | SubmessageKind::InfoReply
+            | SubmessageKind::NackFrag
+            | SubmessageKind::HeartbeatFrag
+            | SubmessageKind::Data
+            | SubmessageKind::DataFrag
+            | SubmessageKind::SecBody
+            | SubmessageKind::SecPrefix
+            | SubmessageKind::SecPostfix
+            | SubmessageKind::SrtpsPrefix
+            | SubmessageKind::SrtpsPostfix
+            | SubmessageKind::DataSession
+            | SubmessageKind::DataBatch
+            | SubmessageKind::VendorSpecific(_)
+            | SubmessageKind::Unknown(_) => None,
+        }
     }
 
     /// DATA_SESSION's session SN (its `writer_sn` is the writer's own, "virtual" SN).
@@ -176,8 +208,8 @@ impl<'a> Submessage<'a> {
         if self.kind != SubmessageKind::DataSession {
             return None;
         }
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        read_sn(&b, data_session::field::SESSION_SN).ok()
+        let v = data_session::View::new(&self.bytes())?;
+        Some(v.session_sn())
     }
 
     /// Every sample this submessage carries a part of: one for DATA, DATA_FRAG and
@@ -219,10 +251,7 @@ impl<'a> Submessage<'a> {
         if self.kind != SubmessageKind::AckNack {
             return None;
         }
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
-        read_sn_set(&b, acknack::field::SN_STATE)
-            .ok()
-            .map(|(set, _)| set)
+        acknack::sn_state(&self.bytes()).ok().map(|(set, _)| set)
     }
 
     /// The part of a sample a DATA or DATA_FRAG carries; `None` for other submessages.
@@ -236,25 +265,26 @@ impl<'a> Submessage<'a> {
         if self.kind == SubmessageKind::DataFrag && self.flags & data_frag::FLAG_Q == 0 {
             return self.plain_data_frag_piece();
         }
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        let b = self.bytes();
         let payload_size = self.payload_size().map_or(0, |p| p as u64);
         let (writer, sn, fragments, sample_size) = match self.kind {
             SubmessageKind::Data => {
-                use data::field as f;
-                let writer = read_entity(&b, f::WRITER).ok()?;
-                (writer, read_sn(&b, f::WRITER_SN).ok()?, None, payload_size)
+                let v = data::View::new(&b)?;
+                (v.writer(), v.writer_sn(), None, payload_size)
             }
             SubmessageKind::DataSession => {
-                use data_session::field as f;
-                let writer = read_entity(&b, f::WRITER).ok()?;
-                (writer, read_sn(&b, f::VIRTUAL_SN).ok()?, None, payload_size)
+                let v = data_session::View::new(&b)?;
+                (v.writer(), v.virtual_sn(), None, payload_size)
             }
             SubmessageKind::DataFrag => {
-                use data_frag::field as f;
-                let range = data_frag::read_range(&b).ok()?;
-                let writer = read_entity(&b, f::WRITER).ok()?;
-                let sn = read_sn(&b, f::WRITER_SN).ok()?;
-                (writer, sn, Some(range), u64::from(range.sample_size))
+                let v = data_frag::View::new(&b)?;
+                let range = v.range();
+                (
+                    v.writer(),
+                    v.writer_sn(),
+                    Some(range),
+                    u64::from(range.sample_size),
+                )
             }
             SubmessageKind::Pad
             | SubmessageKind::AckNack
@@ -290,7 +320,7 @@ impl<'a> Submessage<'a> {
     /// its encapsulation header, or DATA_FRAG fragment bytes), counting bytes a snaplen
     /// cut off but not bytes a too-large length claims beyond the datagram.
     pub fn payload_size(&self) -> Option<usize> {
-        let b = Bytes::new(self.body_bytes, Layer::Submessage, self.little_endian());
+        let b = self.bytes();
         let (has_inline_qos, has_payload) = match self.kind {
             SubmessageKind::Data | SubmessageKind::DataSession => (
                 self.flags & FLAG_DATA_Q != 0,
@@ -321,7 +351,8 @@ impl<'a> Submessage<'a> {
         if !has_inline_qos && !has_payload {
             return Some(0);
         }
-        let otiq = usize::from(b.u16(data::field::OCTETS_TO_INLINE_QOS).ok()?);
+        // (DATA_FRAG's and DATA_SESSION's fixed fields start with DATA's)
+        let otiq = usize::from(data::View::new(&b)?.octets_to_inline_qos());
         let (_, start) = inline_qos_and_end(&b, otiq, has_inline_qos).ok()?;
         let cut = self.on_wire.saturating_sub(self.captured);
         Some(if has_payload {
