@@ -37,6 +37,8 @@ mod header;
 mod kind;
 mod roles;
 mod sets;
+#[cfg(test)]
+mod test_bytes;
 mod undecoded;
 mod view;
 mod walk;

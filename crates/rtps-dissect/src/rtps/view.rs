@@ -445,25 +445,16 @@ mod tests {
             ("DATA_FRAG", data_frag::decode, before::data_frag),
             ("DATA_SESSION", data_session::decode, before::data_session),
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut bytes = test_bytes::SmallBytes::new();
         let (mut decoded, mut failed) = (0u32, 0u32);
         for (name, now, before) in kinds {
             for flags in 0..16u8 {
                 for len in 0..64usize {
                     for round in 0..8 {
-                        let body: Vec<u8> = (0..len)
-                            .map(|_| match (round, next()) {
-                                (0, _) => 0,
-                                (_, r) if r % 3 == 0 => (r >> 8) as u8,
-                                (_, r) => ((r >> 8) % 3) as u8,
-                            })
-                            .collect();
+                        let body = match round {
+                            0 => vec![0; len],
+                            _ => bytes.body(len),
+                        };
                         let b = Bytes::new(&body, Layer::Submessage, flags & 1 == 1);
                         let expected = before(&b, flags);
                         match &expected {
