@@ -56,7 +56,8 @@
 //! it was due is counted `decided_at_end`). The same spans in the same order give
 //! the same points, whatever the clock. Only the hosts of the first copy's host's group are
 //! waited for (hosts tied by writers both saw: those that exchanged traffic with it; another
-//! robot's capture says nothing of this sample), and of them not the quiet ones: a host
+//! robot's capture says nothing of this sample; a host alone in its group waits for its
+//! peers, the backstop at most), and of them not the quiet ones: a host
 //! whose spans stopped while the fleet's capture time (the latest span end of any host) ran
 //! [`quiet::QUIET_NS`] (5 min) past its last span, or [`quiet::QUIET_GROUP_NS`] (10 s)
 //! when its whole group stopped too (counted `hosts_gone_quiet`, `quiet_hosts` now). A

@@ -129,6 +129,17 @@ impl SpanJoin {
                 .get(writer)
                 .is_some_and(|w| w.hosts.contains_key(host))
         };
+        // A host with no other in its group has exchanged traffic with no host the join has
+        // heard of yet: the receivers' spans are still on their way (a routing tier that held
+        // them while a shard was down delivered one host's batches tens of seconds before
+        // another's, docs/fleet.md), so its samples wait, for the backstop at most.
+        if !self
+            .captures
+            .keys()
+            .any(|host| host != first_host && self.same_group(first_host, host))
+        {
+            return Passed::NotYet;
+        }
         let horizon = t.saturating_add(self.settings.wait_ns());
         let mut passed = Passed::All;
         for (host, c) in &self.captures {

@@ -928,3 +928,31 @@ fn the_joined_spans_remembered_are_bounded_and_every_one_forgotten_counted() {
         "{last}"
     );
 }
+
+/// A host no other host the join knows shares a writer with waits for its peers: its
+/// copies are not joined as sent by it (no receiver, nothing lost) while the sender's spans
+/// are on their way (held by the routing tier while a shard was down); once they come, the
+/// sample has its latency. With none ever coming, the backstop joins it (`forced`).
+#[test]
+fn a_host_with_no_known_peer_waits_for_its_peers_spans() {
+    let mut join = SpanJoin::new(settings());
+    let mut out = LineWriter::default();
+    feed(&mut join, &[sample("b", 1, 5_100, 5_300, 0)]);
+    for _ in 0..3 {
+        join.push(&mut out);
+    }
+    assert!(points(&out, "dds_samples").is_empty(), "{}", out.buf);
+    assert_eq!(join.pending_samples(), 1);
+    feed(&mut join, &[sample("a", 1, 5_000, 5_010, 0)]);
+    join.push(&mut out);
+    let latency = points(&out, "dds_latency");
+    assert_eq!(latency.len(), 1, "{}", out.buf);
+    assert!(latency[0].contains("receiver=b,sender=a"), "{}", latency[0]);
+
+    let mut alone = SpanJoin::new(settings());
+    feed(&mut alone, &[sample("c", 1, 5_000, 5_010, 0)]);
+    for _ in 0..settings().max_wait_pushes {
+        alone.push(&mut out);
+    }
+    assert_eq!((alone.pending_samples(), alone.counters.forced), (0, 1));
+}
