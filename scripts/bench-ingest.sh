@@ -57,6 +57,9 @@ if [ -z "$DDSHARK" ]; then
   DDSHARK="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/tuned/ddshark"
   (cd "$REPO_ROOT" && cargo build --profile tuned -q -p ddshark -p span-join)
 fi
+# (absolute: the stack's scripts run the join from another directory)
+DDSHARK_ABS="$(realpath -e -- "$DDSHARK" 2>/dev/null)" || die "--ddshark: no such file $DDSHARK"
+DDSHARK=$DDSHARK_ABS
 JOIN="$(dirname "$DDSHARK")/ddshark-join"
 [ -x "$JOIN" ] || die "no $JOIN beside $DDSHARK (cargo build --profile tuned -p span-join)"
 
