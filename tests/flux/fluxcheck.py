@@ -82,9 +82,13 @@ def ddshark_bin(args):
     return os.path.join(target, "debug", "ddshark")
 
 
+# Options every replay gets besides its own (--ddshark-arg, e.g. --otlp-lean).
+DDSHARK_EXTRA_ARGS = []
+
+
 def export(binary, pcap, host, endpoint):
     p = subprocess.run([binary, "-r", pcap, "--no-tui", "--otlp", endpoint, "--host-name", host,
-                        "--capture-interface", "eth0", "--interval", "1h"],
+                        "--capture-interface", "eth0", "--interval", "1h", *DDSHARK_EXTRA_ARGS],
                        capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise RuntimeError(f"export of {pcap} failed: {p.stderr[-2000:]}")
@@ -549,7 +553,10 @@ def main():
     ap.add_argument("--keep", action="store_true", help="leave the private stack running")
     ap.add_argument("--scenario", action="append", help="fixture(s) (default: all two-host ones)")
     ap.add_argument("--ddshark", help="ddshark binary (default: cargo build)")
+    ap.add_argument("--ddshark-arg", action="append", default=[], metavar="ARG",
+                    help="an option for every replay, e.g. --ddshark-arg=--otlp-lean (repeatable)")
     args = ap.parse_args()
+    DDSHARK_EXTRA_ARGS.extend(args.ddshark_arg)
     t0 = time.time()
     with contextlib.ExitStack() as running:
         if args.stack_env:

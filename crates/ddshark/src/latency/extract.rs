@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rtps_dissect::{Datagram, Guid, SequenceNumber};
+use rtps_dissect::{Datagram, Guid, SequenceNumber, VendorId};
 
 use super::Level;
 
@@ -41,7 +41,11 @@ pub struct Obs {
     pub(crate) dst: SocketAddr,
     pub(crate) src_mac: Option<[u8; 6]>,
     pub(crate) pcp: Option<u8>,
+    pub(crate) vlan_id: Option<u16>,
+    /// The sender's RTPS vendor (its message's header).
+    pub(crate) vendor: VendorId,
     pub(crate) topic: Option<Arc<str>>,
+    pub(crate) type_name: Option<Arc<str>>,
     /// Index of the submessage in its RTPS message.
     pub(crate) index: u32,
     /// The span's `slot` (see `otel_export::SpanMapper`) when the exporter tracks samples; 0 otherwise.
@@ -105,6 +109,7 @@ pub fn observations(
                 }
             };
             let (writer, sn, sample_size) = (piece.writer, piece.sn, piece.sample_size);
+            let endpoint = d.topic_of(&writer);
             out.push(Obs {
                 key: Key {
                     writer,
@@ -124,7 +129,10 @@ pub fn observations(
                 dst: d.dst,
                 src_mac: d.src_mac,
                 pcp: d.pcp,
-                topic: d.topic_of(&writer).map(|t| t.topic.clone()),
+                vlan_id: d.vlan_id,
+                vendor: sm.ctx.src_vendor,
+                topic: endpoint.map(|t| t.topic.clone()),
+                type_name: endpoint.map(|t| t.type_name.clone()),
                 index: u32::try_from(sm.index).unwrap_or(u32::MAX),
                 slot: 0,
             });

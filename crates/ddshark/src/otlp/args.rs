@@ -102,8 +102,10 @@ pub struct OtlpArgs {
     #[arg(long)]
     pub(crate) otlp_no_samples: bool,
     /// Leave out of DATA/DATA_FRAG spans the detail no dashboard or query reads (src, dst,
-    /// source_timestamp_ns, frame, frame_first, ip_fragments, submessage_index): less CPU
-    /// for the collector, Telegraf and InfluxDB at high rates
+    /// source_timestamp_ns, frame, frame_first, ip_fragments, submessage_index), and send no
+    /// span for a sample's first DATA (its SAMPLE span carries it; retransmissions and
+    /// repairs still get theirs): less CPU for the collector, the join and InfluxDB at high
+    /// rates
     #[arg(long)]
     pub(crate) otlp_lean: bool,
 }

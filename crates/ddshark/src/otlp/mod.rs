@@ -19,10 +19,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use otel_export::schema::attr;
 use otel_export::{
-    ExportHandle, ExportStats, Exporter, FlushWait, MetricsSnapshot, SampleSummary, SampleTotals,
-    SecuredPairCounters, SpanMapper, SpanRecord, TopicCounters, TrafficType,
+    ExportHandle, ExportStats, Exporter, FlushWait, MetricsSnapshot, SampleKind, SampleSummary,
+    SampleTotals, SecuredPairCounters, SpanMapper, SpanRecord, TopicCounters, TrafficType,
 };
-use rtps_dissect::Datagram;
+use rtps_dissect::{Datagram, Guid};
 
 use crate::latency::extract::{observations, ExtractStats, Obs};
 use crate::latency::join::{Join, JoinConfig, JoinStats, LocalSample, SampleRow};
@@ -63,6 +63,10 @@ struct SampleTracker {
     obs: Vec<Obs>,
     /// (submessage index, slot) of the datagram's spans, to give samples their first span's slot.
     slots: Vec<(u32, u16)>,
+    /// The datagram's DATA/DATA_FRAG span records, until its samples were observed.
+    records: Vec<SpanRecord>,
+    /// (submessage index, writer, SN) of the datagram's observations that started a sample.
+    started: Vec<(u32, Guid, i64)>,
     finalised: Vec<LocalSample>,
     extract: ExtractStats,
     /// Never filled: a join of one capture has no sender/receiver rows.
@@ -81,6 +85,8 @@ impl SampleTracker {
             }),
             obs: Vec::new(),
             slots: Vec::new(),
+            records: Vec::new(),
+            started: Vec::new(),
             finalised: Vec::new(),
             extract: ExtractStats::default(),
             rows: Vec::new(),
@@ -91,6 +97,7 @@ impl SampleTracker {
     /// others' SAMPLE spans would only be filtered, so they take no memory).
     fn observe(&mut self, d: &Datagram<'_>, wants: impl Fn(Option<&str>) -> bool) {
         self.obs.clear();
+        self.started.clear();
         observations(d, Level::Sample, 0, &mut self.extract, &mut self.obs);
         for mut o in self.obs.drain(..) {
             let builtin = o.key.writer.entity.builtin_topic().map(|b| b.name);
@@ -100,7 +107,10 @@ impl SampleTracker {
             if let Some(&(_, slot)) = self.slots.iter().find(|(i, _)| *i == o.index) {
                 o.slot = slot;
             }
-            self.join.push(0, o, &mut self.rows);
+            let (index, writer, sn) = (o.index, o.key.writer, o.key.sn);
+            if self.join.push(0, o, &mut self.rows) {
+                self.started.push((index, writer, sn));
+            }
         }
         self.advance(i64::try_from(d.ts_last_ns).unwrap_or(i64::MAX));
     }
@@ -114,6 +124,12 @@ impl SampleTracker {
         self.join.finish(&mut self.rows);
         self.join.take_local(&mut self.finalised);
     }
+}
+
+/// Whether the DATA span `r` started its sample in the datagram just observed (`started`:
+/// [`SampleTracker::started`]): the sample's SAMPLE span will say all of it that is kept.
+fn started_sample(started: &[(u32, Guid, i64)], r: &SpanRecord) -> bool {
+    r.kind == SampleKind::Data && started.contains(&(r.submessage_index, r.writer, r.sn))
 }
 
 /// What the `SAMPLE` span of a sample a capture saw says (before the mapper's own: ids,
@@ -134,6 +150,9 @@ pub fn sample_summary(s: &LocalSample) -> SampleSummary {
         src: s.src.unwrap_or(unspecified),
         dst: s.dst.unwrap_or(unspecified),
         pcp: s.pcp,
+        vlan_id: s.vlan_id,
+        vendor: s.vendor,
+        type_name: s.type_name.clone(),
         totals: SampleTotals {
             fragments: s.units,
             fragments_missing: s.units.saturating_sub(s.units_seen),
@@ -160,6 +179,11 @@ pub(crate) struct OtlpSink {
     sources: Vec<Option<SourceExport>>,
     /// `SAMPLE` spans: (window ns, memory cap bytes); None with `--otlp-no-samples`.
     samples: Option<(u64, usize)>,
+    /// `--otlp-lean`: a sample's first DATA is no span of its own (its SAMPLE span carries
+    /// it); DATA spans are sent for the copies after it (repairs, retransmissions).
+    first_data_in_sample: bool,
+    /// DATA spans left to their SAMPLE span so far.
+    data_in_sample: u64,
     /// Samples sent early because the tracker's memory was full, already reported.
     reported_early: u64,
     /// Slot-memory restarts already reported (`SpanMapper::slot_resets`, summed over sources).
@@ -200,6 +224,8 @@ impl OtlpSink {
                     args.otlp_sample_memory.saturating_mul(1 << 20),
                 )
             }),
+            first_data_in_sample: args.otlp_lean && !args.otlp_no_samples,
+            data_in_sample: 0,
             reported_early: 0,
             reported_slot_resets: 0,
             reported_participant_resets: 0,
@@ -421,25 +447,37 @@ impl Sink for OtlpSink {
     fn on_datagram(&mut self, d: &Datagram<'_>, ctx: &SourceCtx<'_>) {
         let handle = self.handle.clone();
         let wait = self.wait;
+        let first_data_in_sample = self.first_data_in_sample;
         let Some(src) = self.source(ctx) else {
             return;
         };
-        let slots = src.samples.as_mut().map(|t| &mut t.slots);
-        match slots {
-            Some(slots) => {
-                slots.clear();
-                src.mapper.map(d, |rec| {
-                    slots.push((rec.submessage_index, rec.slot));
-                    export(&handle, wait, rec);
-                });
+        let Some(t) = src.samples.as_mut() else {
+            src.mapper.map(d, |rec| export(&handle, wait, rec));
+            return;
+        };
+        t.slots.clear();
+        t.records.clear();
+        let (slots, records) = (&mut t.slots, &mut t.records);
+        src.mapper.map(d, |rec| {
+            slots.push((rec.submessage_index, rec.slot));
+            records.push(rec);
+        });
+        // (the spans go after the samples were observed: whether a DATA started its sample
+        // is known then)
+        t.observe(d, |topic| handle.wants(topic));
+        let mut in_sample = 0u64;
+        let started = &t.started;
+        for rec in t.records.drain(..) {
+            if first_data_in_sample && started_sample(started, &rec) {
+                in_sample = in_sample.saturating_add(1);
+            } else {
+                export(&handle, wait, rec);
             }
-            None => src.mapper.map(d, |rec| export(&handle, wait, rec)),
         }
-        if let Some(t) = src.samples.as_mut() {
-            t.observe(d, |topic| handle.wants(topic));
-            if !t.finalised.is_empty() {
-                self.export_samples();
-            }
+        let finalised = !t.finalised.is_empty();
+        self.data_in_sample = self.data_in_sample.saturating_add(in_sample);
+        if finalised {
+            self.export_samples();
         }
     }
 
@@ -479,6 +517,12 @@ impl Sink for OtlpSink {
                 s.evicted_capacity,
                 s.pending_peak,
                 s.bytes_peak >> 20
+            );
+        }
+        if self.first_data_in_sample {
+            eprintln!(
+                "ddshark: otlp: {} DATA spans not sent: each was its sample's first copy, which its SAMPLE span carries (--otlp-lean)",
+                self.data_in_sample
             );
         }
         if self.metrics {

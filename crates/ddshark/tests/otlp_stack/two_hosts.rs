@@ -20,6 +20,8 @@ fn values_per_writer<'a>(
 /// (found by start ns, writer, SN and fragment number: the lean points keep no frame
 /// numbers; each with its frame's PCP and VLAN) and every writer's facts against its `dds_writers` points (each value its
 /// DATA/DATA_FRAG carried, as the join writes a writer's point when a fact changes).
+/// With `lean` (`--otlp-lean`) a sample's first DATA is checked against the sample's
+/// SAMPLE point instead (same start, writer and SN, its datagram's end, PCP and VLAN).
 /// Returns the (writer_id, sn) of its spans.
 fn check_host(
     stack: &Stack,
@@ -28,14 +30,52 @@ fn check_host(
     oracle_tsv: &str,
     expect_service: &str,
     shift_ns: &dyn Fn(u64) -> u64,
+    lean: bool,
 ) -> Vec<(String, String)> {
     let oracle: Vec<_> = read_tsv(&fixture(oracle_tsv))
         .into_iter()
         .filter(|o| matches!(o["sm_kind"].as_str(), "DATA" | "DATA_FRAG") && o["in_icmp"] != "1")
         .collect();
     assert!(!oracle.is_empty(), "{oracle_tsv}: no DATA/DATA_FRAG");
-    let got = stack.wait_spans(host, oracle.len());
+    // (frame and submessage index of the DATA that start a sample: copies of one SN further
+    // apart than the sample window are samples of their own, as for the exporter's tracker)
+    let mut first_data: HashSet<(String, String)> = HashSet::new();
+    let submessage = |o: &HashMap<String, String>| (o["frame"].clone(), o["sm_idx"].clone());
+    if lean {
+        type Copy = (i64, i64, (String, String));
+        let mut copies: BTreeMap<(&str, &str), Vec<Copy>> = BTreeMap::new();
+        for o in oracle.iter().filter(|o| o["sm_kind"] == "DATA") {
+            let t = |c: &str| ns_of(&o[c]).unwrap() as i64;
+            copies
+                .entry((o["writer_guid"].as_str(), o["seq"].as_str()))
+                .or_default()
+                .push((t("t_first_ipfrag"), t("t_last_ipfrag"), submessage(o)));
+        }
+        for list in copies.values_mut() {
+            list.sort();
+            let mut last_end: Option<i64> = None;
+            for (_, end, at) in list.iter() {
+                if last_end.is_none_or(|e| end - e > span_schema::SAMPLE_WINDOW_NS) {
+                    first_data.insert(at.clone());
+                }
+                last_end = Some(last_end.map_or(*end, |e| e.max(*end)));
+            }
+        }
+    }
+    let expected_spans = oracle.len() - first_data.len();
+    let got = stack.wait_spans(host, expected_spans);
     let spans = stack.spans(host);
+    let mut samples_by_key: HashMap<(String, String, String), SpanRow> = HashMap::new();
+    if lean {
+        for s in stack.spans_of(host, "SAMPLE") {
+            let key = (
+                s.tag("t_ns").to_string(),
+                s.tag("writer_id").to_string(),
+                s.tag("sn").to_string(),
+            );
+            samples_by_key.insert(key, s);
+        }
+    }
     assert_eq!(got, spans.len());
     let fsn_of = |kind: &str, fsn: &str| {
         if kind == "DATA" {
@@ -76,12 +116,30 @@ fn check_host(
     for (k, os) in &oracle_by_key {
         let found = by_key.get(k).map(Vec::as_slice).unwrap_or(&[]);
         let key = format!("{host} {k:?} frame {}", os[0]["frame"]);
-        if found.len() != os.len() {
+        let carried = os
+            .iter()
+            .filter(|o| first_data.contains(&submessage(o)))
+            .count();
+        if found.len() + carried != os.len() {
             check("spans", &key, os.len().to_string(), found.len().to_string());
             continue;
         }
-        for (o, s) in os.iter().zip(found) {
+        let sample = samples_by_key.get(&(k.0.clone(), k.1.clone(), k.2.clone()));
+        if carried > 0 && sample.is_none() {
+            check("SAMPLE point", &key, "one".into(), "none".into());
+            continue;
+        }
+        let rows = sample
+            .into_iter()
+            .take(carried)
+            .chain(found.iter().copied());
+        for (o, s) in os.iter().zip(rows) {
             let kind = o["sm_kind"].as_str();
+            let kind = if first_data.contains(&submessage(o)) {
+                "SAMPLE"
+            } else {
+                kind
+            };
             check("span.name", &key, kind.into(), s.tag("span.name").into());
             let shift = shift_ns(o["frame"].parse().unwrap());
             check(
@@ -117,7 +175,7 @@ fn check_host(
                     s.int_text("frags_in_submessage"),
                 );
             }
-            if !o["data_len"].is_empty() {
+            if !o["data_len"].is_empty() && kind != "SAMPLE" {
                 check(
                     "payload_size",
                     &key,
@@ -196,7 +254,7 @@ fn check_host(
     );
     assert_eq!(
         spans.len(),
-        oracle.len(),
+        expected_spans,
         "{host}: spans beyond the oracle's submessages"
     );
     spans
@@ -293,7 +351,7 @@ fn stack_two_hosts_every_submessage_exactly_once() {
     for (path, tsv, host, _, _, shift) in &runs {
         all.push((
             *host,
-            check_host(&stack, host, path, tsv, "ddshark-e2e", *shift),
+            check_host(&stack, host, path, tsv, "ddshark-e2e", *shift, false),
         ));
     }
     check_sample_spans(
@@ -436,6 +494,69 @@ fn regex_lite_counts(stderr: &str) -> (u64, u64, u64) {
         num_before(" sent,"),
         num_before(" filtered,"),
     )
+}
+
+/// `--otlp-lean`: a sample's first DATA is no span of its own — its SAMPLE point says its
+/// start, end, PCP and VLAN — while every other DATA (retransmissions, repairs, re-sends
+/// after the window) and every DATA_FRAG still is one; the writers' facts (vendor, type)
+/// come from the SAMPLE spans as well, and the SAMPLE spans still give `ddshark latency`'s rows.
+#[test]
+fn stack_lean_carries_a_samples_first_data_in_its_sample_span() {
+    let stack = Stack::start("lean");
+    let no_shift = |_: u64| 0u64;
+    let runs = [
+        (
+            "h_vlan_pcp/a.pcap",
+            "h_vlan_pcp/oracle_a_submsgs.tsv",
+            "lean-vlan-a",
+        ),
+        (
+            "h_vlan_pcp/b.pcap",
+            "h_vlan_pcp/oracle_b_submsgs.tsv",
+            "lean-vlan-b",
+        ),
+        (
+            "a_small_reliable/a.pcap",
+            "a_small_reliable/oracle_a_submsgs.tsv",
+            "lean-small-a",
+        ),
+        (
+            "a_small_reliable/b.pcap",
+            "a_small_reliable/oracle_b_submsgs.tsv",
+            "lean-small-b",
+        ),
+        (
+            "b_large_frag/a.pcap",
+            "b_large_frag/oracle_a_submsgs.tsv",
+            "lean-large-a",
+        ),
+    ];
+    for (pcap, _, host) in &runs {
+        stack.replay_to(
+            &stack.grpc(),
+            &fixture(pcap),
+            host,
+            &["--otlp-lean", "--service-name", "ddshark-e2e"],
+        );
+    }
+    for (pcap, tsv, host) in &runs {
+        check_host(
+            &stack,
+            host,
+            &fixture(pcap),
+            tsv,
+            "ddshark-e2e",
+            &no_shift,
+            true,
+        );
+    }
+    check_sample_spans(
+        &stack,
+        "lean-small-a",
+        "lean-small-b",
+        &fixture("a_small_reliable/a.pcap"),
+        &fixture("a_small_reliable/b.pcap"),
+    );
 }
 
 /// SAMPLE spans: on the two small fixture hosts, every sample `ddshark latency` matches

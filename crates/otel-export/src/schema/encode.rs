@@ -163,9 +163,11 @@ impl SpanDataBuilder {
         a.push(i(attr::EXPORT_SEQ, sat(r.export_seq)));
     }
 
-    /// A `SAMPLE` span's attributes, after its identity: the writer's, the sample's and its totals. Nothing
-    /// its DATA/DATA_FRAG spans (same trace) already say per datagram — addresses, frames,
-    /// PCP: every attribute costs the collector, Telegraf and InfluxDB per span.
+    /// A `SAMPLE` span's attributes, after its identity: the writer's, the sample's and its
+    /// totals, and of its first datagram what a DATA span would say that queries and the
+    /// writer series use (PCP, VLAN, vendor: with `--otlp-lean` a sample's first DATA is no
+    /// span of its own). No addresses or frames: every attribute costs the collector and
+    /// InfluxDB per span.
     fn sample_attributes(
         &mut self,
         r: &SpanRecord,
@@ -180,6 +182,15 @@ impl SpanDataBuilder {
         a.push(i(attr::FRAGMENTS_MISSING, t.fragments_missing));
         a.push(i(attr::SUBMESSAGES, t.submessages));
         a.push(i(attr::REPAIRS, t.repairs));
+        if let Some(v) = r.pcp {
+            a.push(i(attr::PCP, v));
+        }
+        if let Some(v) = r.vlan_id {
+            a.push(i(attr::VLAN_ID, v));
+        }
+        let vendor = shared_string(&mut self.vendors, r.vendor, |v| v.to_string());
+        a.push(s(attr::VENDOR_ID, vendor));
+        a.push(s(attr::VENDOR_NAME, r.vendor.name()));
         // (the host rule's evidence: what ties a host's participants, docs/latency.md)
         if let Some(ip) = r.src_ip() {
             let ip = shared_string(&mut self.ips, ip, |ip| ip.to_string());

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use rtps_dissect::{Datagram, DiscoveryRecord, Guid, GuidPrefix, KeyHasher, VendorId};
+use rtps_dissect::{Datagram, DiscoveryRecord, Guid, GuidPrefix, KeyHasher};
 
 use super::{
     sample_span_id, span_id, trace_id, SampleKind, SampleSummary, SpanRecord, TrafficType,
@@ -263,8 +263,10 @@ impl SpanMapper {
             .topic
             .clone()
             .or_else(|| builtin.map(|b| self.builtin_name(b.name)));
-        // (user types are not kept per sample: the DATA spans carry them)
-        let type_name = builtin.map(|b| self.builtin_name(b.type_name));
+        let type_name = s
+            .type_name
+            .clone()
+            .or_else(|| builtin.map(|b| self.builtin_name(b.type_name)));
         let domain_id = self
             .domain_of(&s.writer.prefix)
             .or_else(|| domain_from_port(s.dst.port()));
@@ -294,8 +296,8 @@ impl SpanMapper {
             sample_size: s.sample_size,
             payload_size: 0,
             pcp: s.pcp,
-            vlan_id: None,
-            vendor: VendorId([0, 0]),
+            vlan_id: s.vlan_id,
+            vendor: s.vendor,
             src: s.src,
             dst: s.dst,
             domain_id,

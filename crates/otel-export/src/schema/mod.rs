@@ -83,7 +83,12 @@ pub struct SampleSummary {
     pub slot: u16,
     pub src: SocketAddr,
     pub dst: SocketAddr,
+    /// The first datagram's 802.1Q priority and VLAN, and its sender's vendor.
     pub pcp: Option<u8>,
+    pub vlan_id: Option<u16>,
+    pub vendor: VendorId,
+    /// The writer's type from SEDP, if seen.
+    pub type_name: Option<Arc<str>>,
     pub totals: SampleTotals,
 }
 

@@ -144,14 +144,13 @@ fn spans_carry_exactly_the_schemas_attributes() {
         )),
         "--otlp-lean leaves out exactly the schema's lean_drops"
     );
-    // SAMPLE spans name a type only for built-in writers (user types: the DATA spans).
-    let mut builtin = full_record(Some(totals));
-    builtin.writer.entity = rtps_dissect::types::EntityId([0, 1, 0, 0xc2]);
-    assert_eq!(
-        sorted(encoded(&builtin, SpanDetail::Full)),
-        sorted(schema_attributes(|a| a.on_sample_spans())),
-        "SAMPLE spans"
-    );
+    for detail in [SpanDetail::Full, SpanDetail::Lean] {
+        assert_eq!(
+            sorted(encoded(&full_record(Some(totals)), detail)),
+            sorted(schema_attributes(|a| a.on_sample_spans())),
+            "SAMPLE spans ({detail:?})"
+        );
+    }
 }
 
 #[test]

@@ -134,8 +134,9 @@ impl Join {
         }
     }
 
-    /// Add one observation of `capture`.
-    pub fn push(&mut self, capture: usize, o: Obs, out: &mut Vec<SampleRow>) {
+    /// Add one observation of `capture`; true if it started a sample (none of its key was
+    /// pending, or the one pending had been quiet for the window).
+    pub fn push(&mut self, capture: usize, o: Obs, out: &mut Vec<SampleRow>) -> bool {
         self.stats.observations = self.stats.observations.saturating_add(1);
         self.now = self.now.max(o.ts_last);
         // (a single capture's join, the live exporter's, calls nothing lost)
@@ -164,7 +165,8 @@ impl Join {
             self.finalise(o.key, out);
         }
         let n = self.cfg.captures;
-        if !self.pending.contains_key(&o.key) {
+        let started = !self.pending.contains_key(&o.key);
+        if started {
             let bytes = pending_bytes(n, o.units_total);
             self.make_room(bytes, out);
             self.stats.keys = self.stats.keys.saturating_add(1);
@@ -174,6 +176,7 @@ impl Join {
                 Pending {
                     last_activity: o.ts_last,
                     topic: None,
+                    type_name: None,
                     sample_size: o.sample_size,
                     fragmented: o.fragmented,
                     units: o.units_total,
@@ -185,11 +188,12 @@ impl Join {
             self.stats.pending_peak = self.stats.pending_peak.max(self.pending.len() as u64);
         }
         let Some(p) = self.pending.get_mut(&o.key) else {
-            return;
+            return started;
         };
         p.last_activity = p.last_activity.max(o.ts_last);
         if p.topic.is_none() {
             p.topic = o.topic.clone();
+            p.type_name = o.type_name.clone();
         }
         p.fragmented |= o.fragmented;
         if o.units_total > p.units {
@@ -203,7 +207,7 @@ impl Join {
         }
         let units = p.units as usize;
         let Some(c) = p.caps.get_mut(capture) else {
-            return;
+            return started;
         };
         c.seen = true;
         c.subs = c.subs.saturating_add(1);
@@ -215,6 +219,8 @@ impl Join {
             c.src_mac = o.src_mac;
             c.dst = Some(o.dst);
             c.pcp = o.pcp;
+            c.vlan_id = o.vlan_id;
+            c.vendor = o.vendor;
             c.slot = o.slot;
         }
         if c.done.len() < units {
@@ -280,6 +286,7 @@ impl Join {
             c.repairs = c.repairs.saturating_add(1);
         }
         self.stats.bytes_peak = self.stats.bytes_peak.max(self.stats.bytes_held);
+        started
     }
 
     fn make_room(&mut self, extra: usize, out: &mut Vec<SampleRow>) {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::LocalSample;
 use crate::latency::extract::Key;
+use rtps_dissect::VendorId;
 
 #[derive(Debug)]
 pub(super) struct DstBits {
@@ -45,6 +46,8 @@ pub(super) struct CapObs {
     pub(super) src_mac: Option<[u8; 6]>,
     pub(super) dst: Option<SocketAddr>,
     pub(super) pcp: Option<u8>,
+    pub(super) vlan_id: Option<u16>,
+    pub(super) vendor: VendorId,
     pub(super) slot: u16,
     pub(super) t_last: i64,
     pub(super) subs: u32,
@@ -69,6 +72,8 @@ impl CapObs {
             src_mac: None,
             dst: None,
             pcp: None,
+            vlan_id: None,
+            vendor: VendorId([0, 0]),
             slot: 0,
             t_last: i64::MIN,
             subs: 0,
@@ -86,6 +91,7 @@ impl CapObs {
 pub(super) struct Pending {
     pub(super) last_activity: i64,
     pub(super) topic: Option<Arc<str>>,
+    pub(super) type_name: Option<Arc<str>>,
     pub(super) sample_size: u64,
     pub(super) fragmented: bool,
     pub(super) units: u32,
@@ -166,6 +172,7 @@ pub(super) fn local_sample(key: Key, p: &Pending, c: &CapObs) -> LocalSample {
     LocalSample {
         key,
         topic: p.topic.clone(),
+        type_name: p.type_name.clone(),
         sample_size: p.sample_size,
         units: p.units,
         units_seen: c.filled.min(p.units),
@@ -181,5 +188,7 @@ pub(super) fn local_sample(key: Key, p: &Pending, c: &CapObs) -> LocalSample {
         src_mac: c.src_mac,
         dst: c.dst,
         pcp: c.pcp,
+        vlan_id: c.vlan_id,
+        vendor: c.vendor,
     }
 }

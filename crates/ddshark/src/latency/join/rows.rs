@@ -7,6 +7,7 @@ use std::sync::Arc;
 pub use latency_core::Status;
 
 use crate::latency::extract::Key;
+use rtps_dissect::VendorId;
 
 /// One sample (or submessage) from its writer's capture to one other capture.
 #[derive(Debug, Clone)]
@@ -77,4 +78,9 @@ pub struct LocalSample {
     pub src_mac: Option<[u8; 6]>,
     pub(crate) dst: Option<SocketAddr>,
     pub(crate) pcp: Option<u8>,
+    pub(crate) vlan_id: Option<u16>,
+    /// The sender's RTPS vendor, from that datagram.
+    pub(crate) vendor: VendorId,
+    /// Its writer's type from SEDP (as `topic`).
+    pub(crate) type_name: Option<Arc<str>>,
 }

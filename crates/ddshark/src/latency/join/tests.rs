@@ -31,7 +31,10 @@ fn obs(writer: u8, ts: i64) -> Obs {
         dst: addr,
         src_mac: None,
         pcp: None,
+        vlan_id: None,
+        vendor: rtps_dissect::VendorId([0, 0]),
         topic: None,
+        type_name: None,
         index: 0,
         slot: 0,
     }
