@@ -113,15 +113,7 @@ impl SpanDataBuilder {
         }
         a.push(i(attr::SAMPLE_SIZE, sat(r.sample_size)));
         a.push(i(attr::PAYLOAD_SIZE, sat(r.payload_size)));
-        if let Some(v) = r.pcp {
-            a.push(i(attr::PCP, v));
-        }
-        if let Some(v) = r.vlan_id {
-            a.push(i(attr::VLAN_ID, v));
-        }
-        let vendor = shared_string(&mut self.vendors, r.vendor, |v| v.to_string());
-        a.push(s(attr::VENDOR_ID, vendor));
-        a.push(s(attr::VENDOR_NAME, r.vendor.name()));
+        self.datagram_attributes(r, &mut a);
         let full = self.detail == SpanDetail::Full;
         if full {
             let src = shared_string(&mut self.addresses, r.src, |a| a.to_string());
@@ -146,6 +138,20 @@ impl SpanDataBuilder {
         }
         a.push(i(attr::SLOT, r.slot));
         a
+    }
+
+    /// What the (first) datagram says that every span carries: its 802.1Q PCP and VLAN and
+    /// the sender's vendor.
+    fn datagram_attributes(&mut self, r: &SpanRecord, a: &mut Vec<KeyValue>) {
+        if let Some(v) = r.pcp {
+            a.push(i(attr::PCP, v));
+        }
+        if let Some(v) = r.vlan_id {
+            a.push(i(attr::VLAN_ID, v));
+        }
+        let vendor = shared_string(&mut self.vendors, r.vendor, |v| v.to_string());
+        a.push(s(attr::VENDOR_ID, vendor));
+        a.push(s(attr::VENDOR_NAME, r.vendor.name()));
     }
 
     /// What every span carries first: its traffic type, topic, type, writer and SN.
@@ -182,15 +188,7 @@ impl SpanDataBuilder {
         a.push(i(attr::FRAGMENTS_MISSING, t.fragments_missing));
         a.push(i(attr::SUBMESSAGES, t.submessages));
         a.push(i(attr::REPAIRS, t.repairs));
-        if let Some(v) = r.pcp {
-            a.push(i(attr::PCP, v));
-        }
-        if let Some(v) = r.vlan_id {
-            a.push(i(attr::VLAN_ID, v));
-        }
-        let vendor = shared_string(&mut self.vendors, r.vendor, |v| v.to_string());
-        a.push(s(attr::VENDOR_ID, vendor));
-        a.push(s(attr::VENDOR_NAME, r.vendor.name()));
+        self.datagram_attributes(r, &mut a);
         // (the host rule's evidence: what ties a host's participants, docs/latency.md)
         if let Some(ip) = r.src_ip() {
             let ip = shared_string(&mut self.ips, ip, |ip| ip.to_string());
