@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::stack::{fresh_run_dir, wait_for, RunningStack};
+use common::stack::{fresh_run_dir, wait_for, wait_until, RunningStack};
 use common::{fixtures, read_tsv, repo_root};
 
 /// `12.345678900` (seconds) → ns.
@@ -181,13 +181,10 @@ fn four_hosts_through_two_join_shards_lose_nothing_when_one_is_killed() {
     let mut got = BTreeMap::new();
     // (waited for without failing: what differs is named below, with the shards' counters)
     let waited = std::time::Instant::now();
-    while waited.elapsed() < Duration::from_secs(90) {
+    wait_until(Duration::from_secs(90), || {
         got = latencies();
-        if got.len() >= want.len() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+        got.len() >= want.len()
+    });
     eprintln!(
         "{} of {} latencies {:.1} s after the spans were stored",
         got.len(),

@@ -295,11 +295,19 @@ fn stop(run_dir: &Path) {
         .output();
 }
 
-/// Polls `ok` until it holds; fails naming `what` when it has not within `timeout`.
-pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+/// Polls `ok` every 250 ms until it holds (true) or `timeout` has passed (false).
+pub fn wait_until(timeout: Duration, mut ok: impl FnMut() -> bool) -> bool {
     let t = Instant::now();
     while !ok() {
-        assert!(t.elapsed() < timeout, "{what}: not within {timeout:?}");
+        if t.elapsed() >= timeout {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(250));
     }
+    true
+}
+
+/// Polls `ok` until it holds; fails naming `what` when it has not within `timeout`.
+pub fn wait_for(what: &str, timeout: Duration, ok: impl FnMut() -> bool) {
+    assert!(wait_until(timeout, ok), "{what}: not within {timeout:?}");
 }
