@@ -357,6 +357,9 @@ struct Capture {
     /// [`SpanJoin::flows`] when its last span arrived.
     #[serde(default)]
     flows_seen: u64,
+    /// [`SpanJoin::flows`] when its first span arrived (from an older state: long ago).
+    #[serde(default)]
+    flows_first: u64,
     /// [`SpanJoin::fleet_time`] when its last span arrived (unknown, from an older state:
     /// not quiet until its next span).
     #[serde(default = "unknown_time")]

@@ -129,15 +129,7 @@ impl SpanJoin {
                 .get(writer)
                 .is_some_and(|w| w.hosts.contains_key(host))
         };
-        // A host with no other in its group has exchanged traffic with no host the join has
-        // heard of yet: the receivers' spans are still on their way (a routing tier that held
-        // them while a shard was down delivered one host's batches tens of seconds before
-        // another's, docs/fleet.md), so its samples wait, for the backstop at most.
-        if !self
-            .captures
-            .keys()
-            .any(|host| host != first_host && self.same_group(first_host, host))
-        {
+        if self.waits_for_peers(first_host) {
             return Passed::NotYet;
         }
         let horizon = t.saturating_add(self.settings.wait_ns());
@@ -161,5 +153,25 @@ impl SpanJoin {
             return Passed::NotYet;
         }
         passed
+    }
+
+    /// Whether `host` has exchanged traffic with no host the join has heard of yet, while
+    /// the join heard of it for at most `max_wait_pushes` pushes that brought spans: its
+    /// peers' spans may still be on their way (a routing tier that held them while a shard
+    /// was down delivered one host's batches tens of seconds before another's, and hosts'
+    /// exports start at different times; docs/fleet.md), so its samples wait for them, for
+    /// the backstop at most, rather than be joined as sent by it. A host alone for longer is
+    /// alone (a single-host deployment, a robot with one host): its samples are joined as
+    /// soon as they settle, so such a deployment waits the backstop once, at its start.
+    fn waits_for_peers(&self, host: &Str) -> bool {
+        let has_peer = self
+            .captures
+            .keys()
+            .any(|other| other != host && self.same_group(host, other));
+        let heard_for = self
+            .captures
+            .get(host)
+            .map_or(0, |c| self.flows.saturating_sub(c.flows_first));
+        !has_peer && heard_for <= self.settings.max_wait_pushes
     }
 }

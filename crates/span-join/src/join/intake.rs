@@ -46,6 +46,7 @@ impl SpanJoin {
             seen_tick: tick,
             sample_end: i64::MIN,
             flows_seen: flows,
+            flows_first: flows,
             fleet_seen,
         });
         capture.first_start = capture.first_start.min(start);

@@ -956,3 +956,27 @@ fn a_host_with_no_known_peer_waits_for_its_peers_spans() {
     }
     assert_eq!((alone.pending_samples(), alone.counters.forced), (0, 1));
 }
+
+/// A host that stays alone for longer than the backstop (a single-host deployment) waits
+/// once, at its start: its later samples are joined once they settle, not forced after
+/// the backstop each.
+#[test]
+fn a_host_alone_past_the_backstop_waits_no_more() {
+    let mut join = SpanJoin::new(settings());
+    let mut out = LineWriter::default();
+    let waited = settings().max_wait_pushes.saturating_add(1);
+    for sn in 1..=waited {
+        let start = 5_000 + 1_000_000_000 * sn as i64;
+        feed(&mut join, &[sample("c", sn as i64, start, start + 10, 0)]);
+        join.push(&mut out);
+    }
+    let forced_at_start = join.counters.forced;
+    assert!(forced_at_start > 0, "{}", out.buf);
+    let start = 5_000 + 1_000_000_000 * (waited as i64 + 1);
+    feed(&mut join, &[sample("c", 99, start, start + 10, 0)]);
+    for _ in 0..settings().settle_pushes {
+        join.push(&mut out);
+    }
+    assert_eq!(join.pending_samples(), 0, "{}", out.buf);
+    assert_eq!(join.counters.forced, forced_at_start);
+}
