@@ -44,17 +44,21 @@
 //! that host was capturing at the time (from its first frame to its last, less a grace) and
 //! saw some sample of the same writer within a receiver window (12 s) of it: it is one of the
 //! writer's receivers. Otherwise the sample was not for it and counts nowhere. A host that
-//! saw part of it has it incomplete (lost, incomplete), whatever the rest.
+//! saw part of it has it incomplete (lost, incomplete), whatever the rest. The decision
+//! ([`LostRule::decide`]: a receiver's [`Receipt`] in, an [`Outcome`] with the latency out)
+//! and the totals kept of it ([`totals`]) are the ones both joins report.
 
 pub mod hosts;
 pub mod lost;
 pub mod offset;
+pub mod totals;
 
 pub use hosts::{
     Basis, Home, HostRule, HostRuleConfig, HostRuleEvidence, HostRuleStats, Hosts, Participant,
     Seen, Sighting,
 };
-pub use lost::{LostRule, Receipt, Status};
+pub use lost::{LostRule, Outcome, Receipt, Status};
 pub use offset::{
     Crossing, Direction, EstimateError, OffsetConfig, OffsetEstimate, OffsetEstimator,
 };
+pub use totals::{LatencyTotals, OutcomeTotals};

@@ -1,6 +1,6 @@
-//! What became of a sample at a receiving host (ok, incomplete, lost, or not for it) and when
-//! one that never (completely) reached it counts as lost there: one decision for
-//! `ddshark latency` and the live join (see the crate docs).
+//! What became of a sample at a receiving host (ok with its latency, incomplete, lost, or not
+//! for it) and when one that never (completely) reached it counts as lost there: one decision
+//! for `ddshark latency` and the live join (see the crate docs).
 
 /// Capture time, ns, one second.
 const S: i64 = 1_000_000_000;
@@ -33,8 +33,10 @@ impl Default for LostRule {
 /// What a receiving host's capture holds of a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Receipt {
-    /// Every fragment (or the whole DATA).
-    Complete,
+    /// Every fragment (or the whole DATA), the last of them at `t_recv`: per DDS fragment the
+    /// end (last IP fragment) of the earliest complete datagram carrying it, then the latest
+    /// of those (the tshark oracle's t_recv), on the receiver's clock.
+    Complete { t_recv: i64 },
     /// Some but not all of its fragments.
     Partial,
     /// Nothing of it.
@@ -52,6 +54,38 @@ pub enum Status {
     Lost,
 }
 
+/// A sample's fate at one receiving host with what it says of the latency: the decision
+/// [`LostRule::decide`] hands both joins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Complete at the receiver at `t_recv`; `latency_ns` = `t_recv` − t_send, raw (each on
+    /// its host's clock).
+    Ok {
+        t_recv: i64,
+        latency_ns: i64,
+    },
+    Incomplete,
+    Lost,
+}
+
+impl Outcome {
+    pub fn status(self) -> Status {
+        match self {
+            Outcome::Ok { .. } => Status::Ok,
+            Outcome::Incomplete => Status::Incomplete,
+            Outcome::Lost => Status::Lost,
+        }
+    }
+
+    /// The receive time and latency of an [`Outcome::Ok`].
+    pub fn received(self) -> Option<(i64, i64)> {
+        match self {
+            Outcome::Ok { t_recv, latency_ns } => Some((t_recv, latency_ns)),
+            Outcome::Incomplete | Outcome::Lost => None,
+        }
+    }
+}
+
 impl Status {
     /// The name the outputs use.
     pub fn name(self) -> &'static str {
@@ -64,21 +98,26 @@ impl Status {
 }
 
 impl LostRule {
-    /// The decision for one receiving host: `None` when it holds nothing of the sample and
-    /// was not expected to ([`LostRule::expected`]), so the sample counts nowhere there.
+    /// The decision for one receiving host of a sample its writer's host sent at `t_send`
+    /// (the first IP fragment of the earliest datagram carrying it there): `None` when it
+    /// holds nothing of the sample and was not expected to ([`LostRule::expected`]), so the
+    /// sample counts nowhere there.
     pub fn decide(
         &self,
         receipt: Receipt,
         t_send: i64,
         capture: Option<(i64, i64)>,
         writer_seen: Option<(i64, i64)>,
-    ) -> Option<Status> {
+    ) -> Option<Outcome> {
         match receipt {
-            Receipt::Complete => Some(Status::Ok),
-            Receipt::Partial => Some(Status::Incomplete),
+            Receipt::Complete { t_recv } => Some(Outcome::Ok {
+                t_recv,
+                latency_ns: t_recv.saturating_sub(t_send),
+            }),
+            Receipt::Partial => Some(Outcome::Incomplete),
             Receipt::Nothing => self
                 .expected(t_send, capture, writer_seen)
-                .then_some(Status::Lost),
+                .then_some(Outcome::Lost),
         }
     }
 
@@ -130,20 +169,26 @@ mod tests {
         let rule = LostRule::default();
         let capture = Some((0, 100 * S));
         let seen = Some((10 * S, 20 * S));
-        // what arrived decides, even where the rule would not expect the sample
+        // what arrived decides, even where the rule would not expect the sample; the
+        // latency is raw, negative when the receiver's clock is behind
+        let ok = rule.decide(Receipt::Complete { t_recv: 49 * S }, 50 * S, None, None);
         assert_eq!(
-            rule.decide(Receipt::Complete, 50 * S, None, None),
-            Some(Status::Ok)
+            ok,
+            Some(Outcome::Ok {
+                t_recv: 49 * S,
+                latency_ns: -S
+            })
         );
+        assert_eq!(ok.map(Outcome::status), Some(Status::Ok));
+        assert_eq!(ok.and_then(Outcome::received), Some((49 * S, -S)));
         assert_eq!(
             rule.decide(Receipt::Partial, 50 * S, None, None),
-            Some(Status::Incomplete)
+            Some(Outcome::Incomplete)
         );
-        assert_eq!(
-            rule.decide(Receipt::Nothing, 15 * S, capture, seen),
-            Some(Status::Lost)
-        );
+        let lost = rule.decide(Receipt::Nothing, 15 * S, capture, seen);
+        assert_eq!(lost, Some(Outcome::Lost));
+        assert_eq!(lost.and_then(Outcome::received), None);
         assert_eq!(rule.decide(Receipt::Nothing, 33 * S, capture, seen), None);
-        assert_eq!(Status::Incomplete.name(), "incomplete");
+        assert_eq!(Outcome::Incomplete.status().name(), "incomplete");
     }
 }

@@ -80,8 +80,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use latency_core::hosts::Sighting;
 use latency_core::{
-    Basis, HostRule, HostRuleConfig, HostRuleEvidence, Hosts, LostRule, OffsetConfig,
-    OffsetEstimate, Participant, Receipt, Seen, Status,
+    Basis, HostRule, HostRuleConfig, HostRuleEvidence, Hosts, LatencyTotals, LostRule,
+    OffsetConfig, OffsetEstimate, Outcome, Participant, Receipt, Seen,
 };
 use serde::{Deserialize, Serialize};
 use span_schema::measurement;
@@ -104,7 +104,7 @@ mod votes;
 
 use clocks::Clocks;
 use pending::{Pending, PendingQueue};
-use seconds::{count_latency, LatencySecond, RepairSecond};
+use seconds::{LatencySecond, RepairSecond};
 pub use state::{JoinState, StateError, STATE_FORMAT};
 use votes::{participant_of, HostVotes};
 
@@ -489,6 +489,11 @@ impl SpanJoin {
         points = points.saturating_add(self.clocks.write(out, self.settings.shard));
         points.saturating_add(self.write_latency_seconds(out))
     }
+}
+
+/// A count as the points' integer (saturating: they are i64).
+fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// Tags a point that other shards write too with this join's shard (none: a lone join).

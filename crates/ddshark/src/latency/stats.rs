@@ -1,7 +1,10 @@
-//! Per (direction, topic) statistics: exact count/min/max, percentiles over a bounded
-//! reservoir (exact while it is not full), a log histogram and a time series for the report.
+//! Per (direction, topic) statistics: latency_core's totals (exact count, min, max, mean;
+//! lost, incomplete, repaired), percentiles over a bounded reservoir (exact while it is not
+//! full), a log histogram and a time series for the report.
 
 use std::collections::BTreeMap;
+
+use latency_core::OutcomeTotals;
 
 use super::join::{SampleRow, Status};
 
@@ -19,14 +22,8 @@ pub(crate) struct GroupKey {
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Group {
-    pub(crate) ok: u64,
-    pub(crate) lost: u64,
-    pub(crate) incomplete: u64,
-    pub(crate) repaired: u64,
-    pub(crate) min: Option<i64>,
-    pub(crate) max: Option<i64>,
-    pub(crate) sum: i128,
-    /// (t_send, latency) samples, exact while `ok <= RESERVOIR`.
+    pub(crate) totals: OutcomeTotals,
+    /// (t_send, latency) samples, exact while `totals.latency.samples <= RESERVOIR`.
     pub(crate) points: Vec<(i64, i64)>,
     /// t_send of lost/incomplete samples (bounded like `points`).
     pub(crate) lost_at: Vec<i64>,
@@ -50,14 +47,14 @@ impl Group {
             self.points.push((t, lat));
             return;
         }
-        let r = self.next_rand() % self.ok.max(1);
+        let r = self.next_rand() % self.totals.latency.samples.max(1);
         if let Some(slot) = self.points.get_mut(r as usize) {
             *slot = (t, lat);
         }
     }
 
     pub(crate) fn exact(&self) -> bool {
-        self.ok as usize <= RESERVOIR
+        self.totals.latency.samples as usize <= RESERVOIR
     }
 
     /// Sorted latencies of the kept points.
@@ -123,25 +120,11 @@ impl Summary {
             key.topic = "(other topics)".into();
         }
         let g = self.groups.entry(key).or_default();
-        match r.status {
-            Status::Ok => {
-                if let Some(l) = r.latency_ns {
-                    g.ok = g.ok.saturating_add(1);
-                    g.min = Some(g.min.map_or(l, |m| m.min(l)));
-                    g.max = Some(g.max.map_or(l, |m| m.max(l)));
-                    g.sum = g.sum.saturating_add(i128::from(l));
-                    g.add_point(r.t_send, l);
-                }
-                if r.repaired {
-                    g.repaired = g.repaired.saturating_add(1);
-                }
-            }
-            Status::Lost | Status::Incomplete => {
-                if r.status == Status::Lost {
-                    g.lost = g.lost.saturating_add(1);
-                } else {
-                    g.incomplete = g.incomplete.saturating_add(1);
-                }
+        g.totals.add(r.status, r.latency_ns, r.repaired);
+        match (r.status, r.latency_ns) {
+            (Status::Ok, Some(l)) => g.add_point(r.t_send, l),
+            (Status::Ok, None) => {}
+            (Status::Lost | Status::Incomplete, _) => {
                 if g.lost_at.len() < RESERVOIR {
                     g.lost_at.push(r.t_send);
                 }
@@ -251,16 +234,16 @@ impl TopicStats {
         Self {
             direction,
             topic: k.topic.clone(),
-            count: g.ok,
-            lost: g.lost,
-            incomplete: g.incomplete,
-            repaired: g.repaired,
-            min_ns: g.min,
+            count: g.totals.latency.samples,
+            lost: g.totals.lost,
+            incomplete: g.totals.incomplete,
+            repaired: g.totals.repaired,
+            min_ns: g.totals.latency.min(),
             p50_ns: pct(&s, 50.0),
             p90_ns: pct(&s, 90.0),
             p99_ns: pct(&s, 99.0),
-            max_ns: g.max,
-            mean_ns: (g.ok > 0).then(|| (g.sum / i128::from(g.ok)) as i64),
+            max_ns: g.totals.latency.max(),
+            mean_ns: g.totals.latency.mean(),
             latency_uncertainty_ns: None,
             exact: g.exact(),
         }

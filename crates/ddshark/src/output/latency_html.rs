@@ -172,7 +172,7 @@ fn box_plot(rows: &[Row<'_>], out: &mut String) {
         let tip = format!(
             "{}: n={} min={} p25={} p50={} p75={} p99={} max={}",
             r.name,
-            r.group.ok,
+            r.group.totals.latency.samples,
             human_ns(s.first().copied().unwrap_or(0)),
             human_ns(q1),
             human_ns(q2),

@@ -373,7 +373,6 @@ impl Clocks {
             let (Some(a), Some(b)) = (name(x), name(y)) else {
                 continue;
             };
-            let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
             // (each direction's smallest delay too: with shards, each estimates from its own
             // samples, and the queries take the minimum of the shards' minima)
             shard_tag(out.point(measurement::CLOCK_OFFSET), shard)

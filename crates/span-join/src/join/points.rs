@@ -19,7 +19,7 @@ impl SpanJoin {
         receipt: Receipt,
         t_send: i64,
         writer_seen: (i64, i64),
-    ) -> Option<Status> {
+    ) -> Option<Outcome> {
         let rule = LostRule {
             receiver_window_ns: self.settings.receiver_window_ns,
             grace_ns: self.settings.lost_grace_ns,
@@ -106,36 +106,35 @@ impl SpanJoin {
                         .tag("writer_id", &p.writer);
                 };
                 let receipt = match got {
-                    Some(r) if r.missing == 0 => Receipt::Complete,
+                    Some(r) if r.missing == 0 => Receipt::Complete { t_recv: r.end },
                     Some(_) => Receipt::Partial,
                     None => Receipt::Nothing,
                 };
-                match (self.decide(host, receipt, t_send, *seen), got) {
-                    (Some(Status::Ok), Some(r)) => {
-                        let t_recv = r.end;
-                        let latency = t_recv.saturating_sub(t_send);
-                        count_latency(
-                            &mut self.latency_seconds,
-                            self.tick,
-                            (&home, host, &topic),
-                            t_send,
-                            latency,
-                        );
+                match self.decide(host, receipt, t_send, *seen) {
+                    Some(Outcome::Ok { t_recv, latency_ns }) => {
+                        self.latency_seconds
+                            .entry((
+                                home.clone(),
+                                host.clone(),
+                                topic.clone(),
+                                t_send.div_euclid(NS),
+                            ))
+                            .or_default()
+                            .add(self.tick, latency_ns);
                         point(out, measurement::LATENCY);
-                        out.int("latency_ns", latency)
+                        out.int("latency_ns", latency_ns)
                             .int("t_recv_ns", t_recv)
                             .int("sn", p.sn)
                             .end(Some(t_send));
                     }
-                    (Some(status @ (Status::Incomplete | Status::Lost)), _) => {
-                        let incomplete = i64::from(status == Status::Incomplete);
+                    Some(outcome @ (Outcome::Incomplete | Outcome::Lost)) => {
+                        let incomplete = i64::from(outcome == Outcome::Incomplete);
                         point(out, measurement::LOST);
                         out.int("sn", p.sn)
                             .int("incomplete", incomplete)
                             .end(Some(t_send));
                     }
-                    // (Ok always has the copy that completed it)
-                    (Some(Status::Ok), None) | (None, _) => continue,
+                    None => continue,
                 }
                 points = points.saturating_add(1);
             }
@@ -206,7 +205,6 @@ impl SpanJoin {
     pub(super) fn finish_push(&mut self, out: &mut LineWriter, points: u64) -> u64 {
         self.counters.points = self.counters.points.saturating_add(points);
         let c = self.counters;
-        let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         shard_tag(out.point(measurement::JOIN), self.settings.shard)
             .int("spans", as_i64(c.spans))
             .int("rejected", as_i64(c.rejected))

@@ -5,15 +5,21 @@
 use super::*;
 
 /// The latencies of the samples a sender's writers of one topic first sent in one second,
-/// at one receiver.
-#[derive(Debug, Serialize, Deserialize)]
+/// at one receiver (latency_core's totals).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct LatencySecond {
     pub(super) tick: u64,
-    pub(super) samples: i64,
-    pub(super) sum_ns: i64,
-    pub(super) min_ns: i64,
-    pub(super) max_ns: i64,
+    #[serde(flatten)]
+    pub(super) totals: LatencyTotals,
     pub(super) dirty: bool,
+}
+
+impl LatencySecond {
+    pub(super) fn add(&mut self, tick: u64, latency_ns: i64) {
+        self.tick = tick;
+        self.totals.add(latency_ns);
+        self.dirty = true;
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -80,45 +86,14 @@ impl SpanJoin {
                     .tag("receiver", receiver)
                     .tag("sender", sender)
                     .tag("topic_name", topic)
-                    .int("samples", acc.samples)
-                    .int("latency_sum_ns", acc.sum_ns)
-                    .int("latency_min_ns", acc.min_ns)
-                    .int("latency_max_ns", acc.max_ns)
+                    .int("samples", as_i64(acc.totals.samples))
+                    .int("latency_sum_ns", acc.totals.sum_clamped())
+                    .int("latency_min_ns", acc.totals.min_ns)
+                    .int("latency_max_ns", acc.totals.max_ns)
                     .end(Some(second.saturating_mul(NS)));
                 points = points.saturating_add(1);
             }
         }
         points
     }
-}
-
-/// Adds one sample's latency to its second (a free function: the caller holds borrows of
-/// the join's other maps).
-pub(super) fn count_latency(
-    seconds: &mut IndexMap<(Str, Str, Str, i64), LatencySecond>,
-    tick: u64,
-    (sender, receiver, topic): (&Str, &Str, &Str),
-    t_send: i64,
-    latency: i64,
-) {
-    let key = (
-        sender.clone(),
-        receiver.clone(),
-        topic.clone(),
-        t_send.div_euclid(NS),
-    );
-    let acc = seconds.entry(key).or_insert(LatencySecond {
-        tick,
-        samples: 0,
-        sum_ns: 0,
-        min_ns: latency,
-        max_ns: latency,
-        dirty: true,
-    });
-    acc.tick = tick;
-    acc.samples = acc.samples.saturating_add(1);
-    acc.sum_ns = acc.sum_ns.saturating_add(latency);
-    acc.min_ns = acc.min_ns.min(latency);
-    acc.max_ns = acc.max_ns.max(latency);
-    acc.dirty = true;
 }

@@ -81,14 +81,18 @@ impl Join {
                 continue;
             }
             let complete = c.seen && c.filled >= p.units && p.units > 0;
-            let receipt = if complete {
-                Receipt::Complete
-            } else if c.seen {
-                Receipt::Partial
-            } else {
-                Receipt::Nothing
+            // (per DDS fragment the earliest complete datagram; the last of those completed it)
+            let completed_by = c
+                .done
+                .iter()
+                .max_by_key(|d| (d.t_last, d.frame))
+                .filter(|_| complete);
+            let receipt = match completed_by {
+                Some(d) => Receipt::Complete { t_recv: d.t_last },
+                None if c.seen => Receipt::Partial,
+                None => Receipt::Nothing,
             };
-            let Some(status) = self.cfg.lost.decide(
+            let Some(outcome) = self.cfg.lost.decide(
                 receipt,
                 s.t_first,
                 self.range.get(r).copied().flatten(),
@@ -97,34 +101,27 @@ impl Join {
                 self.stats.not_expected = self.stats.not_expected.saturating_add(1);
                 continue;
             };
-            let (t_recv, frame_recv) = if complete {
-                match c.done.iter().max_by_key(|d| (d.t_last, d.frame)) {
-                    Some(d) => (Some(d.t_last), Some(d.frame)),
-                    None => (None, None),
-                }
-            } else {
-                (None, None)
-            };
+            let received = outcome.received();
             let t_recv_first = c
                 .done
                 .iter()
                 .map(|d| d.t_last)
                 .filter(|&t| t != i64::MAX)
                 .min();
-            let repaired = complete && completed_by_repair(s, c);
+            let repaired = received.is_some() && completed_by_repair(s, c);
             out.push(SampleRow {
                 sender: home,
                 receiver: r,
                 key,
                 fragmented: p.fragmented,
                 topic: p.topic.clone(),
-                status,
+                status: outcome.status(),
                 t_send: s.t_first,
                 frame_send: s.frame_first,
-                t_recv,
-                frame_recv,
+                t_recv: received.map(|(t_recv, _)| t_recv),
+                frame_recv: completed_by.map(|d| d.frame),
                 t_recv_first,
-                latency_ns: t_recv.map(|t| t.saturating_sub(s.t_first)),
+                latency_ns: received.map(|(_, latency_ns)| latency_ns),
                 latency_uncertainty_ns: None,
                 tx_sender: s.subs,
                 repairs_sender: s.repairs,
