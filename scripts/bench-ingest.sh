@@ -15,9 +15,14 @@
 # (scripts/ddtools/stack_cost.py); the raw points per sample observation (span points and
 # writer points, and fields per span point) and the time of the ad-hoc join over them
 # (flux-queries/dds_latency.flux, A→B over the step's spans). Stops the stack it started.
+# On stderr per step: the collector's CPU per span it took (with --shards > 1 the routing
+# tier's, docs/fleet.md), each process's CPU per sample observation and the load average.
 #
 # Usage: scripts/bench-ingest.sh [--a FILE] [--b FILE] [--speeds "2 4 6"] [--duration 60]
-#                                [--ddshark BIN] [-- DDSHARK_ARGS…]
+#                                [--shards N] [--resolver static|dns] [--ddshark BIN]
+#                                [-- DDSHARK_ARGS…]
+#   --shards    join shards behind the routing tier (DDSHARK_STACK_SHARDS) [1: no routing tier]
+#   --resolver  how the routing tier finds them (DDSHARK_STACK_RESOLVER) [static]
 #   --a/--b     the two hosts' captures (default: the 5-minute soak bench-e2e captured,
 #               $BENCH_E2E_OUT/soak/{a,b}.pcap (scripts/lib.sh); any two-host pair works, long
 #               enough for --duration × speed seconds of traffic)
@@ -36,6 +41,8 @@ B=$BENCH_E2E_OUT/soak/b.pcap
 SPEEDS="2 4 6"
 DURATION=60
 DDSHARK=""
+SHARDS=1
+RESOLVER=static
 EXTRA=()
 while (($#)); do
   case "$1" in
@@ -44,6 +51,8 @@ while (($#)); do
     --speeds) SPEEDS="$2"; shift ;;
     --duration) DURATION="$2"; shift ;;
     --ddshark) DDSHARK="$2"; shift ;;
+    --shards) SHARDS="$2"; shift ;;
+    --resolver) RESOLVER="$2"; shift ;;
     --) shift; EXTRA=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
     *) usage_error "unknown argument $1" ;;
@@ -67,11 +76,13 @@ RUN="$(mktemp -d /tmp/ddshark-bench-ingest.XXXXXX)"
 cleanup() { "$REPO_ROOT/scripts/stack/stop.sh" --run-dir "$RUN/stack" >/dev/null 2>&1 || true; rm -rf "$RUN"; }
 trap cleanup EXIT
 DDSHARK_INFLUX_RAW_RETENTION=0 DDSHARK_INFLUX_LONG_RETENTION=0 DDSHARK_JOIN_BIN="$JOIN" \
+  DDSHARK_STACK_SHARDS="$SHARDS" DDSHARK_STACK_RESOLVER="$RESOLVER" \
   "$REPO_ROOT/scripts/stack/start.sh" --auto-ports --run-dir "$RUN/stack" >/dev/null
 # shellcheck disable=SC1091
 source "$RUN/stack/stack.env"
 
-say "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; ddshark ${EXTRA[*]:-}"
+say "captures $A, $B; speeds $SPEEDS; ${DURATION} s each; $SHARDS join shard(s) ($RESOLVER); ddshark ${EXTRA[*]:-}"
+say "run: $0 --a $A --b $B --speeds '$SPEEDS' --duration $DURATION --shards $SHARDS --resolver $RESOLVER${EXTRA[*]:+ -- ${EXTRA[*]}}"
 printf '| speed | sample observations/s offered (spans/s) | stored after the replay | dropped (ddshark / lost by the join) | stack CPU during the replay | stack CPU per sample observation (per process) | InfluxDB floor per sample observation | stack ÷ floor | raw points per sample observation | ad-hoc dds_latency.flux A→B |\n|---|---|---|---|---|---|---|---|---|---|\n'
 for S in $SPEEDS; do
   tag="ingest-x$S-"

@@ -166,7 +166,7 @@ export_run() {
   if [ "$SINK" = influxdb ]; then
     local i out
     for i in $(seq 1 600); do
-      out=$(collector_metric '^otelcol_exporter_(sent|send_failed)_spans_total.*exporter="otlp/join"')
+      out=$(collector_metric '^otelcol_exporter_(sent|send_failed)_spans_total.*exporter="otlp_grpc/join"')
       [ "$out" -ge "$(collector_metric '^otelcol_receiver_accepted_spans_total')" ] && break
       sleep 0.2; : "$i"
     done

@@ -120,6 +120,10 @@ def stack_cpu_since(env, start_file):
     return {n: round(now[n] - start[n], 2) for n in now if n in start}
 
 
+# The collector's exporter of spans to the join: one join, or the routing tier's (docs/fleet.md).
+JOIN_EXPORTER = re.compile(r'exporter="(otlp_grpc|load_balancing)/join"')
+
+
 def collector_counters(url):
     text = urllib.request.urlopen(url, timeout=10).read().decode()
     out = {"accepted": 0, "refused": 0, "sent": 0, "failed": 0}
@@ -132,9 +136,9 @@ def collector_counters(url):
             out["accepted"] += v
         elif name == "otelcol_receiver_refused_spans_total":
             out["refused"] += v
-        elif name == "otelcol_exporter_sent_spans_total" and 'exporter="otlp/join"' in labels:
+        elif name == "otelcol_exporter_sent_spans_total" and JOIN_EXPORTER.search(labels):
             out["sent"] += v
-        elif name == "otelcol_exporter_send_failed_spans_total" and 'exporter="otlp/join"' in labels:
+        elif name == "otelcol_exporter_send_failed_spans_total" and JOIN_EXPORTER.search(labels):
             out["failed"] += v
     return {k: int(v) for k, v in out.items()}
 
@@ -418,6 +422,13 @@ def cmd_ingest(a):
           f"{floor_us:.1f} µs | {stack_us / max(1e-9, floor_us):.1f}× | "
           f"{(points + writer_points) / max(1, observed):.2f} ({points:,} + {writer_points:,} writer points; "
           f"{field_values / max(1, points):.2f} fields per span point) | {adhoc} |", flush=True)
+    # The collector alone per span it took (the routing tier's cost, docs/fleet.md), and how
+    # busy the machine was: other work on it slows every process and inflates CPU per unit.
+    c = collector_counters(env["DDSHARK_OTELCOL_METRICS_URL"])
+    log(f"×{a.speed}: collector {total.get('otelcol', 0):.2f} s of CPU for {c['accepted']:,} spans "
+        f"taken ({c['sent']:,} sent on): {total.get('otelcol', 0) / max(1, c['accepted']) * 1e6:.1f} µs per span; "
+        f"per process per sample observation: {', '.join(f'{n} {per[n]:.1f} µs' for n in names)}; "
+        f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0 if held else 1
 
 

@@ -68,7 +68,7 @@ def extra_counters(url):
     out = {"enqueue_failed": 0, "queue_size": 0}
     for line in text.splitlines():
         m = re.match(r'(otelcol_\w+)\{([^}]*)\} ([0-9.e+]+)', line)
-        if not m or 'exporter="otlp/join"' not in m.group(2):
+        if not m or 'exporter="otlp_grpc/join"' not in m.group(2):
             continue
         if m.group(1) == "otelcol_exporter_enqueue_failed_spans_total":
             out["enqueue_failed"] += int(float(m.group(3)))

@@ -67,18 +67,18 @@ python3 -m ddtools.otlp_smoke send --otlp-http "$DDSHARK_OTLP_HTTP_ENDPOINT" --t
 metric() { python3 -m ddtools.otlp_smoke metric --url "$DDSHARK_OTELCOL_METRICS_URL" "$@"; }
 deadline=$((SECONDS + 30))
 while :; do
-  sent="$(metric --name otelcol_exporter_sent_spans_total --label exporter=otlp/join)"
-  [ "$sent" = absent ] && sent="$(metric --name otelcol_exporter_sent_spans --label exporter=otlp/join)"
+  sent="$(metric --name otelcol_exporter_sent_spans_total --label exporter=otlp_grpc/join)"
+  [ "$sent" = absent ] && sent="$(metric --name otelcol_exporter_sent_spans --label exporter=otlp_grpc/join)"
   [ "$sent" != absent ] && [ "$sent" -ge 3 ] && break
   if ((SECONDS >= deadline)); then say "collector did not report 3 spans sent to the join (got: $sent)"; exit 1; fi
   sleep 0.5
 done
 accepted="$(metric --name otelcol_receiver_accepted_spans_total --label receiver=otlp)"
 [ "$accepted" = absent ] && accepted="$(metric --name otelcol_receiver_accepted_spans --label receiver=otlp)"
-failed="$(metric --name otelcol_exporter_send_failed_spans_total --label exporter=otlp/join)"
-say "collector: receiver accepted=$accepted, exporter otlp/join sent=$sent send_failed=$failed"
+failed="$(metric --name otelcol_exporter_send_failed_spans_total --label exporter=otlp_grpc/join)"
+say "collector: receiver accepted=$accepted, exporter otlp_grpc/join sent=$sent send_failed=$failed"
 [ "$accepted" = 3 ] || { say "expected 3 accepted spans"; exit 1; }
-case "$failed" in absent|0) ;; *) say "the otlp/join exporter failed to send spans"; exit 1 ;; esac
+case "$failed" in absent|0) ;; *) say "the otlp_grpc/join exporter failed to send spans"; exit 1 ;; esac
 
 python3 -m ddtools.otlp_smoke check -v --influx "$DDSHARK_INFLUX_URL" --org "$DDSHARK_INFLUX_ORG" \
   --bucket "$DDSHARK_INFLUX_BUCKET" --token "$DDSHARK_INFLUX_TOKEN" --trace-id "$TRACE_ID"

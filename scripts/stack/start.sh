@@ -58,6 +58,13 @@
 #                               join-N-1, each with its own pid, log, state (DDSHARK_JOIN_STATE.K)
 #                               and OTLP port (DDSHARK_JOIN_OTLP_PORT + K; free ones with
 #                               --auto-ports); 1: one join named join, as before
+#   DDSHARK_STACK_RESOLVER      how the routing tier finds the shards [static]: static (the list
+#                               of their ports, routing-static.yaml) or dns (routing-dns.yaml, as
+#                               docker compose --scale join=N: the name `join` resolves to the
+#                               shards' addresses 127.0.0.2 … 127.0.0.N+1 in the collector's own
+#                               /etc/hosts (a mount namespace: root), all on DDSHARK_JOIN_OTLP_PORT,
+#                               TLS and the bearer token required, each shard --shard-auto;
+#                               the routing tier even with one shard)
 #   DDSHARK_JOIN_BIN            the latency join (ddshark-join) [target/release/ddshark-join,
 #                               rebuilt by cargo when its sources changed]
 #   DDSHARK_JOIN_STATE          the join's state across its restarts [RUN_DIR/join.state]
@@ -157,6 +164,43 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
     [ "${#JOIN_PORTS[@]}" -gt "$k" ] || JOIN_PORTS+=("$((JOIN_OTLP_PORT + k))")
   done
 fi
+RESOLVER="${DDSHARK_STACK_RESOLVER:-static}"
+case "$RESOLVER" in
+  static) ROUTING=$((SHARDS > 1 ? 1 : 0)) ;;
+  dns)
+    ROUTING=1
+    [ "$(id -u)" = 0 ] || die "DDSHARK_STACK_RESOLVER=dns needs root (the collector's own /etc/hosts in a mount namespace)"
+    [ "$HOST" = 127.0.0.1 ] || usage_error "DDSHARK_STACK_RESOLVER=dns puts the shards on 127.0.0.2 …: DDSHARK_STACK_BIND must be 127.0.0.1, not $BIND"
+    # As compose: every shard behind the name join on one port, at its own address.
+    JOIN_NAMES=()
+    JOIN_HOSTS=()
+    if [ "$AUTO_PORTS" = 1 ] && [ -z "$JOIN_PORT_GIVEN" ]; then
+      JOIN_OTLP_PORT=$(python3 -c '
+import socket, sys
+for _ in range(50):
+    s = socket.socket(); s.bind(("127.0.0.2", 0)); port = s.getsockname()[1]
+    try:
+        for k in range(1, int(sys.argv[1])):
+            t = socket.socket(); t.bind((f"127.0.0.{2 + k}", port)); t.close()
+    except OSError:
+        continue
+    print(port); break
+' "$SHARDS")
+    fi
+    JOIN_PORTS=()
+    for ((k = 0; k < SHARDS; k++)); do
+      JOIN_NAMES+=("join-$k")
+      JOIN_HOSTS+=("127.0.0.$((2 + k))")
+      JOIN_PORTS+=("$JOIN_OTLP_PORT")
+    done
+    ;;
+  *) usage_error "DDSHARK_STACK_RESOLVER must be static or dns, not '$RESOLVER'" ;;
+esac
+# (static: every join on this stack's address)
+if [ "$RESOLVER" = static ]; then
+  JOIN_HOSTS=()
+  for k in "${!JOIN_NAMES[@]}"; do JOIN_HOSTS+=("$HOST"); done
+fi
 TIMEOUT="${DDSHARK_STACK_TIMEOUT:-60}"
 INFLUX_URL="http://$HOST:$INFLUX_PORT"
 
@@ -201,6 +245,8 @@ case "$OTLP_BIND" in
   *[!0-9.]*) sans+=("DNS:$OTLP_BIND") ;;
   *) sans+=("IP:$OTLP_BIND") ;;
 esac
+# (the shards' certificate is the receivers' one: the routing tier checks the name join)
+[ "$RESOLVER" = dns ] && sans+=("DNS:join")
 "$REPO_ROOT/deploy/secrets.sh" "$SECRETS_DIR" "${sans[@]}" || die "making the credentials in $SECRETS_DIR failed"
 INFLUX_TOKEN="${DDSHARK_INFLUX_TOKEN:-$(cat "$SECRETS_DIR/influx-token")}"
 INFLUX_PASSWORD="${DDSHARK_INFLUX_PASSWORD:-$(cat "$SECRETS_DIR/influx-password")}"
@@ -208,14 +254,19 @@ OTLP_TOKEN="$(head -n1 "$SECRETS_DIR/otlp-token" | awk '{print $1}')"
 [ -n "$INFLUX_TOKEN" ] && [ -n "$INFLUX_PASSWORD" ] && [ -n "$OTLP_TOKEN" ] || die "empty credentials in $SECRETS_DIR"
 
 # ---- ports must be free ---------------------------------------------------
-ports=("$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT" "${JOIN_PORTS[@]}")
-[ "$WITH_PROMETHEUS" = 1 ] && ports+=("$PROMETHEUS_PORT" "$NODE_EXPORTER_PORT")
+ports=()
+for p in "$INFLUX_PORT" "$OTLP_GRPC_PORT" "$OTLP_HTTP_PORT" "$HEALTH_PORT" "$METRICS_PORT" "$PROM_EXP_PORT"; do
+  ports+=("$BIND $p")
+done
+for k in "${!JOIN_NAMES[@]}"; do ports+=("${JOIN_HOSTS[$k]} ${JOIN_PORTS[$k]}"); done
+[ "$WITH_PROMETHEUS" = 1 ] && ports+=("$BIND $PROMETHEUS_PORT" "$BIND $NODE_EXPORTER_PORT")
 dups="$(printf '%s\n' "${ports[@]}" | sort | uniq -d)"
 [ -z "$dups" ] || die "port(s) configured twice: $dups"
-python3 - "$BIND" "${ports[@]}" <<'EOF' || die "port(s) in use, see above; set the DDSHARK_*_PORT variables"
+python3 - "${ports[@]}" <<'EOF' || die "port(s) in use, see above; set the DDSHARK_*_PORT variables"
 import socket, sys
-host, bad = sys.argv[1], []
-for p in sys.argv[2:]:
+bad = []
+for pair in sys.argv[1:]:
+    host, p = pair.split()
     s = socket.socket()
     # Like the servers themselves (Go sets SO_REUSEADDR): TIME_WAIT
     # connections of a previous run must not count as "in use".
@@ -381,14 +432,19 @@ fi
 # spans in the state's journal (docs/latency.md, "Writing InfluxDB itself"). Shards: each its
 # own state and port, and --shard K (the tag of what every shard writes, docs/fleet.md).
 JOIN_ADDRS=()
+# With the DNS resolver, as in compose: shards alike, each claiming a shard number and its
+# state (--shard-auto), TLS and the bearer token on the intake.
 for k in "${!JOIN_NAMES[@]}"; do
   shard_args=()
   state="$JOIN_STATE"
-  if ((SHARDS > 1)); then
+  if [ "$RESOLVER" = dns ]; then
+    shard_args=(--shard-auto --otlp-token-file "$SECRETS_DIR/otlp-token"
+      --otlp-tls-cert "$SECRETS_DIR/otlp.pem" --otlp-tls-key "$SECRETS_DIR/otlp.key")
+  elif ((SHARDS > 1)); then
     shard_args=(--shard "$k")
     state="$JOIN_STATE.$k"
   fi
-  launch "${JOIN_NAMES[$k]}" "$RUN_DIR" "$DDSHARK_JOIN_BIN" --otlp-grpc "$HOST:${JOIN_PORTS[$k]}" \
+  launch "${JOIN_NAMES[$k]}" "$RUN_DIR" "$DDSHARK_JOIN_BIN" --otlp-grpc "${JOIN_HOSTS[$k]}:${JOIN_PORTS[$k]}" \
     "${shard_args[@]}" \
     --period "${DDSHARK_JOIN_PERIOD:-10s}" \
     --settle-pushes "${DDSHARK_JOIN_SETTLE_PUSHES:-3}" \
@@ -399,10 +455,10 @@ for k in "${!JOIN_NAMES[@]}"; do
     --influx-url "$INFLUX_URL" --influx-org "$INFLUX_ORG" \
     --influx-token-file "$JOIN_TOKEN_FILE" \
     --raw-bucket "$INFLUX_BUCKET" --long-bucket "$INFLUX_LONG_BUCKET"
-  JOIN_ADDRS+=("$HOST:${JOIN_PORTS[$k]}")
+  JOIN_ADDRS+=("${JOIN_HOSTS[$k]}:${JOIN_PORTS[$k]}")
 done
 for k in "${!JOIN_NAMES[@]}"; do
-  wait_tcp "${JOIN_NAMES[$k]}" "$HOST" "${JOIN_PORTS[$k]}"
+  wait_tcp "${JOIN_NAMES[$k]}" "${JOIN_HOSTS[$k]}" "${JOIN_PORTS[$k]}"
 done
 export DDSHARK_JOIN_OTLP_ADDR="${JOIN_ADDRS[0]}"
 # (the routing tier's static resolver: a YAML list)
@@ -418,9 +474,21 @@ export DDSHARK_OTELCOL_FILE_PATH="${DDSHARK_OTELCOL_FILE_PATH:-$RUN_DIR/otelcol-
 export DDSHARK_OTELCOL_STORAGE_DIR="${DDSHARK_OTELCOL_STORAGE_DIR:-$RUN_DIR/otelcol-queue}"
 rm -rf "$DDSHARK_OTELCOL_STORAGE_DIR"
 otelcol_configs=(--config="$REPO_ROOT/deploy/otelcol/config.yaml")
-if ((SHARDS > 1)); then
-  otelcol_configs+=(--config="$REPO_ROOT/deploy/otelcol/routing.yaml")
-  say "routing tier: spans by trace id to $SHARDS join shards $DDSHARK_JOIN_SHARDS"
+if [ "$ROUTING" = 1 ]; then
+  otelcol_configs+=(--config="$REPO_ROOT/deploy/otelcol/routing.yaml"
+    --config="$REPO_ROOT/deploy/otelcol/routing-$RESOLVER.yaml")
+  say "routing tier: spans by trace id to $SHARDS join shards $DDSHARK_JOIN_SHARDS ($RESOLVER resolver)"
+fi
+otelcol_launcher=()
+if [ "$RESOLVER" = dns ]; then
+  export DDSHARK_JOIN_DNS_NAME=join DDSHARK_JOIN_DNS_PORT="$JOIN_OTLP_PORT"
+  export DDSHARK_JOIN_CA_FILE="$SECRETS_DIR/ca.pem" DDSHARK_OTLP_TOKEN_FILE="$SECRETS_DIR/otlp-token"
+  # The name join in the collector's /etc/hosts only (what `ip netns exec` does for a
+  # namespace's hosts file: a bind mount in a mount namespace of its own).
+  { cat /etc/hosts; for h in "${JOIN_HOSTS[@]}"; do echo "$h join"; done; } >"$RUN_DIR/hosts"
+  # shellcheck disable=SC2016 # ($0 and $@ are the inner shell's)
+  otelcol_launcher=(unshare --mount --propagation private
+    sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$RUN_DIR/hosts")
 fi
 OTLP_SCHEME=http
 if [ "$OTLP_SECURE" = 1 ]; then
@@ -430,7 +498,7 @@ if [ "$OTLP_SECURE" = 1 ]; then
   OTLP_SCHEME=https
   say "OTLP receivers on $OTLP_BIND: TLS (CA $SECRETS_DIR/ca.pem) and a bearer token required"
 fi
-launch otelcol "$RUN_DIR" "$OTELCOL_BIN" "${otelcol_configs[@]}"
+launch otelcol "$RUN_DIR" "${otelcol_launcher[@]}" "$OTELCOL_BIN" "${otelcol_configs[@]}"
 wait_http otelcol "http://$HOST:$HEALTH_PORT/" ''
 wait_http otelcol "http://$HOST:$METRICS_PORT/metrics" 'otelcol_'
 

@@ -28,4 +28,21 @@ expect_refused() { # expect_refused WHAT SED-SCRIPT
 }
 expect_refused "an unknown service key" '0,/^    restart: unless-stopped$/s//    restart: unless-stopped\n    restrat: always/'
 expect_refused "a missing bind mount" '0,/\.\/otelcol\/config\.yaml:/s//.\/otelcol\/no-such-config.yaml:/'
+# `docker compose up --scale join=N` (docs/fleet.md): the join's replicas are alike, so nothing of
+# the service may be one of a kind (a fixed name, a published port, another's network), each
+# claims its shard (--shard-auto), and the collector finds them by DNS.
+python3 - deploy/docker-compose.yml <<'EOF' || die "deploy/docker-compose.yml: the join cannot be scaled (above)"
+import sys, yaml
+services = yaml.safe_load(open(sys.argv[1]))["services"]
+join, otelcol = services["join"], services["otelcol"]
+bad = [k for k in ("container_name", "hostname", "ports", "network_mode") if k in join]
+if bad:
+    sys.exit(f"its join service sets {bad}: its replicas would collide")
+for flag in ("--shard-auto", "--otlp-token-file", "--otlp-tls-cert"):
+    if not any(str(a).startswith(flag) for a in join["command"]):
+        sys.exit(f"its join service lacks {flag}")
+if not any("routing-dns.yaml" in str(a) for a in otelcol["command"]):
+    sys.exit("its collector has no DNS resolver (otelcol/routing-dns.yaml)")
+EOF
+echo "compose check: the join scales (--scale join=N): replicas alike, each --shard-auto, found by DNS"
 echo "compose check: deploy/docker-compose.yml valid for the Compose Specification"

@@ -306,7 +306,7 @@ impl RunningStack {
 
     /// The spans the join acknowledged to the collector (its exporter's sent counter).
     fn sent_to_join(&self) -> u64 {
-        self.collector_metric("otelcol_exporter_sent_spans_total", &["otlp/join"])
+        self.collector_metric("otelcol_exporter_sent_spans_total", &["otlp_grpc/join"])
     }
 }
 

@@ -9,6 +9,13 @@
 //! routing tier or the restarted shard delivered again is taken once), and both shards joined
 //! samples.
 //!
+//! Twice: with the static resolver (`DDSHARK_STACK_SHARDS=2`, the shards' ports listed), and
+//! as `docker compose up --scale join=2` runs it (`DDSHARK_STACK_RESOLVER=dns`): the routing
+//! tier's DNS resolver (deploy/otelcol/routing-dns.yaml) finds the shards behind the name
+//! `join` (127.0.0.2 and 127.0.0.3 in the collector's own /etc/hosts), on one port, each
+//! with TLS and the bearer token on its intake and its shard and state claimed with
+//! `--shard-auto`, the flags compose gives them.
+//!
 //! Needs the stack `scripts/stack/build.sh` caches (`common::stack::stack_bin`): without
 //! it this test FAILS, naming how to build it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -61,7 +68,22 @@ const OUTAGE: Duration = Duration::from_secs(30);
 
 #[test]
 fn four_hosts_through_two_join_shards_lose_nothing_when_one_is_killed() {
-    let run_dir = fresh_run_dir("fleet");
+    four_hosts_through_two_shards("fleet", "static");
+}
+
+#[test]
+fn four_hosts_through_two_join_shards_found_by_dns_with_tls_lose_nothing_when_one_is_killed() {
+    four_hosts_through_two_shards("fleet-dns", "dns");
+}
+
+/// One stack at a time: two at once on the test machine's two cores would test its load.
+static ONE_STACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn four_hosts_through_two_shards(name: &str, resolver: &str) {
+    let _one = ONE_STACK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let run_dir = fresh_run_dir(name);
     // (pushes every second, as the stack's 10 s would make the test long; the backstop 120
     // pushes, longer than the outage and the routing tier's retry interval after it, as
     // docs/fleet.md asks of a deployment: the stack's 30 × 10 s)
@@ -69,6 +91,7 @@ fn four_hosts_through_two_join_shards_lose_nothing_when_one_is_killed() {
         &run_dir,
         &[
             ("DDSHARK_STACK_SHARDS", "2"),
+            ("DDSHARK_STACK_RESOLVER", resolver),
             ("DDSHARK_JOIN_PERIOD", "1s"),
             ("DDSHARK_JOIN_MAX_WAIT_PUSHES", "120"),
         ],
@@ -123,7 +146,7 @@ fn four_hosts_through_two_join_shards_lose_nothing_when_one_is_killed() {
     std::thread::sleep(OUTAGE.saturating_sub(killed.elapsed()));
     let queued = stack.collector_metric(
         "otelcol_exporter_queue_size",
-        &["exporter=\"loadbalancing/join\""],
+        &["exporter=\"load_balancing/join\""],
     );
     eprintln!(
         "spans held while join-1 was down {:.1} s: {queued}",
@@ -250,4 +273,9 @@ fn four_hosts_through_two_join_shards_lose_nothing_when_one_is_killed() {
     );
     assert_eq!(samples.len(), 2, "{per_shard:?}");
     assert!(samples.values().all(|&n| n > 0), "{samples:?}");
+
+    // the component names this collector version knows (no deprecated alias)
+    let log = std::fs::read_to_string(stack.run_dir.join("logs/otelcol.log")).unwrap();
+    let deprecated: Vec<_> = log.lines().filter(|l| l.contains("deprecated")).collect();
+    assert!(deprecated.is_empty(), "{deprecated:?}");
 }

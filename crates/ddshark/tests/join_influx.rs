@@ -100,7 +100,7 @@ fn start_collector(dir: &Path, join_port: u16) -> (Proc, u16, String) {
         .env("DDSHARK_OTELCOL_HEALTH_PORT", health.to_string())
         .env("DDSHARK_OTELCOL_METRICS_PORT", metrics.to_string())
         .env("DDSHARK_OTELCOL_PROM_PORT", prom.to_string())
-        .env("DDSHARK_OTELCOL_TRACES_EXPORTERS", "[otlp/join]")
+        .env("DDSHARK_OTELCOL_TRACES_EXPORTERS", "[otlp_grpc/join]")
         .env("DDSHARK_OTELCOL_METRICS_EXPORTERS", "[debug]")
         .env("DDSHARK_OTELCOL_LOGS_EXPORTERS", "[debug]")
         .env("DDSHARK_JOIN_OTLP_ADDR", format!("127.0.0.1:{join_port}"))
@@ -158,7 +158,7 @@ fn replay(otlp: u16, pcap: &Path, host: &str) -> u64 {
 
 /// The collector sent the join every span it accepted; how many.
 fn drained(metrics: &str) -> u64 {
-    let join = "exporter=\"otlp/join\"";
+    let join = "exporter=\"otlp_grpc/join\"";
     let accepted = || metric_sum(metrics, "otelcol_receiver_accepted_spans", &[]);
     wait_for(
         "the collector's exports to the join",

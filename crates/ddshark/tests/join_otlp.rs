@@ -1,6 +1,6 @@
 //! The latency join's own OTLP intake behind the real OpenTelemetry Collector:
 //! `ddshark -r` of each host of a two-host fixture → otelcol (deploy/otelcol/config.yaml,
-//! its otlp/join exporter: persistent sending queue,
+//! its otlp_grpc/join exporter: persistent sending queue,
 //! retries) → `ddshark join --otlp-grpc`. Its `dds_latency` points equal those of the join
 //! fed the same captures' SAMPLE spans directly (which join_oracle.rs holds equal to
 //! `ddshark latency`), to the ns; the same exports sent twice change nothing; a kill -9 of
@@ -89,7 +89,7 @@ impl Collector {
             .env("DDSHARK_OTELCOL_HEALTH_PORT", health.to_string())
             .env("DDSHARK_OTELCOL_METRICS_PORT", metrics.to_string())
             .env("DDSHARK_OTELCOL_PROM_PORT", prom.to_string())
-            .env("DDSHARK_OTELCOL_TRACES_EXPORTERS", "[otlp/join]")
+            .env("DDSHARK_OTELCOL_TRACES_EXPORTERS", "[otlp_grpc/join]")
             .env("DDSHARK_OTELCOL_METRICS_EXPORTERS", "[debug]")
             .env("DDSHARK_OTELCOL_LOGS_EXPORTERS", "[debug]")
             .env("DDSHARK_JOIN_OTLP_ADDR", format!("127.0.0.1:{join_port}"))
@@ -125,7 +125,7 @@ impl Collector {
             metric_sum(
                 &self.metrics,
                 "otelcol_exporter_sent_spans",
-                &["exporter=\"otlp/join\""],
+                &["exporter=\"otlp_grpc/join\""],
             )
         };
         let accepted = || metric_sum(&self.metrics, "otelcol_receiver_accepted_spans", &[]);
@@ -140,7 +140,7 @@ impl Collector {
         let failed = metric_sum(
             &self.metrics,
             "otelcol_exporter_send_failed_spans",
-            &["exporter=\"otlp/join\""],
+            &["exporter=\"otlp_grpc/join\""],
         );
         assert_eq!(failed, 0, "{}", scrape(&self.metrics));
     }

@@ -166,7 +166,7 @@ fn drained(stack: &RunningStack) {
             "otelcol_exporter_send_failed_log_records",
         ),
     ] {
-        let join = "exporter=\"otlp/join\"";
+        let join = "exporter=\"otlp_grpc/join\"";
         wait_for(sent, Duration::from_secs(120), || {
             let a = metric_sum(metrics, accepted, &[]);
             a > 0 && metric_sum(metrics, sent, &[join]) == a

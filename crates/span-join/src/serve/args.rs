@@ -73,6 +73,11 @@ pub struct JoinArgs {
     /// (docs/fleet.md)
     #[arg(long, value_name = "N")]
     pub shard: Option<u16>,
+    /// Take the lowest shard number no other join with the same --state holds (a lock on
+    /// STATE.K.lock while it runs) and the state STATE.K: for replicas started alike (docker
+    /// compose --scale), a distinct shard each, a restarted one takes over a free one's state
+    #[arg(long, conflicts_with = "shard", requires = "state")]
+    pub shard_auto: bool,
     /// Keep the join across restarts (kill -9 included) in FILE: read at start, written at
     /// every push (the input between pushes in FILE.journal-N), at the end of the input and
     /// on SIGTERM (instead of joining what still waits)

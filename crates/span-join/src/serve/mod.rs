@@ -25,6 +25,7 @@
 
 mod args;
 mod checkpoint;
+mod claim;
 mod input;
 mod otlp;
 mod output;
@@ -54,6 +55,30 @@ enum Input {
 
 /// Runs the join until the end of stdin (with `--otlp-*`: until SIGTERM/SIGINT).
 pub fn run(args: &JoinArgs) -> Result<()> {
+    if !args.shard_auto {
+        return run_as(args);
+    }
+    let Some(state) = &args.state else {
+        anyhow::bail!("--shard-auto needs --state FILE");
+    };
+    // (held until the join ends: no other join takes this shard meanwhile)
+    let claimed = claim::claim(state)?;
+    eprintln!(
+        "ddshark-join: --shard-auto: shard {} (state {})",
+        claimed.shard,
+        claimed.state.display()
+    );
+    let mut own = args.clone();
+    own.shard = Some(claimed.shard);
+    own.state = Some(claimed.state.clone());
+    own.shard_auto = false;
+    let result = run_as(&own);
+    drop(claimed);
+    result
+}
+
+/// Runs the join with its shard and state settled.
+fn run_as(args: &JoinArgs) -> Result<()> {
     let output = Output::parse(&args.output)?;
     let influx = match args.influx.config()? {
         Some(cfg) => {
