@@ -50,7 +50,20 @@ impl FragBudget {
     }
 
     /// Drops the oldest samples until all of them hold at most `max_bytes`.
+    #[inline]
     pub(crate) fn enforce(&mut self, max_bytes: usize, writers: &mut Bounded<Guid, Writer>) {
+        // Called for every DATA: nearly always within the budget with nothing to sweep.
+        if self.held.bytes > max_bytes || self.order_needs_sweep() {
+            self.enforce_now(max_bytes, writers);
+        }
+    }
+
+    fn order_needs_sweep(&self) -> bool {
+        self.order.len() > self.held.samples.saturating_mul(2).saturating_add(64)
+    }
+
+    #[inline(never)]
+    fn enforce_now(&mut self, max_bytes: usize, writers: &mut Bounded<Guid, Writer>) {
         while self.held.bytes > max_bytes {
             let Some((guid, sn, birth)) = self.order.pop_front() else {
                 break;
@@ -62,7 +75,7 @@ impl FragBudget {
                 }
             }
         }
-        if self.order.len() > self.held.samples.saturating_mul(2).saturating_add(64) {
+        if self.order_needs_sweep() {
             self.order.retain(|(guid, sn, birth)| {
                 writers
                     .get(guid)

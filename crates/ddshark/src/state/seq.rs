@@ -308,6 +308,22 @@ impl SeqTracker {
             self.started = true;
             self.low = sn;
         }
+        let next_sn = i64::try_from(self.slots.len())
+            .ok()
+            .and_then(|len| self.low.checked_add(len));
+        if frag.is_none() && cfg.window > 0 && next_sn == Some(sn) {
+            // The common case, a whole sample with the writer's next SN: what `extend_to`
+            // and the slot update below do, without their search for the slot.
+            self.slots.push_back(Slot {
+                flags: SEEN | COMPLETE,
+                dst,
+                ts_ns,
+            });
+            while self.slots.len() > cfg.window {
+                fin.add(self.pop_front(cfg));
+            }
+            return (Observed::NewSample { late_fill: false }, fin);
+        }
         if sn < self.low {
             let high = self.high();
             let span = u64::try_from(high.saturating_sub(sn)).unwrap_or(u64::MAX);
