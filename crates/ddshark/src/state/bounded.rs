@@ -53,7 +53,23 @@ impl<K: Hash + Eq + Copy, V: Aged> Bounded<K, V> {
     /// sixteenth, at least one, is evicted first). `evicted` is called with each entry that had to go (a
     /// callback, so that the common case builds nothing). `None` only if the map's
     /// own bookkeeping were broken.
+    #[inline]
     pub(crate) fn get_or_insert_with(
+        &mut self,
+        key: K,
+        make: impl FnOnce() -> V,
+        evicted: impl FnMut(V),
+    ) -> Option<&mut V> {
+        // The hint's hit, inline in the caller: the rest (hash lookup, insertion) costs
+        // a call's setup that most lookups then do not need.
+        if self.entries.get(self.last).is_some_and(|(k, _)| *k == key) {
+            return self.entries.get_mut(self.last).map(|(_, v)| v);
+        }
+        self.get_or_insert_with_slow(key, make, evicted)
+    }
+
+    #[inline(never)]
+    fn get_or_insert_with_slow(
         &mut self,
         key: K,
         make: impl FnOnce() -> V,
