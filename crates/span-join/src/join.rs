@@ -78,6 +78,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+
+use crate::as_i64;
 use latency_core::hosts::Sighting;
 use latency_core::{
     Basis, HostRule, HostRuleConfig, HostRuleEvidence, Hosts, LatencyTotals, LostRule,
@@ -489,11 +491,6 @@ impl SpanJoin {
         points = points.saturating_add(self.clocks.write(out, self.settings.shard));
         points.saturating_add(self.write_latency_seconds(out))
     }
-}
-
-/// A count as the points' integer (saturating: they are i64).
-fn as_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// Tags a point that other shards write too with this join's shard (none: a lone join).

@@ -20,6 +20,11 @@ pub use join::{
 };
 pub use line::{FieldValue, Line, LineError, LineWriter};
 
+/// A count as the points' and OTLP's integer (saturating: they are i64).
+pub(crate) fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// Feeds one line to the join: a SAMPLE or DATA_FRAG span, else counted as rejected.
 /// Blank lines and comments are nothing.
 pub fn feed_line(join: &mut SpanJoin, text: &str) {

@@ -168,7 +168,7 @@ impl Point {
                 Field::Float(v) if !v.is_finite() => continue,
                 Field::Float(v) => format!("{v}"),
                 Field::Int(v) => format!("{v}i"),
-                Field::Uint(v) => format!("{}i", i64::try_from(*v).unwrap_or(i64::MAX)),
+                Field::Uint(v) => format!("{}i", crate::as_i64(*v)),
                 Field::Str(s) => format!("\"{}\"", string_field_escape(s)),
             };
             out.push(if first { ' ' } else { ',' });

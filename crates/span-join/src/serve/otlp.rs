@@ -202,7 +202,7 @@ pub(super) fn take(
 pub(super) fn response(rejected: u64, message: String) -> ExportTraceServiceResponse {
     ExportTraceServiceResponse {
         partial_success: (rejected > 0).then(|| ExportTracePartialSuccess {
-            rejected_spans: i64::try_from(rejected).unwrap_or(i64::MAX),
+            rejected_spans: crate::as_i64(rejected),
             error_message: message,
         }),
     }

@@ -115,15 +115,11 @@ impl Door {
     }
 }
 
-fn count(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 /// The metrics answer to a reply (partial success when some points were refused).
 pub(super) fn metrics_response(rejected: u64, message: String) -> ExportMetricsServiceResponse {
     ExportMetricsServiceResponse {
         partial_success: (rejected > 0).then(|| ExportMetricsPartialSuccess {
-            rejected_data_points: count(rejected),
+            rejected_data_points: crate::as_i64(rejected),
             error_message: message,
         }),
     }
@@ -133,7 +129,7 @@ pub(super) fn metrics_response(rejected: u64, message: String) -> ExportMetricsS
 pub(super) fn logs_response(rejected: u64, message: String) -> ExportLogsServiceResponse {
     ExportLogsServiceResponse {
         partial_success: (rejected > 0).then(|| ExportLogsPartialSuccess {
-            rejected_log_records: count(rejected),
+            rejected_log_records: crate::as_i64(rejected),
             error_message: message,
         }),
     }
