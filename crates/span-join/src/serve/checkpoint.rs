@@ -45,9 +45,7 @@ pub(super) struct Checkpoint {
 
 impl Checkpoint {
     fn journal_path(path: &Path, generation: u64) -> PathBuf {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(".journal-{generation}"));
-        PathBuf::from(name)
+        super::with_suffix(path, &format!("journal-{generation}"))
     }
 
     /// The journals of `path` other than `keep`'s (left by a kill between a checkpoint and

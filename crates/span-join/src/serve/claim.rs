@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{flock, FlockOperation};
 
+use super::with_suffix;
+
 /// Shard numbers tried at most (the routing tier's shards of one deployment).
 pub const MAX_AUTO_SHARDS: u16 = 1024;
 
@@ -30,14 +32,6 @@ pub struct ShardClaim {
     pub shard: u16,
     pub state: PathBuf,
     _lock: File,
-}
-
-/// `STATE` with `.SUFFIX` appended to its file name.
-fn with_suffix(state: &Path, suffix: &str) -> PathBuf {
-    let mut name = state.as_os_str().to_owned();
-    name.push(".");
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// Claims the lowest shard K whose `STATE.K.lock` no other process holds locked.

@@ -31,6 +31,7 @@ mod otlp;
 mod output;
 
 use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, PoisonError};
@@ -51,6 +52,14 @@ pub use args::{parse_period, JoinArgs, OtlpArgs};
 enum Input {
     Lines(Vec<u8>),
     Export(otlp::Export),
+}
+
+/// `FILE` with `.SUFFIX` appended to its file name (the state's journals and shard files).
+fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// Runs the join until the end of stdin (with `--otlp-*`: until SIGTERM/SIGINT).
